@@ -1,0 +1,53 @@
+# DLCP developer entry points. `make demo` and `make test` install what they need (idempotently).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.dlcp-installed
+APT_PACKAGES := mininet python3-venv iproute2 tcpdump iperf3 ethtool
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup test test-fast lint demo bmv2 tofino bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "apt: installing$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
+	@[ -x $(PY) ] || /usr/bin/python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@# Debian's mininet lives in the system Python: expose that one package (not all of dist-packages).
+	@mkdir -p $(VENV)/system-mininet && ln -sfn /usr/lib/python3/dist-packages/mininet $(VENV)/system-mininet/mininet
+	@echo "$(CURDIR)/$(VENV)/system-mininet" > $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/dlcp-system-mininet.pth
+	$(PY) -c "import mininet.net, p4.v1.p4runtime_pb2, p4runtime_sh, lark, scapy, numpy"
+	@touch $(STAMP)
+
+test: setup
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q tests
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow" tests
+
+lint: setup
+	$(PY) -m ruff check .
+
+demo: setup
+	$(PY) -m mininet_topos.demo
+
+bmv2:
+	@command -v p4c >/dev/null || { echo "make bmv2: p4c is not on PATH (no registry here ships it)"; exit 2; }
+	mkdir -p build/bmv2 && p4c --target bmv2 --arch v1model --p4runtime-files build/bmv2/dlcp.p4info.txtpb \
+	  -I p4src/include -o build/bmv2 p4src/bmv2/dlcp.p4
+
+tofino:
+	@[ -n "$$SDE" ] || { echo "make tofino: \$$SDE is not set (the Tofino SDE is not installable here)"; exit 2; }
+	mkdir -p build/tofino && $$SDE/install/bin/bf-p4c --target tofino --arch tna --p4runtime-files build/tofino/dlcp.p4info.txtpb \
+	  -I p4src/include -o build/tofino p4src/tofino/dlcp.p4
+
+bench: setup
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf build results .pytest_cache
