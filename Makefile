@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.dlcp-installed
-APT_PACKAGES := mininet python3-venv iproute2 tcpdump iperf3 ethtool
+APT_PACKAGES := mininet python3-venv iproute2 iputils-ping tcpdump ethtool psmisc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup test test-fast lint demo bmv2 tofino bench clean

@@ -1,0 +1,153 @@
+"""Bring a DLCP topology up in Mininet and tear it down completely, even on failure or Ctrl-C.
+
+``EmulatedNetwork`` turns a ``Topology`` into Mininet hosts (network namespaces) and
+``P4RuntimeSwitch`` nodes, configures host addresses, gateways and static ARP, and on exit stops
+every switch process and deletes every interface it made. ``leftovers()`` is the check the tests
+and the experiment runner use to prove nothing was left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from pathlib import Path
+from types import TracebackType
+
+from mininet.link import Link
+from mininet.net import Mininet
+from mininet.node import Host
+from mininet.topo import Topo
+
+from mininet_topos.p4switch import P4RuntimeSwitch
+from mininet_topos.topologies import Topology
+
+log = logging.getLogger(__name__)
+
+
+class _MininetTopo(Topo):
+    """Mininet's view of a ``Topology`` (explicit port numbers on switch ends)."""
+
+    def build(self, spec: Topology, switch_params: dict[str, dict]) -> None:  # type: ignore[override]
+        for name, sw in spec.switches.items():
+            self.addSwitch(name, cls=P4RuntimeSwitch, device_id=sw.device_id, **switch_params.get(name, {}))
+        for name, host in spec.hosts.items():
+            self.addHost(name, ip=f"{host.ip}/24", mac=host.mac)
+        for link in spec.links:
+            if link.a in spec.hosts:
+                self.addLink(link.a, link.b, port2=link.b_port, intfName1=f"{link.a}-eth0")
+            else:
+                self.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port)
+
+
+class EmulatedNetwork:
+    """A running Mininet emulation of ``topo`` with one P4 switch process per switch."""
+
+    def __init__(self, topo: Topology, run_dir: str | Path, target: str = "p4sim", pcap: bool = False,
+                 queue_depth: int | None = None) -> None:
+        self.topo = topo
+        self.run_dir = Path(run_dir)
+        self.target = target
+        self.pcap = pcap
+        self.queue_depth = queue_depth
+        self.net: Mininet | None = None
+
+    def switch_params(self) -> dict[str, dict]:
+        params: dict[str, dict] = {}
+        for name in self.topo.switches:
+            rates = {}
+            for link in self.topo.links:
+                if link.a == name:
+                    rates[link.a_port] = link.rate_bps
+                if link.b == name:
+                    rates[link.b_port] = link.rate_bps
+            params[name] = dict(target=self.target, run_dir=str(self.run_dir), pcap=self.pcap,
+                                port_rates=rates, queue_depth=self.queue_depth)
+        return params
+
+    def start(self) -> EmulatedNetwork:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        topo = _MininetTopo(spec=self.topo, switch_params=self.switch_params())
+        self.net = Mininet(topo=topo, host=Host, link=Link, controller=None, build=False,
+                           autoSetMacs=False, waitConnected=False)
+        try:
+            self.net.build()
+            for name, spec in self.topo.hosts.items():
+                self._configure_host(self.net[name], spec.gateway,
+                                     self.topo.switches[spec.switch].port_mac(spec.switch_port))
+            self.net.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    @staticmethod
+    def _configure_host(host: Host, gateway: str, gateway_mac: str) -> None:
+        intf = host.defaultIntf().name
+        host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+        host.cmd(f"ethtool -K {intf} tx off rx off >/dev/null 2>&1")
+        host.cmd(f"ip route replace default via {gateway} dev {intf}")
+        host.cmd(f"ip neigh replace {gateway} lladdr {gateway_mac} dev {intf} nud permanent")
+
+    def switch(self, name: str) -> P4RuntimeSwitch:
+        assert self.net is not None, "network not started"
+        return self.net[name]
+
+    def host(self, name: str) -> Host:
+        assert self.net is not None, "network not started"
+        return self.net[name]
+
+    def grpc_addresses(self) -> dict[str, str]:
+        return {name: f"127.0.0.1:{self.switch(name).grpc_port}" for name in self.topo.switches}
+
+    def dead_switches(self) -> list[str]:
+        return [name for name in self.topo.switches if not self.switch(name).alive()]
+
+    def stop(self) -> None:
+        net, self.net = self.net, None
+        if net is None:
+            return
+        try:
+            net.stop()
+        finally:
+            # Whatever Mininet could not stop (a half-built network) is removed here.
+            for name in self.topo.switches:
+                node = net.nameToNode.get(name)
+                if isinstance(node, P4RuntimeSwitch) and node.process is not None:
+                    node.stop()
+            for intf in _our_interfaces(self.topo):
+                subprocess.run(["ip", "link", "del", intf], capture_output=True, check=False)
+
+    def __enter__(self) -> EmulatedNetwork:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+def _our_interfaces(topo: Topology) -> list[str]:
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=False).stdout
+    prefixes = tuple(f"{name}-eth" for name in topo.switches)
+    names = []
+    for line in out.splitlines():
+        parts = line.split(": ")
+        if len(parts) > 1:
+            name = parts[1].split("@")[0]
+            if name.startswith(prefixes):
+                names.append(name)
+    return names
+
+
+def leftovers(topo: Topology) -> list[str]:
+    """What an emulation of ``topo`` left behind: interfaces, host shells, switch processes."""
+    found = [f"interface {name}" for name in _our_interfaces(topo)]
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=False).stdout
+    hosts = {f"mininet:{name}" for name in topo.hosts}
+    for line in ps.splitlines()[1:]:
+        pid, _, args = line.strip().partition(" ")
+        if any(args.endswith(h) for h in hosts):
+            found.append(f"host shell {pid}: {args}")
+        if ("p4sim.cli switch" in args or "simple_switch_grpc" in args) and any(
+                f"@{s}-eth" in args for s in topo.switches):
+            found.append(f"switch process {pid}: {args[:80]}")
+    return found
