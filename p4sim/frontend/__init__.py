@@ -1,0 +1,44 @@
+"""p4sim's P4_16 front end: preprocess, parse and type-check a program into a typed AST.
+
+Public API: ``load_program(path, include_dirs)`` returns a checked ``ast.Program`` or raises
+``P4CompileError``; ``parse_source(text, filename)`` parses (without checking) for tests.
+The AST contract (what the checker fills in) is documented at the top of ``ast.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from p4sim.frontend import ast
+
+__all__ = ["ast", "load_program", "parse_source", "check_source"]
+
+
+def parse_source(text: str, filename: str = "<string>",
+                 include_dirs: Sequence[str] = ()) -> ast.Program:
+    """Preprocess and parse ``text`` (no type checking)."""
+    from p4sim.frontend.parser import parse_program
+    from p4sim.frontend.preprocessor import preprocess
+
+    pre = preprocess(text, filename, include_dirs)
+    return parse_program(pre)
+
+
+def check_source(text: str, filename: str = "<string>",
+                 include_dirs: Sequence[str] = ()) -> ast.Program:
+    """Preprocess, parse and type-check ``text``."""
+    from p4sim.frontend.typecheck import check_program
+
+    return check_program(parse_source(text, filename, include_dirs))
+
+
+def load_program(path: str, include_dirs: Sequence[str] = ()) -> ast.Program:
+    """Load, preprocess, parse and type-check the P4 file at ``path``."""
+    from p4sim.errors import P4CompileError, SourceLocation
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as err:
+        raise P4CompileError(SourceLocation(path, 1, 1), f"cannot read file: {err.strerror}") from None
+    return check_source(text, path, include_dirs)
