@@ -1,0 +1,333 @@
+"""``SwitchDevice``: one p4sim switch — pipeline state, ports, traffic manager and packet loop.
+
+This is the object the P4Runtime server shares with the packet path (device contract, "Contract 6"):
+the server swaps programs with ``load_program``, writes tables while holding ``lock``, injects
+packet-outs and receives packet-ins and digests through handlers.
+
+The packet path is one thread. Each turn it waits (epoll) for any port, for injected packets or
+for the next TM departure; takes a batch of frames from every ready port; runs ingress on them
+and enqueues what comes out into the traffic manager; dequeues every packet the TM lets go now
+and runs egress; then transmits. ``lock`` is held around the pipeline/TM work of one batch (so a
+P4Runtime Write batch is atomic with respect to every packet) but not around socket I/O.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import select
+import threading
+import time
+from collections.abc import Callable
+
+from p4sim.switch.pcap import PcapWriter
+from p4sim.switch.ports import AfPacketPort, Port, PortError, SocketPairPort, VirtualPortPeer
+from p4sim.switch.tm import DEFAULT_PRIORITY_QUEUES, DEFAULT_QUEUE_DEPTH, TrafficManager
+
+DROP_PORT = 511
+RX_BATCH = 64          # frames taken from one port per turn (fairness between ports)
+EGRESS_BATCH = 256     # packets dequeued per turn
+
+
+class SwitchLoggerAdapter(logging.LoggerAdapter):
+    """Prefixes every record with the switch's name, e.g. ``[s1] ...``."""
+
+    def process(self, msg, kwargs):
+        return f"[{self.extra['switch']}] {msg}", kwargs
+
+
+def _v1model_symbols():
+    """The v1model packet-path classes (imported late: the switch runs with --no-p4 without them)."""
+    from p4sim.v1model import pipeline as v1
+    return v1
+
+
+class SwitchDevice:
+    """One p4sim switch: its pipeline state, ports and traffic manager; shared by the packet path
+    and the P4Runtime server."""
+
+    def __init__(self, device_id: int = 0, cpu_port: int | None = None,
+                 priority_queues: int = DEFAULT_PRIORITY_QUEUES, queue_depth: int = DEFAULT_QUEUE_DEPTH,
+                 name: str | None = None, pcap_dir: str | None = None, drop_port: int = DROP_PORT) -> None:
+        self.device_id = device_id
+        self.cpu_port = cpu_port
+        self.drop_port = drop_port
+        self.name = name or f"p4sim{device_id}"
+        self.log = SwitchLoggerAdapter(logging.getLogger("p4sim.switch"), {"switch": self.name})
+        self.lock = threading.RLock()
+        self.program = None
+        self.pipeline = None
+        self.path = None
+        self.tm = TrafficManager(priority_queues, queue_depth)
+        self.ports: dict[int, Port] = {}
+        self.pcap_dir = pcap_dir
+        self._pcaps: dict[tuple[int, str], PcapWriter] = {}
+        self.counters: collections.Counter[str] = collections.Counter()
+        self._packet_in_handler: Callable[[bytes], None] | None = None
+        self._digest_handler: Callable[[str, tuple[int, ...]], None] | None = None
+        self._injected: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._epoll = select.epoll()
+        self._epoll.register(self._wake_fd, select.EPOLLIN)
+        self._fd_ports: dict[int, Port] = {}
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._closed = False
+        self._start_ns = time.monotonic_ns()
+        self._v1 = None
+
+    # ---- pipeline ---------------------------------------------------------------------------------
+
+    def load_program(self, program) -> None:
+        """Instantiate ``program`` and swap it in atomically; queued packets are dropped."""
+        v1 = _v1model_symbols()
+        pipeline = program.instantiate()
+        pipeline.digest_sink = self._on_digest
+        pipeline.log = self._on_log_msg
+        path = v1.V1ModelPath(pipeline, cpu_port=self.cpu_port, drop_port=self.drop_port)
+        with self.lock:
+            self._v1 = v1
+            self.program, self.pipeline, self.path = program, pipeline, path
+            self.tm.clear()
+        self.log.info("loaded program %s", getattr(program, "name", "?"))
+
+    def _on_digest(self, name: str, values: tuple[int, ...]) -> None:
+        handler = self._digest_handler
+        if handler is not None:
+            handler(name, values)
+        else:
+            self.counters["digests_dropped"] += 1
+
+    def _on_log_msg(self, text: str) -> None:
+        self.log.info("log_msg: %s", text)
+
+    def set_packet_in_handler(self, fn: Callable[[bytes], None] | None) -> None:
+        """``fn(bytes)`` gets every frame egressing on the CPU port (called on the packet thread)."""
+        self._packet_in_handler = fn
+
+    def set_digest_handler(self, fn: Callable[[str, tuple[int, ...]], None] | None) -> None:
+        self._digest_handler = fn
+
+    def inject_packet_out(self, data: bytes) -> None:
+        """Feed ``data`` into ingress as if received on the CPU port (controller header included)."""
+        if self.cpu_port is None:
+            self.counters["packet_out_no_cpu_port"] += 1
+            self.log.warning("packet-out dropped: the switch has no --cpu-port")
+            return
+        self.inject(self.cpu_port, data)
+
+    def inject(self, port: int, data: bytes) -> None:
+        """Queue ``data`` for ingress on ``port`` (packet-out, nanomsg, recirculation)."""
+        self._injected.append((port, bytes(data)))
+        os.eventfd_write(self._wake_fd, 1)
+
+    # ---- ports ---------------------------------------------------------------------------------
+
+    def add_port(self, port: Port) -> Port:
+        """Attach any ``Port``; allowed before or after ``start``."""
+        if port.port_no in self.ports:
+            port.close()
+            raise PortError(f"port {port.port_no} is already attached ({self.ports[port.port_no].name})")
+        if self.cpu_port is not None and port.port_no == self.cpu_port:
+            port.close()
+            raise PortError(f"port {port.port_no} is the CPU port")
+        self.ports[port.port_no] = port
+        fd = port.fileno()
+        if fd >= 0:
+            self._fd_ports[fd] = port
+            self._epoll.register(fd, select.EPOLLIN)
+        self.log.info("port %d: %s", port.port_no, port.name)
+        return port
+
+    def add_interface(self, port_no: int, ifname: str) -> AfPacketPort:
+        """Attach a Linux interface through AF_PACKET (``-i PORT@IFACE``)."""
+        return self.add_port(AfPacketPort(port_no, ifname))
+
+    def add_virtual_port(self, port: int) -> VirtualPortPeer:
+        """In-process port for tests; returns the test's end (``.send(bytes)``, ``.recv(timeout)``)."""
+        return self.add_port(SocketPairPort(port)).peer
+
+    # ---- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name=f"{self.name}-packets", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the packet thread, close every port and pcap file; idempotent."""
+        if self._closed:
+            return
+        self._stopping = True
+        os.eventfd_write(self._wake_fd, 1)
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        for port in self.ports.values():
+            port.close()
+        for pcap in self._pcaps.values():
+            pcap.close()
+        self._epoll.close()
+        os.close(self._wake_fd)
+        self._closed = True
+        self.log.info("stopped")
+
+    def __enter__(self) -> SwitchDevice:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def now_us(self) -> int:
+        return (time.monotonic_ns() - self._start_ns) // 1000
+
+    # ---- packet loop ----------------------------------------------------------------------------
+
+    def _pcap(self, port: int, direction: str) -> PcapWriter:
+        key = (port, direction)
+        w = self._pcaps.get(key)
+        if w is None:
+            p = self.ports.get(port)
+            name = p.name if p is not None else f"port{port}"
+            w = self._pcaps[key] = PcapWriter(os.path.join(self.pcap_dir, f"{name}_{direction}.pcap"))
+        return w
+
+    def _run(self) -> None:
+        try:
+            while not self._stopping:
+                self._turn()
+        except Exception:   # a bug in the loop must be loud, not a silent dead switch
+            self.log.exception("packet loop crashed")
+            raise
+
+    def _turn(self) -> None:
+        tm = self.tm
+        next_ns = tm.next_event_ns()
+        if next_ns is None:
+            timeout = 0.5
+        else:
+            timeout = max(0.0, (next_ns - time.monotonic_ns()) / 1e9)
+        events = self._epoll.poll(timeout) if timeout > 0 else self._epoll.poll(0)
+        rx: list[tuple[int, bytes]] = []
+        for fd, _ev in events:
+            if fd == self._wake_fd:
+                try:
+                    os.eventfd_read(self._wake_fd)
+                except BlockingIOError:
+                    pass
+                continue
+            port = self._fd_ports.get(fd)
+            if port is None:
+                continue
+            no = port.port_no
+            rx.extend((no, data) for data in port.recv_batch(RX_BATCH))
+        injected = self._injected
+        while injected:
+            rx.append(injected.popleft())
+        if not rx and not tm.size:
+            return
+        self._process(rx)
+
+    def _process(self, rx: list[tuple[int, bytes]]) -> None:
+        tx: list[tuple[int, bytes]] = []
+        counters = self.counters
+        if self.pcap_dir is not None:
+            wall = time.time()
+            for port, data in rx:
+                self._pcap(port, "in").write(data, wall)
+        counters["rx"] += len(rx)
+        with self.lock:
+            path = self.path
+            now_ns = time.monotonic_ns()
+            now_us = (now_ns - self._start_ns) // 1000
+            if path is None:
+                counters["drop_no_pipeline"] += len(rx)
+            else:
+                for port, data in rx:
+                    for qp in path.ingress(data, port, now_us):
+                        self._enqueue(qp, now_ns)
+                self._egress(path, now_ns, now_us, tx)
+        if tx:
+            self._transmit(tx)
+
+    def _enqueue(self, qp, now_ns: int) -> None:
+        port = qp.egress_port
+        if port == self.drop_port:
+            self.counters["drop_port"] += 1
+            return
+        if not self.tm.enqueue(port, qp.priority, qp, now_ns):
+            self.counters["tm_drops"] += 1
+
+    def _egress(self, path, now_ns: int, now_us: int, tx: list[tuple[int, bytes]]) -> None:
+        tm = self.tm
+        v1 = self._v1
+        start_us = self._start_ns // 1000
+        for _round in range(4):   # egress-to-egress clones may be due at once
+            ready = tm.dequeue_ready(now_ns, EGRESS_BATCH)
+            if not ready:
+                return
+            for d in ready:
+                qmeta = v1.QueueMetadata(enq_timestamp=d.enq_timestamp - start_us, enq_qdepth=d.enq_qdepth,
+                                         deq_qdepth=d.deq_qdepth, deq_timedelta=d.deq_timedelta, qid=d.qid)
+                for out in path.egress(d.packet, qmeta, now_us):
+                    kind = type(out).__name__
+                    if kind == "Transmit":
+                        tx.append((out.port, out.data))
+                    elif kind == "Enqueue":
+                        self._enqueue(out.packet if hasattr(out, "packet") else out.pkt, now_ns)
+                    elif kind == "Recirculate":
+                        self._recirculate(out)
+                    else:
+                        self.log.error("unknown egress output %r", out)
+
+    def _recirculate(self, out) -> None:
+        port = getattr(out, "port", None)
+        if port is None:
+            port = getattr(out, "ingress_port", 0)
+        self._injected.append((port, out.data))
+        os.eventfd_write(self._wake_fd, 1)
+
+    def _transmit(self, tx: list[tuple[int, bytes]]) -> None:
+        ports = self.ports
+        cpu = self.cpu_port
+        pcap = self.pcap_dir is not None
+        wall = time.time() if pcap else 0.0
+        sent = 0
+        for port, data in tx:
+            if port == cpu:
+                handler = self._packet_in_handler
+                if handler is not None:
+                    handler(data)
+                else:
+                    self.counters["packet_in_dropped"] += 1
+                continue
+            p = ports.get(port)
+            if p is None:
+                self.counters["drop_no_such_port"] += 1
+                continue
+            if pcap:
+                self._pcap(port, "out").write(data, wall)
+            p.send(data)
+            sent += 1
+        self.counters["tx"] += sent
+        if pcap:
+            for w in self._pcaps.values():
+                w.flush()
+
+    # ---- introspection (p4sim ctl) -----------------------------------------------------------
+
+    def stats(self) -> dict:
+        """Counters, ports and the TM snapshot, JSON-ready."""
+        with self.lock:
+            return {
+                "device_id": self.device_id,
+                "name": self.name,
+                "program": getattr(self.program, "name", None),
+                "counters": dict(self.counters),
+                "ports": {str(no): {"name": p.name, "rx_dropped": p.rx_dropped, "tx_dropped": p.tx_dropped}
+                          for no, p in sorted(self.ports.items())},
+                "path_drops": dict(getattr(self.path, "drops", {}) or {}),
+                "tm": self.tm.snapshot(),
+            }

@@ -1,0 +1,275 @@
+"""Switch ports: the things the packet loop reads frames from and writes frames to.
+
+Every port exposes a file descriptor the loop polls, ``recv_batch`` (all frames ready now, without
+blocking) and ``send``. Kinds:
+
+* ``AfPacketPort``: a real Linux interface through an AF_PACKET socket. Receive uses a
+  PACKET_MMAP (TPACKET_V2) ring, so a burst of frames costs one ``poll`` and no copies through
+  ``recv`` syscalls; frames the kernel shows us because *we* sent them (PACKET_OUTGOING) are skipped.
+* ``VirtualPort``: an in-process port for tests, one end of a SOCK_SEQPACKET socketpair; the test
+  holds the other end (``VirtualPortPeer``: ``send(bytes)``, ``recv(timeout)``).
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import select
+import socket
+import struct
+
+from p4sim.errors import UserError
+
+log = logging.getLogger(__name__)
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_RX_RING = 5
+PACKET_VERSION = 10
+PACKET_IGNORE_OUTGOING = 23
+TPACKET_V2 = 1
+PACKET_OUTGOING = 4
+TP_STATUS_KERNEL = 0
+TP_STATUS_USER = 1
+TP_STATUS_VLAN_VALID = 0x10
+TP_STATUS_VLAN_TPID_VALID = 0x40
+_TPACKET2_HDR = struct.Struct("=IIIHHIIHH4x")   # 32 bytes
+_SLL_PKTTYPE_OFFSET = 32 + 10                  # sockaddr_ll follows the aligned header
+
+
+class PortError(UserError):
+    """A port that cannot be opened (no such interface, no permission, bad PORT@IFACE)."""
+
+
+class Port:
+    """Base class: ``port_no``, ``name``, ``fileno()``, ``recv_batch()``, ``send()``, ``close()``."""
+
+    port_no: int
+    name: str
+    rx_dropped: int = 0     # frames the port could not take (full buffer) or truncated
+    tx_dropped: int = 0
+
+    def fileno(self) -> int:
+        raise NotImplementedError
+
+    def recv_batch(self, limit: int) -> list[bytes]:
+        raise NotImplementedError
+
+    def send(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class VirtualPortPeer:
+    """The test's end of a virtual port: frames sent here enter the switch on that port."""
+
+    def __init__(self, port_no: int, sock: socket.socket) -> None:
+        self.port_no = port_no
+        self._sock = sock
+
+    def send(self, data: bytes) -> None:
+        self._sock.sendall(bytes(data))
+
+    def recv(self, timeout: float = 1.0) -> bytes | None:
+        """Next frame the switch sent out of this port, or None after ``timeout`` seconds."""
+        ready, _, _ = select.select([self._sock], [], [], timeout)
+        if not ready:
+            return None
+        try:
+            return self._sock.recv(65536)
+        except OSError:
+            return None
+
+    def recv_all(self, timeout: float = 0.2) -> list[bytes]:
+        """Every frame that arrives until ``timeout`` seconds pass with nothing new."""
+        out = []
+        while (frame := self.recv(timeout)) is not None:
+            out.append(frame)
+        return out
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+# The name the device contract uses for what add_virtual_port returns.
+VirtualPort = VirtualPortPeer
+
+
+class SocketPairPort(Port):
+    """The switch's end of a virtual port."""
+
+    def __init__(self, port_no: int, name: str | None = None, bufsize: int = 4 << 20) -> None:
+        self.port_no = port_no
+        self.name = name or f"vport{port_no}"
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        for s in (ours, theirs):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, bufsize)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, bufsize)
+        ours.setblocking(False)
+        self._sock = ours
+        self.peer = VirtualPortPeer(port_no, theirs)
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def recv_batch(self, limit: int) -> list[bytes]:
+        out = []
+        recv = self._sock.recv
+        try:
+            while len(out) < limit:
+                data = recv(65536)
+                if not data:
+                    break
+                out.append(data)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            pass
+        return out
+
+    def send(self, data: bytes) -> None:
+        try:
+            self._sock.send(data)
+        except (BlockingIOError, OSError):
+            self.tx_dropped += 1
+
+    def close(self) -> None:
+        self._sock.close()
+        self.peer.close()
+
+
+def _interface_mtu(ifname: str) -> int:
+    try:
+        with open(f"/sys/class/net/{ifname}/mtu") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return 1500
+
+
+class AfPacketPort(Port):
+    """A Linux interface: AF_PACKET raw socket, PACKET_MMAP RX ring, ``send`` for TX."""
+
+    def __init__(self, port_no: int, ifname: str, ring_frames: int = 1024) -> None:
+        self.port_no = port_no
+        self.name = ifname
+        try:
+            # protocol 0 until bound: no frames from other interfaces sneak in before bind()
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+        except PermissionError as err:
+            raise PortError(f"-i {port_no}@{ifname}: AF_PACKET needs root or CAP_NET_RAW") from err
+        try:
+            sock.bind((ifname, ETH_P_ALL))   # Python applies htons itself
+        except OSError as err:
+            sock.close()
+            raise PortError(f"-i {port_no}@{ifname}: cannot bind interface: {err.strerror}") from err
+        self._sock = sock
+        try:   # the kernel then never hands us our own transmissions (Linux >= 4.20)
+            sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        except OSError:
+            pass
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        self._ring: mmap.mmap | None = None
+        try:
+            self._setup_ring(_interface_mtu(ifname), ring_frames)
+        except OSError as err:   # fall back to recv(); still correct, just more syscalls
+            log.warning("%s: PACKET_MMAP ring unavailable (%s), using recv()", ifname, err)
+            self._ring = None
+        sock.setblocking(False)
+
+    def _setup_ring(self, mtu: int, frames: int) -> None:
+        need = 32 + 32 + 14 + 4 + mtu + 16
+        frame_size = 2048
+        while frame_size < need:
+            frame_size *= 2
+        block_size = max(frame_size, 1 << 16)
+        per_block = block_size // frame_size
+        blocks = max(1, frames // per_block)
+        self._sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
+        req = struct.pack("IIII", block_size, blocks, frame_size, blocks * per_block)
+        self._sock.setsockopt(SOL_PACKET, PACKET_RX_RING, req)
+        self._ring = mmap.mmap(self._sock.fileno(), block_size * blocks,
+                               mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        self._view = memoryview(self._ring)
+        self._frame_size = frame_size
+        self._nframes = blocks * per_block
+        self._head = 0
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def recv_batch(self, limit: int) -> list[bytes]:
+        if self._ring is None:
+            return self._recv_plain(limit)
+        out: list[bytes] = []
+        ring = self._ring
+        view = self._view
+        fsize = self._frame_size
+        head = self._head
+        nframes = self._nframes
+        unpack = _TPACKET2_HDR.unpack_from
+        while len(out) < limit:
+            off = head * fsize
+            if not ring[off] & TP_STATUS_USER:   # status is little-endian, low byte holds USER
+                break
+            status, tp_len, snaplen, mac, _net, _s, _ns, tci, tpid = unpack(ring, off)
+            if ring[off + _SLL_PKTTYPE_OFFSET] != PACKET_OUTGOING:
+                if snaplen < tp_len:
+                    self.rx_dropped += 1
+                else:
+                    frame = bytes(view[off + mac: off + mac + snaplen])
+                    if status & TP_STATUS_VLAN_VALID:
+                        tag_type = tpid if status & TP_STATUS_VLAN_TPID_VALID and tpid else 0x8100
+                        frame = frame[:12] + struct.pack("!HH", tag_type, tci) + frame[12:]
+                    out.append(frame)
+            struct.pack_into("=I", ring, off, TP_STATUS_KERNEL)
+            head += 1
+            if head == nframes:
+                head = 0
+        self._head = head
+        return out
+
+    def _recv_plain(self, limit: int) -> list[bytes]:
+        out = []
+        try:
+            while len(out) < limit:
+                data, addr = self._sock.recvfrom(65536)
+                if addr[2] != PACKET_OUTGOING:
+                    out.append(data)
+        except (BlockingIOError, InterruptedError):
+            pass
+        return out
+
+    def send(self, data: bytes) -> None:
+        try:
+            self._sock.send(data)
+        except BlockingIOError:
+            self.tx_dropped += 1
+        except OSError as err:
+            self.tx_dropped += 1
+            log.debug("%s: send failed: %s", self.name, err)
+
+    def close(self) -> None:
+        if self._ring is not None:
+            self._view.release()
+            self._ring.close()
+            self._ring = None
+        self._sock.close()
+
+
+def parse_interface_spec(spec: str) -> tuple[int, str]:
+    """``PORT@IFACE`` (simple_switch's ``-i``) -> (port, iface)."""
+    port_s, sep, ifname = spec.partition("@")
+    if not sep or not ifname:
+        raise PortError(f"-i {spec!r}: expected PORT@IFACE, e.g. 1@veth0")
+    try:
+        port = int(port_s)
+    except ValueError:
+        raise PortError(f"-i {spec!r}: port {port_s!r} is not a number") from None
+    if not 0 <= port < 511:
+        raise PortError(f"-i {spec!r}: port {port} is not in 0..510 (511 is the drop port)")
+    if not os.path.exists(f"/sys/class/net/{ifname}"):
+        raise PortError(f"-i {spec!r}: no interface named {ifname!r}")
+    return port, ifname
