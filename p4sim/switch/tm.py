@@ -25,7 +25,7 @@ testable without sleeping. The TM is not thread-safe; the device serialises acce
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from p4sim.errors import UserError
 
@@ -61,7 +61,7 @@ class _Queue:
         self.depth = depth
         self.rate_pps = 0
         self.gap_ns = 0
-        self.last_send_ns = 0
+        self.last_send_ns = -(1 << 62)
         self.enqueued = 0
         self.dequeued = 0
         self.tail_drops = 0
@@ -79,7 +79,6 @@ class _Port:
     free_at_ns: int = 0
     size: int = 0             # packets in all queues (BMv2's egress_buffers.size(port))
     sent_bytes: int = 0
-    overrides: dict = field(default_factory=dict)
 
 
 class TrafficManager:
@@ -161,6 +160,8 @@ class TrafficManager:
         if len(q.items) >= q.depth:
             q.tail_drops += 1
             return False
+        if not p.size and p.free_at_ns < now_ns:
+            p.free_at_ns = now_ns        # an idle link banks no credit
         if q.gap_ns:
             send = q.last_send_ns + q.gap_ns
             if send < now_ns:
