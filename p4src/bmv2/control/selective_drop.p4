@@ -1,0 +1,71 @@
+/*
+ * selective_drop.p4 (v1model) -- threshold-based early dropping of
+ * low-magnitude gradient packets and ECN CE marking, at ingress.
+ *
+ * Why this file exists: under congestion the switch sheds the gradient
+ * packets that matter least (small magnitudes) before they are queued, so
+ * the important ones behind them finish sooner.  The queue depth used is the
+ * last one egress observed for the packet's (egress port, queue), read from
+ * queue_depth_reg (see queue_depth.p4); egress repeats the check with the
+ * enqueue depth as a safety net.
+ */
+
+control SelectiveDrop(inout dlcp_headers_t hdr,
+                      inout dlcp_metadata_t meta,
+                      inout standard_metadata_t standard_metadata) {
+
+    /* index queue*16 + mag_class */
+    @name(".DlcpIngress.selective_drops")
+    counter(QUEUE_MAG_CELLS, CounterType.packets_and_bytes) selective_drops;
+    @name(".DlcpIngress.ecn_marks")
+    counter(QUEUE_MAG_CELLS, CounterType.packets_and_bytes) ecn_marks;
+
+    @name(".DlcpIngress.set_thresholds")
+    action set_thresholds(qdepth_t drop_depth, qdepth_t ecn_depth) {
+        meta.has_thresholds = 1;
+        meta.drop_depth = drop_depth;
+        meta.ecn_depth = ecn_depth;
+    }
+
+    /* Installed by the controller from the policy's per (queue, magnitude
+     * class) thresholds and changed at run time when an operator tunes
+     * them.  No entry = never drop, never mark. */
+    @name(".DlcpIngress.drop_thresholds")
+    table drop_thresholds {
+        key = {
+            meta.queue     : exact @name("queue");
+            meta.mag_class : exact @name("mag_class");
+        }
+        actions = {
+            set_thresholds;
+            @defaultonly NoAction;
+        }
+        default_action = NoAction();
+        size = DROP_THRESHOLDS_SIZE;
+    }
+
+    apply {
+        if (meta.is_dlcp == 1) {
+            drop_thresholds.apply();
+        }
+        if (meta.has_thresholds == 1) {
+            bit<32> depth_index = ((bit<32>)standard_metadata.egress_spec << DLCP_QUEUE_SHIFT)
+                                  + (bit<32>)meta.queue;
+            queue_depth_reg.read(meta.observed_depth, depth_index);
+            bit<32> class_index = ((bit<32>)meta.queue << DLCP_MAG_CLASS_SHIFT)
+                                  + (bit<32>)meta.mag_class;
+            if (meta.msg_type == DLCP_MSG_DATA
+                    && (meta.flags & DLCP_FLAG_CRITICAL) == 0
+                    && meta.observed_depth > meta.drop_depth) {
+                meta.drop = 1;
+                mark_to_drop(standard_metadata);
+                selective_drops.count(class_index);
+            } else if ((meta.flags & DLCP_FLAG_ECN_CAPABLE) != 0
+                    && hdr.ipv4.ecn != ECN_NOT_ECT
+                    && meta.observed_depth > meta.ecn_depth) {
+                hdr.ipv4.ecn = ECN_CE;
+                ecn_marks.count(class_index);
+            }
+        }
+    }
+}

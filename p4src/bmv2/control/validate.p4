@@ -1,0 +1,70 @@
+/*
+ * validate.p4 (v1model) -- DLCP well-formedness checks and the malformed
+ * counter.
+ *
+ * Why this file exists: docs/protocol.md promises that malformed DLCP
+ * (truncated header, impossible length, unknown dtype) is dropped and
+ * counted, never forwarded half-understood.  It also copies the DLCP tags
+ * into metadata, zero for non-DLCP packets, so later tables key on
+ * well-defined values.
+ */
+
+control DlcpValidate(inout dlcp_headers_t hdr,
+                     inout dlcp_metadata_t meta,
+                     inout standard_metadata_t standard_metadata) {
+
+    /* 0 truncated, 1 bad length, 2 bad dtype */
+    @name(".DlcpIngress.malformed")
+    counter(MALFORMED_CELLS, CounterType.packets_and_bytes) malformed;
+
+    action reject_malformed(bit<32> reason) {
+        meta.drop = 1;
+        mark_to_drop(standard_metadata);
+        malformed.count(reason);
+    }
+
+    apply {
+        if (standard_metadata.parser_error != error.NoError) {
+            /* UDP parsed but DLCP did not: a truncated DLCP header.
+             * Other parser errors (truncated IPv4/L4) are dropped too. */
+            if (hdr.udp.isValid() && !hdr.dlcp.isValid()) {
+                reject_malformed(MALFORMED_TRUNCATED);
+            } else {
+                meta.drop = 1;
+                mark_to_drop(standard_metadata);
+            }
+            return;
+        }
+        if (hdr.tcp.isValid()) {
+            meta.l4_src_port = hdr.tcp.src_port;
+            meta.l4_dst_port = hdr.tcp.dst_port;
+        } else if (hdr.udp.isValid()) {
+            meta.l4_src_port = hdr.udp.src_port;
+            meta.l4_dst_port = hdr.udp.dst_port;
+        }
+        if (!hdr.dlcp.isValid()) {
+            return;                 /* plain IPv4: nothing to check */
+        }
+        meta.is_dlcp = 1;
+        meta.msg_type = hdr.dlcp.msg_type;
+        meta.layer_class = hdr.dlcp.layer_class;
+        meta.mag_class = hdr.dlcp.mag_class;
+        meta.flags = hdr.dlcp.flags;
+        if (hdr.dlcp.msg_type == DLCP_MSG_DATA) {
+            bit<32> payload = (bit<32>)hdr.dlcp.count;
+            if (hdr.dlcp.dtype == DLCP_DTYPE_FLOAT32) {
+                payload = payload << 2;
+            } else if (hdr.dlcp.dtype == DLCP_DTYPE_FLOAT16
+                    || hdr.dlcp.dtype == DLCP_DTYPE_BFLOAT16) {
+                payload = payload << 1;
+            } else if (hdr.dlcp.dtype != DLCP_DTYPE_INT8) {
+                reject_malformed(MALFORMED_BAD_DTYPE);
+                return;
+            }
+            if ((bit<32>)hdr.udp.length
+                    != (bit<32>)(UDP_HEADER_LEN + DLCP_HEADER_LEN) + payload) {
+                reject_malformed(MALFORMED_BAD_LENGTH);
+            }
+        }
+    }
+}

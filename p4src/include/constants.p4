@@ -1,0 +1,76 @@
+/*
+ * constants.p4 -- every named number of the DLCP data plane, shared by the
+ * v1model (BMv2) and TNA (Tofino) programs.
+ *
+ * Why this file exists: the wire format is defined once.  host_agent/protocol.py
+ * holds the same values for Python, and tests/dataplane/test_protocol_agreement.py
+ * parses this file and proves the two agree.  Keep every constant here as a
+ * one-line `const bit<W> NAME = VALUE;` so that test can read it.
+ * See docs/protocol.md for the meaning of each field.
+ */
+#ifndef _DLCP_CONSTANTS_P4_
+#define _DLCP_CONSTANTS_P4_
+
+/* ---- Ethernet / IPv4 ------------------------------------------------- */
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<8>  IP_PROTO_TCP   = 6;
+const bit<8>  IP_PROTO_UDP   = 17;
+const bit<4>  IPV4_IHL_MIN   = 5;
+const bit<2>  ECN_NOT_ECT    = 0;
+const bit<2>  ECN_CE         = 3;
+
+/* ---- DLCP wire format ------------------------------------------------- */
+/* UDP destination port recognised as DLCP without any control-plane state.
+ * The parser value_set `dlcp_udp_ports` adds more ports at run time. */
+const bit<16> DLCP_UDP_PORT_DEFAULT = 9290;
+/* Bytes of the DLCP header (directly after the 8-byte UDP header). */
+const bit<16> DLCP_HEADER_LEN = 24;
+const bit<16> UDP_HEADER_LEN  = 8;
+/* The only version this data plane understands; others are plain UDP. */
+const bit<4>  DLCP_VERSION = 1;
+
+/* msg_type (4 bits) */
+const bit<4> DLCP_MSG_DATA    = 0;
+const bit<4> DLCP_MSG_PROBE   = 1;
+const bit<4> DLCP_MSG_BITMAP  = 2;
+const bit<4> DLCP_MSG_DONE    = 3;
+const bit<4> DLCP_MSG_CONTROL = 4;
+
+/* flags (8 bits) */
+const bit<8> DLCP_FLAG_CRITICAL    = 0x80;
+const bit<8> DLCP_FLAG_LAST        = 0x40;
+const bit<8> DLCP_FLAG_RETX        = 0x20;
+const bit<8> DLCP_FLAG_PULL        = 0x10;
+const bit<8> DLCP_FLAG_ECN_CAPABLE = 0x08;
+
+/* dtype (4 bits): element type of a DATA payload */
+const bit<4> DLCP_DTYPE_FLOAT32  = 0;
+const bit<4> DLCP_DTYPE_FLOAT16  = 1;
+const bit<4> DLCP_DTYPE_BFLOAT16 = 2;
+const bit<4> DLCP_DTYPE_INT8     = 3;
+
+/* classes */
+const bit<3> DLCP_LAYER_CLASS_MAX = 7;   /* most urgent (front layers) */
+const bit<4> DLCP_MAG_CLASS_MAX   = 15;  /* largest magnitudes */
+
+/* ---- queues ------------------------------------------------------------ */
+/* Strict-priority egress queues per port; 7 is served first. */
+#define DLCP_NUM_QUEUES 8
+#define DLCP_QUEUE_SHIFT 3          /* index = port * 8 + queue */
+#define DLCP_MAG_CLASS_SHIFT 4      /* index = queue * 16 + mag_class */
+const bit<3> DLCP_DEFAULT_QUEUE = 0;
+/* DSCP mirror of the queue: class selector CS<queue> = queue << 3. */
+const bit<3> DSCP_CS_SHIFT = 3;
+
+/* ---- malformed counter indices ------------------------------------------ */
+const bit<32> MALFORMED_TRUNCATED = 0;  /* too short for the DLCP header */
+const bit<32> MALFORMED_BAD_LENGTH = 1; /* udp.length != 8 + 24 + count*elem */
+const bit<32> MALFORMED_BAD_DTYPE = 2;  /* dtype not in 0..3 */
+
+/* ---- ports -------------------------------------------------------------- */
+/* BMv2 CPU port (simple_switch_grpc --cpu-port 255); Tofino overrides it. */
+#ifndef DLCP_CPU_PORT
+#define DLCP_CPU_PORT 255
+#endif
+
+#endif /* _DLCP_CONSTANTS_P4_ */
