@@ -1,0 +1,182 @@
+"""BMv2's hash algorithms, bit for bit, and the v1model ``hash()`` base/max semantics.
+
+A program hashed on p4sim must pick the same ECMP path, register slot or selector member as on
+simple_switch, so every algorithm here follows BMv2's ``src/bm_sim/calculations.cpp``:
+
+* ``crc16``: CRC-16/ARC (poly 0x8005, init 0, input and output reflected, xorout 0);
+* ``crc32``: CRC-32/ISO-HDLC (poly 0x04C11DB7, init and xorout 0xFFFFFFFF, reflected);
+* ``crc16_custom`` / ``crc32_custom``: a configurable CRC (poly, init, xorout, data and
+  remainder reflection) whose defaults equal the non-custom ones (``set_crc_parameters``);
+* ``identity``: the first (up to) 8 bytes of the input, big-endian;
+* ``csum16``: the Internet checksum (ones' complement of the ones' complement sum of 16-bit
+  big-endian words, an odd tail padded with a zero byte);
+* ``xor16``: XOR of 16-bit big-endian words, an odd tail padded with a zero byte.
+
+Field lists are serialised as BMv2's ``BufBuilder`` does: fields packed back to back, most
+significant bit first, with no padding between them, and the whole buffer zero-padded at the end
+to a whole number of bytes. ``HashAlgorithm.random`` is not a BMv2 hash and is rejected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from p4sim.errors import UserError
+
+ALGORITHMS = ("crc32", "crc32_custom", "crc16", "crc16_custom", "identity", "csum16", "xor16")
+
+
+class HashError(UserError):
+    """An unknown or unsupported hash algorithm, or a bad custom CRC configuration."""
+
+
+@dataclass(frozen=True)
+class CrcConfig:
+    width: int
+    polynomial: int
+    initial_remainder: int
+    final_xor_value: int
+    data_reflected: bool
+    remainder_reflected: bool
+
+
+CRC16_DEFAULT = CrcConfig(16, 0x8005, 0x0000, 0x0000, True, True)
+CRC32_DEFAULT = CrcConfig(32, 0x04C11DB7, 0xFFFFFFFF, 0xFFFFFFFF, True, True)
+
+# Per-process custom CRC configuration, as BMv2's CustomCrcMgr holds it per calculation.
+_custom: dict[str, CrcConfig] = {"crc16_custom": CRC16_DEFAULT, "crc32_custom": CRC32_DEFAULT}
+
+
+def set_crc_parameters(algorithm: str, polynomial: int, initial_remainder: int, final_xor_value: int,
+                       data_reflected: bool, remainder_reflected: bool) -> None:
+    """Configure ``crc16_custom`` or ``crc32_custom`` (BMv2 ``set_crc16_parameters``...)."""
+    if algorithm not in _custom:
+        raise HashError(f"hash algorithm {algorithm!r} is not configurable "
+                        f"(crc16_custom, crc32_custom are)")
+    width = _custom[algorithm].width
+    limit = (1 << width) - 1
+    for what, v in (("polynomial", polynomial), ("initial remainder", initial_remainder),
+                    ("final xor value", final_xor_value)):
+        if not 0 <= v <= limit:
+            raise HashError(f"{algorithm}: {what} {v:#x} does not fit in {width} bits")
+    _custom[algorithm] = CrcConfig(width, polynomial, initial_remainder, final_xor_value,
+                                   bool(data_reflected), bool(remainder_reflected))
+
+
+def reset_crc_parameters() -> None:
+    """Restore the BMv2 defaults of the custom CRCs."""
+    _custom["crc16_custom"] = CRC16_DEFAULT
+    _custom["crc32_custom"] = CRC32_DEFAULT
+
+
+def _reflect(value: int, nbits: int) -> int:
+    out = 0
+    for _ in range(nbits):
+        out = (out << 1) | (value & 1)
+        value >>= 1
+    return out
+
+
+_REFLECT8 = tuple(_reflect(b, 8) for b in range(256))
+
+
+@lru_cache(maxsize=16)
+def _crc_table(width: int, polynomial: int) -> tuple[int, ...]:
+    top = 1 << (width - 1)
+    mask = (1 << width) - 1
+    table = []
+    for dividend in range(256):
+        rem = dividend << (width - 8)
+        for _ in range(8):
+            rem = ((rem << 1) ^ polynomial) if rem & top else (rem << 1)
+        table.append(rem & mask)
+    return tuple(table)
+
+
+def crc(config: CrcConfig, data: bytes) -> int:
+    """Table-driven CRC exactly as BMv2's ``crc_custom`` computes it."""
+    width = config.width
+    mask = (1 << width) - 1
+    shift = width - 8
+    table = _crc_table(width, config.polynomial)
+    rem = config.initial_remainder
+    if config.data_reflected:
+        for byte in data:
+            rem = (table[_REFLECT8[byte] ^ (rem >> shift)] ^ (rem << 8)) & mask
+    else:
+        for byte in data:
+            rem = (table[byte ^ (rem >> shift)] ^ (rem << 8)) & mask
+    if config.remainder_reflected:
+        rem = _reflect(rem, width)
+    return rem ^ config.final_xor_value
+
+
+def csum16(data: bytes) -> int:
+    """The Internet checksum (RFC 1071) of ``data``, as a 16-bit big-endian value."""
+    if len(data) % 2:
+        data = data + b"\x00"
+    total = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def xor16(data: bytes) -> int:
+    if len(data) % 2:
+        data = data + b"\x00"
+    out = 0
+    for i in range(0, len(data), 2):
+        out ^= (data[i] << 8) | data[i + 1]
+    return out
+
+
+def identity(data: bytes) -> int:
+    return int.from_bytes(data[:8], "big") if data else 0
+
+
+def compute(algorithm: str, data: bytes) -> int:
+    """Hash ``data`` with a v1model ``HashAlgorithm`` the way BMv2 does."""
+    if algorithm == "crc32":
+        return crc(CRC32_DEFAULT, data)
+    if algorithm == "crc16":
+        return crc(CRC16_DEFAULT, data)
+    if algorithm in _custom:
+        return crc(_custom[algorithm], data)
+    if algorithm == "identity":
+        return identity(data)
+    if algorithm == "csum16":
+        return csum16(data)
+    if algorithm == "xor16":
+        return xor16(data)
+    if algorithm == "random":
+        raise HashError("hash algorithm 'random' is not supported: BMv2 registers no such hash")
+    raise HashError(f"unknown hash algorithm {algorithm!r} (known: {', '.join(ALGORITHMS)})")
+
+
+def check_algorithm(algorithm: str) -> None:
+    """Raise ``HashError`` unless BMv2 could load a program using ``algorithm``."""
+    if algorithm not in ALGORITHMS:
+        compute(algorithm, b"")
+
+
+def pack_fields(fields: list[tuple[int, int]]) -> bytes:
+    """Serialise (value, bitwidth) fields back to back, MSB first, zero-padded to whole bytes."""
+    acc = 0
+    nbits = 0
+    for value, width in fields:
+        if width <= 0:
+            continue
+        acc = (acc << width) | (value & ((1 << width) - 1))
+        nbits += width
+    pad = (-nbits) % 8
+    return (acc << pad).to_bytes((nbits + pad) // 8, "big")
+
+
+def v1model_hash(algorithm: str, base: int, fields: list[tuple[int, int]], max_: int) -> int:
+    """v1model ``hash(out, algo, base, data, max)``: ``base + h % max``; ``max == 0`` acts as 1.
+
+    The caller truncates the result to the width of ``out``.
+    """
+    h = compute(algorithm, pack_fields(fields))
+    return base + h % (max_ if max_ else 1)

@@ -1,0 +1,200 @@
+"""Match engine: each match kind, priorities, LPM, validation errors, size limits, defaults."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+
+from p4sim.errors import UserError
+from p4sim.runtime.tables import (
+    ActionCall,
+    ConstDefaultAction,
+    ConstEntry,
+    EntryExists,
+    EntryNotFound,
+    Exact,
+    InvalidEntry,
+    KeyField,
+    Lpm,
+    Optional_,
+    Range,
+    Table,
+    TableEntry,
+    TableError,
+    TableFull,
+    Ternary,
+)
+
+A = ActionCall("ingress.a", (1,))
+B = ActionCall("ingress.b", (2,))
+ACTIONS = ["ingress.a", "ingress.b", "NoAction"]
+
+
+def table(keys, size=1024, **kw):
+    return Table("ingress.t", keys, size, ACTIONS, ActionCall("NoAction"), **kw)
+
+
+def test_exact_hit_and_miss():
+    t = table([KeyField("h.x", "exact", 16), KeyField("h.y", "exact", 8)])
+    t.insert(TableEntry((Exact(0x1234), Exact(7)), A))
+    assert t.lookup((0x1234, 7)).action == A
+    assert t.lookup((0x1234, 8)) is None
+    assert len(t) == 1
+
+
+def test_lpm_longest_prefix_wins_regardless_of_order():
+    t = table([KeyField("dst", "lpm", 32)])
+    t.insert(TableEntry((Lpm(0x0A000000, 8),), A))
+    t.insert(TableEntry((Lpm(0x0A010000, 16),), B))
+    t.insert(TableEntry((None,), ActionCall("NoAction")))
+    assert t.lookup((0x0A010203,)).action == B
+    assert t.lookup((0x0A020304,)).action == A
+    assert t.lookup((0x0B000000,)).action.name == "NoAction"
+    t.delete(TableEntry((Lpm(0x0A010000, 16),), None))
+    assert t.lookup((0x0A010203,)).action == A
+
+
+def test_lpm_with_exact_field():
+    t = table([KeyField("vrf", "exact", 8), KeyField("dst", "lpm", 32)])
+    t.insert(TableEntry((Exact(1), Lpm(0x0A000000, 8)), A))
+    assert t.lookup((1, 0x0A000001)).action == A
+    assert t.lookup((2, 0x0A000001)) is None
+
+
+def test_ternary_priority_larger_wins():
+    t = table([KeyField("x", "ternary", 16)])
+    t.insert(TableEntry((Ternary(0x0100, 0xFF00),), A, priority=1))
+    t.insert(TableEntry((Ternary(0x0101, 0xFFFF),), B, priority=10))
+    assert t.lookup((0x0101,)).action == B
+    assert t.lookup((0x01FF,)).action == A
+    t.insert(TableEntry((None,), ActionCall("NoAction"), priority=100))
+    assert t.lookup((0x0101,)).action.name == "NoAction"
+
+
+def test_equal_priority_first_inserted_wins():
+    t = table([KeyField("x", "ternary", 8)])
+    t.insert(TableEntry((Ternary(0, 0),), A, priority=5))
+    t.insert(TableEntry((Ternary(1, 1),), B, priority=5))
+    assert t.lookup((1,)).action == A
+
+
+def test_range_and_optional():
+    t = table([KeyField("p", "range", 16), KeyField("o", "optional", 8)])
+    t.insert(TableEntry((Range(100, 200), Optional_(6)), A, priority=2))
+    t.insert(TableEntry((Range(150, 300), None), B, priority=1))
+    assert t.lookup((150, 6)).action == A
+    assert t.lookup((150, 17)).action == B
+    assert t.lookup((99, 6)) is None
+    assert t.lookup((300, 1)).action == B
+    assert t.lookup((301, 1)) is None
+
+
+def test_memo_invalidated_on_insert():
+    t = table([KeyField("x", "ternary", 8)])
+    assert t.lookup((3,)) is None
+    t.insert(TableEntry((Ternary(3, 0xFF),), A, priority=1))
+    assert t.lookup((3,)).action == A
+
+
+@pytest.mark.parametrize("keys,match,fragment", [
+    ([KeyField("x", "exact", 8)], (Exact(256),), "does not fit in bit<8>"),
+    ([KeyField("x", "ternary", 8)], (Ternary(0x11, 0x10),), "bits outside mask"),
+    ([KeyField("x", "lpm", 32)], (Lpm(0x0A000001, 8),), "beyond the prefix"),
+    ([KeyField("x", "lpm", 32)], (Lpm(0, 33),), "prefix length 33"),
+    ([KeyField("x", "range", 8)], (Range(5, 4),), "low 5 > high 4"),
+    ([KeyField("x", "exact", 8)], (Exact(1), Exact(2)), "match has 2 fields"),
+    ([KeyField("x", "exact", 8)], (None,), "needs Exact"),
+])
+def test_invalid_entries_name_table_and_field(keys, match, fragment):
+    t = table(keys)
+    with pytest.raises(InvalidEntry) as err:
+        t.insert(TableEntry(match, A, priority=1))
+    assert fragment in str(err.value)
+    assert "ingress.t" in str(err.value)
+    assert isinstance(err.value, TableError) and isinstance(err.value, UserError)
+    assert len(t) == 0
+
+
+def test_unknown_action_rejected():
+    t = table([KeyField("x", "exact", 8)])
+    with pytest.raises(InvalidEntry, match="not one of"):
+        t.insert(TableEntry((Exact(1),), ActionCall("egress.zzz")))
+
+
+def test_duplicate_modify_delete_and_find():
+    t = table([KeyField("x", "exact", 8)])
+    t.insert(TableEntry((Exact(1),), A))
+    with pytest.raises(EntryExists):
+        t.insert(TableEntry((Exact(1),), B))
+    t.modify(TableEntry((Exact(1),), B))
+    assert t.lookup((1,)).action == B
+    assert t.find((Exact(1),), 0).action == B
+    t.delete(TableEntry((Exact(1),), None))
+    assert t.lookup((1,)) is None
+    with pytest.raises(EntryNotFound):
+        t.delete(TableEntry((Exact(1),), None))
+    with pytest.raises(EntryNotFound):
+        t.modify(TableEntry((Exact(1),), A))
+
+
+def test_ternary_identity_includes_priority():
+    t = table([KeyField("x", "ternary", 8)])
+    t.insert(TableEntry((Ternary(1, 0xFF),), A, priority=1))
+    t.insert(TableEntry((Ternary(1, 0xFF),), B, priority=2))
+    assert len(t) == 2
+    assert t.lookup((1,)).action == B
+
+
+def test_table_full():
+    t = table([KeyField("x", "exact", 8)], size=2)
+    t.insert(TableEntry((Exact(1),), A))
+    t.insert(TableEntry((Exact(2),), A))
+    with pytest.raises(TableFull):
+        t.insert(TableEntry((Exact(3),), A))
+
+
+def test_default_action_const_and_reset():
+    t = table([KeyField("x", "exact", 8)])
+    t.set_default(A)
+    assert t.default_action == A
+    t.reset_default()
+    assert t.default_action == ActionCall("NoAction")
+    c = table([KeyField("x", "exact", 8)], default_is_const=True)
+    with pytest.raises(ConstDefaultAction):
+        c.set_default(A)
+
+
+def test_const_entries_survive_clear_and_refuse_changes():
+    t = table([KeyField("x", "exact", 8)])
+    t.insert(TableEntry((Exact(1),), A, is_const=True))
+    t.insert(TableEntry((Exact(2),), B))
+    t.clear()
+    assert [e.match for e in t] == [(Exact(1),)]
+    with pytest.raises(ConstEntry):
+        t.delete(TableEntry((Exact(1),), None))
+
+
+def test_keyless_table():
+    t = table([])
+    assert t.lookup(()) is None
+
+
+def test_action_profile_table_entries():
+    t = Table("ingress.ecmp", [KeyField("x", "exact", 8)], 16, ACTIONS, None, implementation="ingress.sel")
+    t.insert(TableEntry((Exact(1),), None, group_id=5))
+    assert t.lookup((1,)).group_id == 5
+    with pytest.raises(InvalidEntry):
+        t.insert(TableEntry((Exact(2),), A))
+
+
+def test_100k_exact_entries_memory_under_100mb():
+    tracemalloc.start()
+    t = table([KeyField("x", "exact", 32)], size=200_000)
+    for i in range(100_000):
+        t.insert(TableEntry((Exact(i),), ActionCall("ingress.a", (i & 0x1FF,))))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert len(t) == 100_000
+    assert t.lookup((99_999,)).action.args == (99_999 & 0x1FF,)
+    assert peak < 100 * 1024 * 1024
