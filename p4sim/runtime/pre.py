@@ -34,6 +34,7 @@ class CloneSession:
     mcast_group: int | None = None     # a multicast group to replicate the copy to
     truncate_length: int = 0           # 0 = no truncation (bytes kept otherwise)
     class_of_service: int = 0
+    replicas: list[tuple[int, int]] | None = None   # or an explicit (rid, port) list (P4Runtime)
 
 
 @dataclass
@@ -122,6 +123,17 @@ class PacketReplicationEngine:
     def mirroring_add_mc(self, session_id: int, group: int) -> None:
         self.sessions[session_id] = CloneSession(session_id, mcast_group=group)
 
+    def set_clone_session(self, session_id: int, port: int | None = None,
+                          replicas: list[tuple[int, int]] | None = None, truncate: int = 0,
+                          class_of_service: int = 0) -> None:
+        """P4Runtime form: a clone session to one port or to an explicit set of replicas."""
+        self.sessions[session_id] = CloneSession(session_id, port=port, truncate_length=truncate,
+                                                 class_of_service=class_of_service,
+                                                 replicas=list(replicas) if replicas is not None else None)
+
+    def delete_clone_session(self, session_id: int) -> None:
+        self.mirroring_delete(session_id)
+
     def set_session(self, session: CloneSession) -> None:
         self.sessions[session.session_id] = session
 
@@ -137,6 +149,8 @@ class PacketReplicationEngine:
         s = self.sessions.get(session_id)
         if s is None:
             return []
+        if s.replicas is not None:
+            return list(s.replicas)
         if s.mcast_group is not None:
             return self.replicate(s.mcast_group)
         return [] if s.port is None else [(0, s.port)]

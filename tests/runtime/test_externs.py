@@ -149,3 +149,16 @@ def test_pre_clone_sessions():
     pre.mirroring_add_mc(6, 3)
     assert pre.clone_targets(6) == [(9, 1), (9, 2)]
     assert pre.clone_targets(8) == []
+
+
+def test_pre_p4runtime_clone_session_forms():
+    pre = PacketReplicationEngine()
+    pre.set_clone_session(1, port=4, truncate=64)
+    assert pre.clone_targets(1) == [(0, 4)]
+    assert pre.session(1).truncate_length == 64
+    pre.set_clone_session(2, replicas=[(1, 2), (1, 3)])
+    assert pre.clone_targets(2) == [(1, 2), (1, 3)]
+    pre.delete_clone_session(2)
+    assert pre.clone_targets(2) == []
+    with pytest.raises(PreError):
+        pre.delete_clone_session(2)
