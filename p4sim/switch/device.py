@@ -71,6 +71,7 @@ class SwitchDevice:
         self._epoll = select.epoll()
         self._epoll.register(self._wake_fd, select.EPOLLIN)
         self._fd_ports: dict[int, Port] = {}
+        self.nanomsg = None            # NanomsgPortGroup: every port PTF adds over --packet-in
         self._thread: threading.Thread | None = None
         self._stopping = False
         self._closed = False
@@ -144,6 +145,18 @@ class SwitchDevice:
         """Attach a Linux interface through AF_PACKET (``-i PORT@IFACE``)."""
         return self.add_port(AfPacketPort(port_no, ifname))
 
+    def add_nanomsg(self, address: str):
+        """Serve BMv2's nanomsg packet interface (PTF ``nn`` platform) at ``address``."""
+        from p4sim.switch.nanomsg import NanomsgPortGroup
+
+        if self.nanomsg is not None:
+            raise PortError(f"--packet-in {address}: already serving {self.nanomsg.address}")
+        group = NanomsgPortGroup(address)
+        self.nanomsg = group
+        self._epoll.register(group.fileno(), select.EPOLLIN)
+        self.log.info("nanomsg packet interface at %s", address)
+        return group
+
     def add_virtual_port(self, port: int) -> VirtualPortPeer:
         """In-process port for tests; returns the test's end (``.send(bytes)``, ``.recv(timeout)``)."""
         return self.add_port(SocketPairPort(port)).peer
@@ -167,6 +180,8 @@ class SwitchDevice:
             self._thread = None
         for port in self.ports.values():
             port.close()
+        if self.nanomsg is not None:
+            self.nanomsg.close()
         for pcap in self._pcaps.values():
             pcap.close()
         self._epoll.close()
@@ -220,6 +235,8 @@ class SwitchDevice:
                 continue
             port = self._fd_ports.get(fd)
             if port is None:
+                if self.nanomsg is not None and fd == self.nanomsg.fileno():
+                    rx.extend(self.nanomsg.recv_pairs(RX_BATCH))
                 continue
             no = port.port_no
             rx.extend((no, data) for data in port.recv_batch(RX_BATCH))
@@ -305,8 +322,11 @@ class SwitchDevice:
                 continue
             p = ports.get(port)
             if p is None:
-                self.counters["drop_no_such_port"] += 1
-                continue
+                nn = self.nanomsg
+                if nn is None or not nn.has_port(port):
+                    self.counters["drop_no_such_port"] += 1
+                    continue
+                p = _NanomsgTx(nn, port)
             if pcap:
                 self._pcap(port, "out").write(data, wall)
             p.send(data)
@@ -331,3 +351,15 @@ class SwitchDevice:
                 "path_drops": dict(getattr(self.path, "drops", {}) or {}),
                 "tm": self.tm.snapshot(),
             }
+
+
+class _NanomsgTx:
+    """Adapter so ``_transmit`` sends to a nanomsg port like to any other."""
+
+    __slots__ = ("group", "port")
+
+    def __init__(self, group, port: int) -> None:
+        self.group, self.port = group, port
+
+    def send(self, data: bytes) -> None:
+        self.group.send(self.port, data)

@@ -1,0 +1,209 @@
+"""``p4sim switch``: run a p4sim switch with simple_switch_grpc's flags (see docs/p4sim.md).
+
+    p4sim switch --device-id 1 -i 1@veth1 -i 2@veth2 --grpc-server-addr 127.0.0.1:9559 \\
+        --cpu-port 255 --ctl-addr 127.0.0.1:9090 build/dlcp.p4sim.json
+
+The process prints one ``ready`` line on stdout once every endpoint listens, then forwards until
+SIGINT/SIGTERM, when it stops the gRPC server, the control endpoint and the packet thread, and
+closes every socket and pcap file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+
+from p4sim.errors import UserError
+from p4sim.switch.ctl_server import CtlServer
+from p4sim.switch.device import SwitchDevice
+from p4sim.switch.ports import parse_interface_spec
+
+log = logging.getLogger("p4sim.switch")
+
+# simple_switch's --log-level names -> Python logging names
+_LOG_LEVELS = {"trace": "debug", "debug": "debug", "info": "info", "warn": "warning", "warning": "warning",
+               "error": "error", "critical": "critical", "off": "critical"}
+
+
+def _log_level(text: str) -> str:
+    try:
+        return _LOG_LEVELS[text.lower()]
+    except KeyError:
+        raise argparse.ArgumentTypeError(f"{text!r}: one of {', '.join(_LOG_LEVELS)}") from None
+
+
+def _int_arg(lo: int, hi: int | None = None):
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < lo or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(f"{value} is not in {lo}..{hi if hi is not None else ''}")
+        return value
+    return parse
+
+
+def _port_rate(text: str) -> tuple[int, int]:
+    port, sep, bits = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return int(port), int(float(bits))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected PORT:BITS_PER_S, e.g. 1:10e6") from None
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("switch", help="run a p4sim switch (simple_switch_grpc's flags)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("program", nargs="?", help="compiled program (OUT/<name>.p4sim.json) or a .p4 source")
+    p.add_argument("--no-p4", action="store_true", help="start without a program; wait for one over P4Runtime")
+    p.add_argument("--device-id", type=_int_arg(0), default=0, help="P4Runtime device id (default 0)")
+    p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
+                   help="attach interface IFACE as port PORT (repeatable)")
+    p.add_argument("--packet-in", metavar="ADDR", help="BMv2 nanomsg packet interface, e.g. ipc:///tmp/bm.ipc")
+    p.add_argument("--grpc-server-addr", metavar="HOST:PORT",
+                   help="P4Runtime server address (default 0.0.0.0:9559 as simple_switch_grpc)")
+    p.add_argument("--no-grpc", action="store_true", help="do not start the P4Runtime server")
+    p.add_argument("--cpu-port", type=_int_arg(0, 510), help="port that carries packet-in/packet-out")
+    p.add_argument("--priority-queues", type=_int_arg(1, 32), default=8,
+                   help="strict-priority queues per egress port (default 8)")
+    p.add_argument("--queue-depth", type=_int_arg(1), default=64, help="packets per queue (default 64)")
+    p.add_argument("--queue-rate", type=_int_arg(0), default=0,
+                   help="packets/s per queue, BMv2 set_queue_rate semantics (default 0 = unlimited)")
+    p.add_argument("--link-rate", type=float, default=0, metavar="BITS",
+                   help="shared link rate of every port in bits/s (default 0 = unlimited)")
+    p.add_argument("--port-rate", type=_port_rate, action="append", default=[], metavar="PORT:BITS",
+                   help="shared link rate of one port in bits/s (repeatable)")
+    p.add_argument("--ctl-addr", default=None, metavar="HOST:PORT",
+                   help="runtime control endpoint for `p4sim ctl` (default 127.0.0.1:9090)")
+    p.add_argument("--thrift-port", type=_int_arg(0, 65535), help="same as --ctl-addr 127.0.0.1:PORT")
+    p.add_argument("--pcap", nargs="?", const=".", metavar="DIR",
+                   help="write <iface>_in.pcap / <iface>_out.pcap per port into DIR (default .)")
+    p.add_argument("--log-console", action="store_true", help="log to stderr")
+    p.add_argument("--log-file", metavar="PATH", help="log to PATH")
+    p.add_argument("--log-level", type=_log_level, default="info",
+                   help="trace|debug|info|warn|error|off (default info)")
+    p.add_argument("--name", help="name used as the log prefix (default p4sim<device-id>)")
+    p.add_argument("--include-dir", action="append", default=[], metavar="DIR",
+                   help="include directory when PROGRAM is a .p4 source")
+    p.set_defaults(func=run)
+
+
+def _setup_logging(args: argparse.Namespace) -> None:
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    level = getattr(logging, args.log_level.upper())
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(message)s")
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(level if args.log_console else logging.WARNING)
+    console.setFormatter(fmt)
+    root.addHandler(console)
+    if args.log_file:
+        try:
+            fh = logging.FileHandler(args.log_file)
+        except OSError as err:
+            raise UserError(f"--log-file {args.log_file}: {err.strerror}") from err
+        fh.setLevel(level)
+        fh.setFormatter(fmt)
+        root.addHandler(fh)
+    root.setLevel(min(level, logging.WARNING))
+
+
+def load_program_file(path: str, include_dirs: list[str]):
+    """A compiled program file (device config bytes) or a .p4 source compiled on the spot."""
+    if not os.path.isfile(path):
+        raise UserError(f"{path}: no such program file")
+    try:
+        from p4sim.backend import CompiledProgram, compile_file
+    except ImportError as err:
+        raise UserError(f"{path}: the p4sim backend is not available ({err})") from err
+    if path.endswith(".p4"):
+        return compile_file(path, include_dirs)
+    with open(path, "rb") as f:
+        return CompiledProgram.from_device_config(f.read())
+
+
+def build_switch(args: argparse.Namespace):
+    """Device, control server and P4Runtime server from parsed flags; nothing left open on error."""
+    if args.program and args.no_p4:
+        raise UserError("give either a PROGRAM or --no-p4, not both")
+    if not args.program and not args.no_p4:
+        raise UserError("no program: give OUT/<name>.p4sim.json (or a .p4) or --no-p4")
+    specs = [parse_interface_spec(s) for s in args.interface]
+    program = load_program_file(args.program, args.include_dir) if args.program else None
+    device = SwitchDevice(device_id=args.device_id, cpu_port=args.cpu_port,
+                          priority_queues=args.priority_queues, queue_depth=args.queue_depth,
+                          name=args.name, pcap_dir=args.pcap)
+    ctl = grpc = None
+    try:
+        device.tm.set_queue_rate(args.queue_rate)
+        device.tm.set_port_rate(None, int(args.link_rate))
+        for port, bits in args.port_rate:
+            device.tm.set_port_rate(port, bits)
+        if program is not None:
+            device.load_program(program)
+        for port, ifname in specs:
+            device.add_interface(port, ifname)
+        if args.packet_in:
+            device.add_nanomsg(args.packet_in)
+        device.start()
+        ctl_addr = args.ctl_addr or (f"127.0.0.1:{args.thrift_port}" if args.thrift_port is not None
+                                     else "127.0.0.1:9090")
+        ctl = CtlServer(device, ctl_addr)
+        ctl.start()
+        if not args.no_grpc:
+            grpc = _start_grpc(device, args.grpc_server_addr)
+    except BaseException:
+        if ctl is not None:
+            ctl.stop()
+        device.stop()
+        raise
+    return device, ctl, grpc
+
+
+def _start_grpc(device: SwitchDevice, address: str | None):
+    try:
+        from p4sim.p4runtime_server import P4RuntimeServer
+    except ImportError as err:
+        if address:
+            raise UserError(f"--grpc-server-addr {address}: the P4Runtime server is not available ({err})") \
+                from err
+        device.log.warning("P4Runtime server not available (%s); running without it", err)
+        return None
+    server = P4RuntimeServer(device, address or "0.0.0.0:9559")
+    port = server.start()
+    host = (address or "0.0.0.0:9559").rpartition(":")[0]
+    server.bound_address = f"{host}:{port}"
+    return server
+
+
+def run(args: argparse.Namespace) -> int:
+    _setup_logging(args)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        device, ctl, grpc = build_switch(args)
+        try:
+            grpc_addr = getattr(grpc, "bound_address", "-") if grpc is not None else "-"
+            print(f"p4sim switch {device.name} ready: device_id={device.device_id} ctl={ctl.address} "
+                  f"grpc={grpc_addr} ports={','.join(f'{n}@{p.name}' for n, p in sorted(device.ports.items()))}",
+                  flush=True)
+            while not stop.wait(1.0):
+                pass
+            device.log.info("shutting down")
+        finally:
+            if grpc is not None:
+                grpc.stop()
+            ctl.stop()
+            device.stop()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0

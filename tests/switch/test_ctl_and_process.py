@@ -1,0 +1,146 @@
+"""``p4sim ctl`` protocol against a real switch, and the ``p4sim switch`` process lifecycle."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from p4sim.switch.ctl import CtlClient
+from p4sim.switch.ctl_server import CtlError, CtlServer
+from p4sim.switch.device import SwitchDevice
+
+PY = sys.executable
+
+
+@pytest.fixture
+def served():
+    dev = SwitchDevice(device_id=3, priority_queues=4, name="s-ctl")
+    dev.start()
+    ctl = CtlServer(dev, "127.0.0.1:0")
+    ctl.start()
+    yield dev, ctl
+    ctl.stop()
+    dev.stop()
+
+
+def test_ctl_changes_queues(served):
+    dev, ctl = served
+    with CtlClient(ctl.address) as c:
+        c.set_queue_depth(10)
+        c.set_queue_depth(3, 2, 1)
+        c.set_queue_rate(500, 2)
+        c.set_port_rate(2, 10_000_000)
+        snap = c.show_queues()
+    assert snap["default_depth"] == 10
+    port2 = snap["ports"]["2"]
+    assert [q["limit"] for q in port2["queues"]] == [10, 3, 10, 10]
+    assert [q["rate_pps"] for q in port2["queues"]] == [500] * 4
+    assert port2["rate_bps"] == 10_000_000
+    assert dev.tm.ports[2].queues[1].depth == 3
+
+
+def test_ctl_errors_are_one_line(served):
+    _, ctl = served
+    with CtlClient(ctl.address) as c:
+        with pytest.raises(CtlError, match="priority 9 is not in 0..3"):
+            c.set_queue_depth(5, 1, 9)
+        with pytest.raises(CtlError, match="unknown command 'bogus'"):
+            c.call("bogus")
+        with pytest.raises(CtlError, match="'depth': 'x' is not an integer"):
+            c.call("set_queue_depth", depth="x")
+        assert c.show_queues()["priority_queues"] == 4       # connection still usable
+    raw = socket.create_connection(("127.0.0.1", ctl.port))
+    raw.sendall(b"not json\n")
+    reply = json.loads(raw.makefile().readline())
+    assert reply["error"].startswith("request is not JSON")
+    raw.close()
+    with pytest.raises(CtlError, match="cannot connect"):
+        CtlClient("127.0.0.1:1")
+
+
+def test_stop_leaves_no_threads():
+    before = set(threading.enumerate())
+    dev = SwitchDevice(name="s-threads")
+    dev.add_virtual_port(1)
+    dev.start()
+    ctl = CtlServer(dev, "127.0.0.1:0")
+    ctl.start()
+    c = CtlClient(ctl.address)            # an open client must not block shutdown
+    ctl.stop()
+    dev.stop()
+    c.close()
+    assert set(threading.enumerate()) - before == set()
+
+
+def start_switch(*extra: str, env=None) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([PY, "-m", "p4sim.cli", "switch", "--no-grpc", "--ctl-addr", "127.0.0.1:0", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()
+    if "ready" not in line:
+        proc.kill()
+        raise AssertionError(f"switch did not start: {line!r} {proc.stderr.read()}")
+    return proc, line
+
+
+def ctl_cli(addr: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "p4sim.cli", "ctl", "--addr", addr, *args],
+                          capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_switch_process_ctl_and_clean_shutdown(sig):
+    proc, line = start_switch("--no-p4", "--priority-queues", "4", "--name", "s9", "--log-console")
+    try:
+        assert line.startswith("p4sim switch s9 ready:")
+        addr = line.split("ctl=")[1].split()[0]
+        assert ctl_cli(addr, "set_queue_depth", "7", "1").returncode == 0
+        assert ctl_cli(addr, "set_port_rate", "1", "1000000").returncode == 0
+        shown = ctl_cli(addr, "show_queues")
+        assert shown.returncode == 0
+        assert "port 1: link 1000000 bit/s" in shown.stdout
+        bad = ctl_cli(addr, "set_queue_depth", "7", "1", "4")
+        assert bad.returncode == 1
+        assert bad.stderr.strip().splitlines() == ["p4sim: " + f"{addr}: set_queue_depth: priority 4 is not in 0..3"]
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        assert proc.wait(timeout=10) == 0
+        assert time.monotonic() - t0 < 5
+        assert "[s9] stopped" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_switch_user_errors_are_one_line(tmp_path):
+    cases = [
+        (["--no-p4", "-i", "1@nope0"], "-i '1@nope0': no interface named 'nope0'"),
+        ([], "no program: give OUT/<name>.p4sim.json (or a .p4) or --no-p4"),
+        ([str(tmp_path / "missing.p4sim.json")], f"{tmp_path / 'missing.p4sim.json'}: no such program file"),
+    ]
+    for extra, message in cases:
+        r = subprocess.run([PY, "-m", "p4sim.cli", "switch", "--no-grpc", "--ctl-addr", "127.0.0.1:0", *extra],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1, r
+        assert r.stderr.strip() == f"p4sim: {message}"
+
+
+def test_ctl_port_in_use_is_a_user_error():
+    busy = socket.create_server(("127.0.0.1", 0))
+    port = busy.getsockname()[1]
+    try:
+        r = subprocess.run([PY, "-m", "p4sim.cli", "switch", "--no-p4", "--no-grpc", "--thrift-port", str(port)],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1
+        assert r.stderr.strip().startswith(f"p4sim: --ctl-addr 127.0.0.1:{port}: cannot listen")
+    finally:
+        busy.close()
+
+
