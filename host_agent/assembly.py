@@ -1,0 +1,159 @@
+"""Receiver side of one tensor: place payloads, track the received bitmap, decide completion.
+
+Each DATA payload is written straight to its place in the destination array (a byte view of the
+caller's NumPy array) after the header has been checked against the tensor's descriptor, so hostile
+input (wrong dtype, bad length, offsets beyond or inside a packet, duplicates) is dropped and
+counted and never written out of bounds. The tensor completes when every CRITICAL packet and at
+least ceil((1 - p) * non-critical) of the rest have arrived; on completion missing gradient
+elements are zero-filled (counted), missing parameter elements keep their previous value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from host_agent import protocol as P
+
+NUMPY_OF_DTYPE = {P.DTYPE_FLOAT32: np.float32, P.DTYPE_FLOAT16: np.float16,
+                  P.DTYPE_BFLOAT16: np.uint16, P.DTYPE_INT8: np.int8}
+
+
+@dataclass
+class ReceiveStats:
+    """Final accounting of one received tensor (also carried back to the sender in DONE)."""
+
+    n_packets: int = 0
+    received: int = 0
+    duplicates: int = 0
+    zero_filled_packets: int = 0
+    zero_filled_elements: int = 0
+    missing_critical: int = 0
+    ce_marks: int = 0
+
+
+class TensorAssembly:
+    """Reassembly state of one (job, sender, tensor) for one iteration."""
+
+    def __init__(self, *, job_id: int, worker_id: int, iteration: int, tensor_id: int, dtype: int,
+                 desc: P.TensorDescriptor, out: np.ndarray, loss_bound: float | None = None,
+                 deadline: float | None = None) -> None:
+        if out.dtype != NUMPY_OF_DTYPE[dtype] or out.size != desc.n_elements:
+            raise ValueError("destination array does not match the tensor descriptor")
+        self.job_id, self.worker_id, self.iteration, self.tensor_id = job_id, worker_id, iteration, tensor_id
+        self.dtype = dtype
+        self.esize = P.elem_size(dtype)
+        self.desc = desc
+        self.out = out
+        self._bytes = out.reshape(-1).view(np.uint8)
+        self.received = np.zeros(desc.n_packets, bool)
+        self.n_received = 0
+        self.critical_received = 0
+        p = desc.loss_bound_ppm / P.LOSS_BOUND_SCALE
+        if loss_bound is not None:
+            p = min(p, loss_bound)
+        self.loss_bound = p
+        noncritical = desc.n_packets - desc.n_critical
+        self.noncritical_needed = math.ceil((1.0 - p) * noncritical - 1e-9)
+        self.deadline = deadline
+        self.duplicates = 0
+        self.ce_marks = 0
+        self.ce_echoed = 0
+        self.complete = False
+        self.probed = False
+        self.stats: ReceiveStats | None = None
+        self.last_epp_count = desc.n_elements - (desc.n_packets - 1) * desc.elems_per_packet
+
+    # -- data path -----------------------------------------------------------------------------
+    def accept(self, dtype: int, flags: int, count: int, offset: int, payload: memoryview,
+               ce: bool = False) -> str | None:
+        """Place one DATA payload; returns a drop reason or None when written."""
+        if dtype != self.dtype:
+            return "bad_dtype"
+        if len(payload) != count * self.esize:
+            return "bad_length"
+        epp = self.desc.elems_per_packet
+        index, rem = divmod(offset, epp)
+        if rem or index >= self.desc.n_packets:
+            return "bad_offset"
+        expected = epp if index < self.desc.n_packets - 1 else self.last_epp_count
+        if count != expected:
+            return "bad_count"
+        if self.received[index]:
+            self.duplicates += 1
+            return "duplicate"
+        if self.complete:
+            return "late"
+        start = offset * self.esize
+        self._bytes[start:start + len(payload)] = payload
+        self.received[index] = True
+        self.n_received += 1
+        if flags & P.FLAG_CRITICAL:
+            self.critical_received += 1
+        if ce:
+            self.ce_marks += 1
+        return None
+
+    # -- completion ----------------------------------------------------------------------------
+    @property
+    def all_received(self) -> bool:
+        return self.n_received == self.desc.n_packets
+
+    def deficit(self) -> int:
+        """Non-critical packets still needed to meet the loss bound."""
+        return max(0, self.noncritical_needed - (self.n_received - self.critical_received))
+
+    def missing_critical(self) -> int:
+        return max(0, self.desc.n_critical - self.critical_received)
+
+    def bound_met(self) -> bool:
+        return self.missing_critical() == 0 and self.deficit() == 0
+
+    def finish(self) -> ReceiveStats:
+        """Mark complete; zero-fill missing gradient elements (parameters keep previous values)."""
+        if self.complete:
+            assert self.stats is not None
+            return self.stats
+        self.complete = True
+        missing = np.flatnonzero(~self.received)
+        zero_elems = 0
+        if missing.size and self.desc.kind == P.KIND_GRADIENT:
+            epp = self.desc.elems_per_packet
+            flat = self.out.reshape(-1)
+            if missing.size * 8 < self.desc.n_packets:
+                for i in missing.tolist():
+                    flat[i * epp:(i + 1) * epp] = 0
+            else:
+                mask = np.repeat(~self.received, epp)[: self.desc.n_elements]
+                flat[mask] = 0
+            zero_elems = int(missing.size) * epp
+            if missing[-1] == self.desc.n_packets - 1:
+                zero_elems -= epp - self.last_epp_count
+        self.stats = ReceiveStats(
+            n_packets=self.desc.n_packets, received=self.n_received, duplicates=self.duplicates,
+            zero_filled_packets=int(missing.size) if self.desc.kind == P.KIND_GRADIENT else 0,
+            zero_filled_elements=zero_elems, missing_critical=self.missing_critical(),
+            ce_marks=self.ce_marks)
+        return self.stats
+
+    def bitmap_chunks(self, round_: int) -> list[bytes]:
+        """BITMAP bodies for this probe round: received bits, LSB-first, cut into chunks."""
+        bits = np.packbits(self.received, bitorder="little")
+        step = P.BITMAP_CHUNK_BITS
+        n = self.desc.n_packets
+        n_chunks = max(1, -(-n // step))
+        out = []
+        for c in range(n_chunks):
+            first = c * step
+            nbits = min(step, n - first)
+            body = P.BITMAP_HEAD.pack(round_, c, n_chunks, first, nbits, self.deficit(),
+                                      self.missing_critical())
+            out.append(body + bits[first // 8:(first + nbits + 7) // 8].tobytes())
+        return out
+
+    def done_body(self) -> bytes:
+        s = self.finish()
+        return P.DONE_BODY.pack(s.received, s.zero_filled_packets, s.zero_filled_elements, s.duplicates,
+                                s.ce_marks)

@@ -1,0 +1,487 @@
+"""The DLCP transport endpoint: one UDP socket, one single-threaded event loop, both directions.
+
+An endpoint sends tensors (``send``: OPEN, paced DATA, PROBE rounds, selective retransmit until
+DONE) and receives them (``expect``: payloads written in place, BITMAP answers, DONE on completion)
+at the same time, which is what the collectives need (a ring step sends one chunk and receives
+another). ``run(handles)`` turns the loop until the given handles are finished. Everything the
+receiver drops is counted in ``drops[reason]``; nothing hostile is ever written out of bounds.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import select
+import socket
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from host_agent import protocol as P
+from host_agent.assembly import NUMPY_OF_DTYPE, ReceiveStats, TensorAssembly
+from host_agent.errors import TransportError
+from host_agent.outgoing import OutgoingTensor, SendState
+from host_agent.packetizer import PacketizedTensor
+from host_agent.ratecontrol import AimdPacer, RateConfig
+
+log = logging.getLogger(__name__)
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
+ECN_ECHO_GAP = 0.001
+
+
+@dataclass
+class EndpointConfig:
+    job_id: int = 0
+    worker_id: int = 0
+    bind: tuple[str, int] = ("127.0.0.1", 0)
+    rate: RateConfig = field(default_factory=RateConfig)
+    ecn: bool = True                   # send ECT(0), read the TOS byte of received packets
+    rto_initial: float = 0.02          # s before the first re-probe
+    rto_max: float = 0.5
+    give_up_after: float = 10.0        # s without any answer from the receiver of a tensor
+    stage_unexpected: bool = True      # OPENs with no expect() yet get a staging buffer
+    max_staged_elements: int = 1 << 28
+    receive_deadline: float | None = None  # s after OPEN: complete as soon as the bound is met
+    socket_buffer: int = 64 << 20
+    send_batch: int = 256
+
+
+class SendHandle:
+    """A tensor being sent; ``done`` once the receiver's DONE arrived."""
+
+    def __init__(self, out: OutgoingTensor) -> None:
+        self.tx = out
+
+    @property
+    def done(self) -> bool:
+        return self.tx.state is SendState.DONE
+
+    @property
+    def failed(self) -> bool:
+        return self.tx.state is SendState.FAILED
+
+    @property
+    def stats(self):
+        return self.tx.stats
+
+
+class RecvHandle:
+    """A tensor being received into ``out``; ``done`` once complete (stats filled)."""
+
+    def __init__(self, worker_id: int, iteration: int, tensor_id: int, out: np.ndarray | None,
+                 loss_bound: float | None) -> None:
+        self.worker_id, self.iteration, self.tensor_id = worker_id, iteration, tensor_id
+        self.out = out
+        self.loss_bound = loss_bound
+        self.assembly: TensorAssembly | None = None
+        self.stats: ReceiveStats | None = None
+        self.done = False
+        self.failed = False
+        self.layer_class = 0
+        self.kind = P.KIND_GRADIENT
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (self.worker_id, self.iteration, self.tensor_id)
+
+
+class Endpoint:
+    """See module docstring. Not thread-safe: one endpoint per thread/process."""
+
+    def __init__(self, cfg: EndpointConfig | None = None) -> None:
+        self.cfg = cfg or EndpointConfig()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._size_buffers()
+        if self.cfg.ecn:
+            self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, P.ECN_ECT0)
+            self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+        self.sock.bind(self.cfg.bind)
+        self.sock.setblocking(False)
+        self.pacer = AimdPacer(self.cfg.rate)
+        self.drops: collections.Counter[str] = collections.Counter()
+        self.outgoing: dict[tuple[tuple[str, int], int], OutgoingTensor] = {}
+        self._active: list[OutgoingTensor] = []
+        self.assemblies: dict[tuple[int, int], TensorAssembly] = {}
+        self.handles: dict[tuple[int, int, int], RecvHandle] = {}
+        self._asm_handle: dict[int, RecvHandle] = {}
+        self._asm_peer: dict[int, tuple[str, int]] = {}
+        self._asm_echo: dict[int, float] = {}
+        self.staged_elements = 0
+        self._staged: set[tuple[int, int, int]] = set()
+        self.on_unexpected = None  # callable(RecvHandle) for completed tensors nobody expected
+        self._buf = bytearray(65536)
+        self._mv = memoryview(self._buf)
+        self.ecn_echoes_received = 0
+        self.packets_received = 0
+
+    def _size_buffers(self) -> None:
+        for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
+            try:
+                self.sock.setsockopt(socket.SOL_SOCKET, force, self.cfg.socket_buffer)
+            except OSError:
+                self.sock.setsockopt(socket.SOL_SOCKET, plain, self.cfg.socket_buffer)
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.sock.getsockname()
+
+    def close(self, linger: float = 0.0) -> None:
+        """Answer late probes for ``linger`` seconds (so a lost DONE is repeated), then close."""
+        end = time.monotonic() + linger
+        while time.monotonic() < end:
+            self.poll(min(0.01, max(0.0, end - time.monotonic())))
+        self.sock.close()
+
+    # -- public API ----------------------------------------------------------------------------
+    def send(self, pt: PacketizedTensor, dest: tuple[str, int]) -> SendHandle:
+        """Start sending a packetized tensor to ``dest`` (job and worker come from the packets)."""
+        dest = (socket.gethostbyname(dest[0]), int(dest[1]))
+        now = time.monotonic()
+        tx = OutgoingTensor(pt, dest, now, self.cfg.rto_initial)
+        key = (dest, pt.tensor_id)
+        old = self.outgoing.get(key)
+        if old is not None and old.state in (SendState.SENDING, SendState.PROBING):
+            raise TransportError(f"tensor {pt.tensor_id} to {dest[0]}:{dest[1]} is already in flight")
+        self.outgoing[key] = tx
+        self._active.append(tx)
+        self._sendto(tx.open_message(), dest)
+        return SendHandle(tx)
+
+    def expect(self, worker_id: int, iteration: int, tensor_id: int, out: np.ndarray,
+               loss_bound: float | None = None) -> RecvHandle:
+        """Receive tensor ``tensor_id`` of ``iteration`` from sender ``worker_id`` into ``out``.
+
+        ``out`` keeps its content where packets stay missing for parameters; gradients are
+        zero-filled there. ``loss_bound`` may tighten the sender's p (never loosen it).
+        """
+        key = (worker_id, iteration, tensor_id)
+        h = self.handles.get(key)
+        if h is not None and h.out is None:        # staged before we asked: bind it now
+            h.out, h.loss_bound = out, loss_bound
+            if h.done:
+                self._deliver(h)
+            return h
+        h = RecvHandle(worker_id, iteration, tensor_id, out, loss_bound)
+        self.handles[key] = h
+        return h
+
+    def run(self, handles: list, timeout: float = 60.0) -> None:
+        """Turn the loop until every handle is done; TransportError on failure or timeout."""
+        end = time.monotonic() + timeout
+        while True:
+            pending = [h for h in handles if not h.done]
+            for h in pending:
+                if h.failed:
+                    raise TransportError(self._failure(h))
+            if not pending:
+                return
+            if time.monotonic() > end:
+                raise TransportError(f"timed out after {timeout:.1f}s with {len(pending)} tensor(s) unfinished")
+            self.poll(0.05)
+
+    def _failure(self, h) -> str:
+        if isinstance(h, SendHandle):
+            return h.tx.error or "send failed"
+        return f"receive of tensor {h.tensor_id} from worker {h.worker_id} failed"
+
+    # -- event loop ----------------------------------------------------------------------------
+    def poll(self, max_wait: float) -> None:
+        worked = self._drain(512)
+        worked |= self._pump()
+        wait = self._timers()
+        if not worked:
+            if self.pacer.wait_time() and any(t.state is SendState.SENDING for t in self._active):
+                wait = min(wait, self.pacer.wait_time())
+            r, _, _ = select.select([self.sock], [], [], max(0.0, min(wait, max_wait)))
+
+    def _sendto(self, data, dest: tuple[str, int]) -> bool:
+        try:
+            self.sock.sendto(data, dest)
+            return True
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError as exc:
+            log.debug("sendto %s failed: %s", dest, exc)
+            return True  # e.g. ECONNREFUSED from an earlier ICMP: the probe timer covers it
+
+    def _pump(self) -> bool:
+        worked = False
+        now = time.monotonic()
+        for tx in self._active:
+            if tx.state is not SendState.SENDING:
+                continue
+            pt, sock, dest = tx.pt, self.sock, tx.dest
+            queue, pos, end = tx.queue, tx.pos, min(tx.pos + self.cfg.send_batch, tx.queue.size)
+            pacer = self.pacer
+            lengths = pt.lengths
+            while pos < end:
+                i = int(queue[pos])
+                if not pacer.allow(int(lengths[i])):
+                    break
+                try:
+                    sock.sendto(pt.packet(i), dest)
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError as exc:
+                    log.debug("sendto %s failed: %s", dest, exc)
+                tx.stats.packets += 1
+                tx.stats.bytes += int(lengths[i])
+                pos += 1
+            worked |= pos != tx.pos
+            tx.pos = pos
+            if pos >= queue.size:
+                tx.start_probe(now)
+                self._sendto(tx.probe_message(), dest)
+                worked = True
+        return worked
+
+    def _timers(self) -> float:
+        now = time.monotonic()
+        wait = 0.05
+        keep = []
+        for tx in self._active:
+            if tx.state is SendState.PROBING:
+                if now - tx.last_heard > self.cfg.give_up_after:
+                    tx.state = SendState.FAILED
+                    tx.error = (f"no answer from {tx.dest[0]}:{tx.dest[1]} for tensor {tx.pt.tensor_id} "
+                                f"in {self.cfg.give_up_after:.1f}s")
+                elif now >= tx.probe_due:
+                    if tx.chunks:
+                        self._plan(tx, now)
+                    else:
+                        tx.on_timeout(now, self.cfg.rto_max)
+                        tx.start_probe(now)
+                        self._sendto(tx.probe_message(), tx.dest)
+                if tx.state is SendState.PROBING:
+                    wait = min(wait, max(0.0, tx.probe_due - now))
+            if tx.state in (SendState.SENDING, SendState.PROBING):
+                keep.append(tx)
+        self._active = keep
+        if self.cfg.receive_deadline is not None:
+            for asm in list(self.assemblies.values()):
+                if not asm.complete and asm.deadline is not None and now >= asm.deadline and asm.bound_met():
+                    self._complete(asm)
+        return wait
+
+    def _plan(self, tx: OutgoingTensor, now: float) -> None:
+        plan = tx.plan_retransmit()
+        if plan.size:
+            self.pacer.on_congestion()  # loss in the round is a congestion signal too
+            tx.begin_retransmit(plan, now)
+        else:
+            tx.on_timeout(now, self.cfg.rto_max)
+            tx.start_probe(now)
+            self._sendto(tx.probe_message(), tx.dest)
+
+    # -- receive path --------------------------------------------------------------------------
+    def _drain(self, budget: int) -> bool:
+        sock, mv, ecn = self.sock, self._mv, self.cfg.ecn
+        unpack = P.HEADER_STRUCT.unpack_from
+        job = self.cfg.job_id
+        assemblies, drops = self.assemblies, self.drops
+        got = 0
+        cmsg_space = socket.CMSG_SPACE(4)
+        while got < budget:
+            ce = False
+            try:
+                if ecn:
+                    n, anc, _flags, addr = sock.recvmsg_into([mv], cmsg_space)
+                    for level, ctype, cdata in anc:
+                        if level == socket.IPPROTO_IP and ctype == socket.IP_TOS and cdata:
+                            ce = (cdata[0] & 3) == P.ECN_CE
+                else:
+                    n, addr = sock.recvfrom_into(mv)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:  # ICMP errors surface here on Linux; not fatal
+                log.debug("recv error: %s", exc)
+                continue
+            got += 1
+            if n < P.DLCP_HEADER_LEN:
+                drops["truncated"] += 1
+                continue
+            b0, b1, flags, b3, hjob, worker, it, tid, count, off, seq = unpack(mv)
+            if b0 >> 4 != P.VERSION:
+                drops["bad_version"] += 1
+                continue
+            if hjob != job:
+                drops["wrong_job"] += 1
+                continue
+            msg = b0 & 0xF
+            if msg == P.MSG_DATA:
+                asm = assemblies.get((worker, tid))
+                if asm is None:
+                    drops["unknown_tensor"] += 1
+                    continue
+                if asm.iteration != it:
+                    drops["wrong_iteration"] += 1
+                    continue
+                reason = asm.accept(b3 >> 4, flags, count, off, mv[P.DLCP_HEADER_LEN:n], ce)
+                if reason is not None:
+                    drops[reason] += 1
+                    continue
+                self.packets_received += 1
+                if ce:
+                    self._echo_ce(asm)
+                if asm.all_received:
+                    self._complete(asm)
+            else:
+                self._control(msg, b1 >> 5, flags, b3 >> 4, worker, it, tid, seq,
+                              bytes(mv[P.DLCP_HEADER_LEN:n]), addr)
+        return got > 0
+
+    def _control(self, msg: int, layer: int, flags: int, dtype: int, worker: int, it: int, tid: int,
+                 seq: int, body: bytes, addr: tuple[str, int]) -> None:
+        now = time.monotonic()
+        if msg == P.MSG_CONTROL:
+            if len(body) < P.CONTROL_HEAD.size:
+                self.drops["bad_control"] += 1
+                return
+            (sub,) = P.CONTROL_HEAD.unpack_from(body)
+            rest = body[P.CONTROL_HEAD.size:]
+            if sub == P.CTRL_OPEN:
+                self._open(layer, dtype, worker, it, tid, rest, addr)
+            elif sub == P.CTRL_ECN_ECHO:
+                tx = self.outgoing.get((addr, tid))
+                if tx is not None and tx.pt.iteration == it:
+                    self.ecn_echoes_received += 1
+                    self.pacer.on_congestion()
+            else:
+                self.drops["bad_control"] += 1
+        elif msg == P.MSG_PROBE:
+            asm = self._open(layer, dtype, worker, it, tid, body, addr)
+            if asm is None:
+                return
+            self._asm_peer[id(asm)] = addr
+            asm.probed = True
+            if asm.complete or asm.bound_met():
+                self._complete(asm)
+            else:
+                for chunk in asm.bitmap_chunks(seq):
+                    self._reply(asm, P.MSG_BITMAP, chunk, seq)
+        elif msg == P.MSG_BITMAP:
+            tx = self.outgoing.get((addr, tid))
+            if tx is None or tx.pt.iteration != it or len(body) < P.BITMAP_HEAD.size:
+                self.drops["stale_control"] += 1
+                return
+            round_, chunk, n_chunks, first, nbits, deficit, _mc = P.BITMAP_HEAD.unpack_from(body)
+            if tx.on_bitmap(round_, chunk, n_chunks, first, nbits, deficit, body[P.BITMAP_HEAD.size:], now):
+                self._plan(tx, now)
+        elif msg == P.MSG_DONE:
+            tx = self.outgoing.get((addr, tid))
+            if tx is None or tx.pt.iteration != it:
+                self.drops["stale_control"] += 1
+                return
+            tx.on_done(body, now)
+        else:
+            self.drops["bad_msg_type"] += 1
+
+    def _open(self, layer: int, dtype: int, worker: int, it: int, tid: int, body: bytes,
+              addr: tuple[str, int]) -> TensorAssembly | None:
+        """Find or create the assembly announced by an OPEN or PROBE descriptor."""
+        try:
+            desc = P.TensorDescriptor.unpack(body)
+        except ValueError:
+            self.drops["bad_descriptor"] += 1
+            return None
+        if dtype not in P.DTYPE_SIZES:
+            self.drops["bad_dtype"] += 1
+            return None
+        asm = self.assemblies.get((worker, tid))
+        if asm is not None:
+            if asm.iteration == it:
+                if asm.desc != desc or asm.dtype != dtype:
+                    self.drops["descriptor_mismatch"] += 1
+                    return None
+                return asm
+            if it < asm.iteration:
+                self.drops["wrong_iteration"] += 1
+                return None
+        key = (worker, it, tid)
+        h = self.handles.get(key)
+        want = NUMPY_OF_DTYPE[dtype]
+        if h is not None and h.out is not None:
+            if h.out.size != desc.n_elements or h.out.dtype != want:
+                self.drops["descriptor_mismatch"] += 1
+                return None
+            target = h.out.reshape(-1)
+        else:
+            if not self.cfg.stage_unexpected or self.staged_elements + desc.n_elements > self.cfg.max_staged_elements:
+                self.drops["unexpected_tensor"] += 1
+                return None
+            target = np.zeros(desc.n_elements, want)
+            self.staged_elements += desc.n_elements
+            self._staged.add(key)
+            if h is None:
+                h = RecvHandle(worker, it, tid, None, None)
+                self.handles[key] = h
+        deadline = None if self.cfg.receive_deadline is None else time.monotonic() + self.cfg.receive_deadline
+        asm = TensorAssembly(job_id=self.cfg.job_id, worker_id=worker, iteration=it, tensor_id=tid,
+                             dtype=dtype, desc=desc, out=target, loss_bound=h.loss_bound, deadline=deadline)
+        h.assembly, h.layer_class, h.kind = asm, layer, desc.kind
+        old = self.assemblies.get((worker, tid))
+        if old is not None:
+            self._forget(old)
+        self.assemblies[(worker, tid)] = asm
+        self._asm_handle[id(asm)] = h
+        self._asm_peer[id(asm)] = addr
+        return asm
+
+    def _forget(self, asm: TensorAssembly) -> None:
+        h = self._asm_handle.pop(id(asm), None)
+        self._asm_peer.pop(id(asm), None)
+        self._asm_echo.pop(id(asm), None)
+        if h is not None and h.key in self._staged:
+            self._staged.discard(h.key)
+            self.staged_elements -= asm.desc.n_elements
+        if h is not None and h.out is not None:
+            self.handles.pop(h.key, None)
+
+    def _reply(self, asm: TensorAssembly, msg: int, body: bytes, seq: int = 0) -> None:
+        hdr = P.DlcpHeader(msg_type=msg, flags=P.FLAG_CRITICAL, dtype=asm.dtype, job_id=asm.job_id,
+                           worker_id=asm.worker_id, iteration=asm.iteration, tensor_id=asm.tensor_id,
+                           seq=seq)
+        peer = self._asm_peer.get(id(asm))
+        if peer is not None:
+            self._sendto(hdr.pack() + body, peer)
+
+    def _echo_ce(self, asm: TensorAssembly) -> None:
+        now = time.monotonic()
+        if now - self._asm_echo.get(id(asm), -1.0) >= ECN_ECHO_GAP:
+            self._asm_echo[id(asm)] = now
+            self._reply(asm, P.MSG_CONTROL, P.CONTROL_HEAD.pack(P.CTRL_ECN_ECHO) + P.ECN_ECHO_BODY.pack(asm.ce_marks))
+
+    def _complete(self, asm: TensorAssembly) -> None:
+        first = not asm.complete
+        body = asm.done_body()
+        self._reply(asm, P.MSG_DONE, body)
+        h = self._asm_handle.get(id(asm))
+        if first and h is not None:
+            h.stats = asm.stats
+            h.done = True
+            if h.out is not None:
+                self._deliver(h)
+            elif self.on_unexpected is not None:
+                self.on_unexpected(h)
+
+    def _deliver(self, h: RecvHandle) -> None:
+        """Copy a staged tensor into the caller's array (parameters: received packets only)."""
+        asm = h.assembly
+        assert asm is not None and h.out is not None
+        flat = h.out.reshape(-1)
+        if np.may_share_memory(asm.out, flat):
+            return
+        if h.out.size != asm.desc.n_elements or h.out.dtype != asm.out.dtype:
+            h.failed = True
+            return
+        if asm.desc.kind == P.KIND_GRADIENT or asm.all_received:
+            flat[:] = asm.out
+        else:
+            mask = np.repeat(asm.received, asm.desc.elems_per_packet)[: asm.desc.n_elements]
+            flat[mask] = asm.out[mask]
+        if h.key in self._staged:
+            self._staged.discard(h.key)
+            self.staged_elements -= asm.desc.n_elements
+        asm.out = flat

@@ -1,0 +1,144 @@
+"""Sender side of one tensor: send queue, probe rounds, selective-retransmit planning.
+
+State machine (docs/transport.md): SENDING (DATA paced out of the queue) -> PROBING (PROBE sent,
+waiting for BITMAP or DONE) -> SENDING again with the retransmit plan, or DONE. The retransmit plan
+from a round's BITMAP: every missing CRITICAL packet first, then the missing non-critical packets
+with the largest magnitudes, as many as the receiver's reported deficit.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+
+from host_agent import protocol as P
+from host_agent.packetizer import PacketizedTensor
+
+
+class SendState(enum.Enum):
+    SENDING = "sending"
+    PROBING = "probing"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass
+class SendStats:
+    packets: int = 0
+    bytes: int = 0
+    retransmitted: int = 0
+    rounds: int = 0
+    probes: int = 0
+    # from the receiver's DONE
+    received: int = 0
+    zero_filled_packets: int = 0
+    zero_filled_elements: int = 0
+    duplicates: int = 0
+    ce_marks: int = 0
+
+
+class OutgoingTensor:
+    """One tensor on its way to one destination."""
+
+    def __init__(self, pt: PacketizedTensor, dest: tuple[str, int], now: float, rto: float) -> None:
+        self.pt = pt
+        self.dest = dest
+        self.queue = np.arange(pt.n_packets, dtype=np.int64)
+        self.pos = 0
+        self.state = SendState.SENDING
+        self.round = 0
+        self.rto_initial = rto
+        self.rto = rto
+        self.probe_due = 0.0
+        self.last_heard = now
+        self.started = now
+        self.finished: float | None = None
+        self.chunks: dict[int, tuple[int, int, np.ndarray]] = {}
+        self.n_chunks = 0
+        self.deficit = 0
+        self.next_seq = pt.n_packets
+        self.stats = SendStats()
+        self.error: str | None = None
+
+    # -- messages ------------------------------------------------------------------------------
+    def control_header(self, msg_type: int, count: int = 0, seq: int = 0) -> bytes:
+        pt = self.pt
+        flags = P.FLAG_CRITICAL | (P.FLAG_PULL if pt.kind == P.KIND_PARAMETER else 0)
+        return P.DlcpHeader(msg_type=msg_type, layer_class=pt.layer_class, flags=flags, dtype=pt.dtype,
+                            job_id=pt.job_id, worker_id=pt.worker_id, iteration=pt.iteration,
+                            tensor_id=pt.tensor_id, count=count, seq=seq).pack()
+
+    def open_message(self) -> bytes:
+        return (self.control_header(P.MSG_CONTROL) + P.CONTROL_HEAD.pack(P.CTRL_OPEN)
+                + self.pt.descriptor().pack())
+
+    def probe_message(self) -> bytes:
+        return self.control_header(P.MSG_PROBE, seq=self.round) + self.pt.descriptor().pack()
+
+    # -- events --------------------------------------------------------------------------------
+    def start_probe(self, now: float) -> None:
+        self.state = SendState.PROBING
+        self.probe_due = now + self.rto
+        self.chunks = {}
+        self.n_chunks = 0
+        self.stats.probes += 1
+
+    def on_bitmap(self, round_: int, chunk: int, n_chunks: int, first: int, nbits: int, deficit: int,
+                  bits: bytes, now: float) -> bool:
+        """Store one BITMAP chunk; True when the round's chunks are all here (plan now)."""
+        self.last_heard = now
+        if self.state is not SendState.PROBING or round_ != self.round:
+            return False
+        if first + nbits > self.pt.n_packets or len(bits) * 8 < nbits or chunk >= n_chunks:
+            return False
+        self.n_chunks = n_chunks
+        self.deficit = deficit
+        received = np.unpackbits(np.frombuffer(bits, np.uint8), bitorder="little", count=nbits).astype(bool)
+        self.chunks[chunk] = (first, nbits, received)
+        return len(self.chunks) == n_chunks
+
+    def plan_retransmit(self) -> np.ndarray:
+        """Packets to resend from the chunks of this round: missing critical, then by magnitude."""
+        pt = self.pt
+        covered = np.zeros(pt.n_packets, bool)
+        received = np.zeros(pt.n_packets, bool)
+        for first, nbits, bits in self.chunks.values():
+            covered[first:first + nbits] = True
+            received[first:first + nbits] = bits
+        missing = covered & ~received
+        crit = np.flatnonzero(missing & pt.critical)
+        noncrit = np.flatnonzero(missing & ~pt.critical)
+        take = min(self.deficit, noncrit.size)
+        if take < noncrit.size:
+            order = np.argsort(-pt.magnitude[noncrit], kind="stable")
+            noncrit = noncrit[order[:take]]
+        return np.concatenate([crit, noncrit]).astype(np.int64)
+
+    def begin_retransmit(self, plan: np.ndarray, now: float) -> None:
+        for i in plan.tolist():
+            self.pt.mark_retransmit(i, self.next_seq & 0xFFFFFFFF)
+            self.next_seq += 1
+        self.queue = plan
+        self.pos = 0
+        self.round += 1
+        self.rto = self.rto_initial
+        self.stats.retransmitted += int(plan.size)
+        self.stats.rounds += 1
+        self.state = SendState.SENDING
+
+    def on_timeout(self, now: float, rto_max: float) -> None:
+        """No full answer in time: act on partial chunks, else probe again (new round, backoff)."""
+        self.round += 1
+        self.rto = min(self.rto * 2, rto_max)
+
+    def on_done(self, body: bytes, now: float) -> None:
+        self.last_heard = now
+        if self.state in (SendState.DONE, SendState.FAILED):
+            return
+        if len(body) >= P.DONE_BODY.size:
+            (self.stats.received, self.stats.zero_filled_packets, self.stats.zero_filled_elements,
+             self.stats.duplicates, self.stats.ce_marks) = P.DONE_BODY.unpack_from(body)
+        self.state = SendState.DONE
+        self.finished = now

@@ -1,0 +1,96 @@
+"""ECN-echo AIMD rate control with a token-bucket pacer (one per endpoint).
+
+The switch marks ECN CE on ECN-capable DLCP packets above a queue depth and drops low-magnitude
+packets above a deeper one; the receiver echoes CE marks (CONTROL/ECN_ECHO, and in BITMAP rounds
+that show loss). Each congestion signal halves the sending rate at most once per ``decrease_gap``;
+every ``increase_interval`` without a signal adds ``additive_step``. Until the first signal the
+sender runs at ``initial_rate`` (None = unpaced, useful on loopback). See docs/transport.md.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class RateConfig:
+    initial_rate: float | None = None     # bytes/s; None = unpaced until congestion is seen
+    max_rate: float | None = None         # bytes/s cap for additive increase (None = no cap)
+    min_rate: float = 1e6                 # bytes/s floor
+    additive_step: float = 5e6            # bytes/s added per increase_interval
+    increase_interval: float = 0.005      # s
+    decrease_gap: float = 0.010           # s: at most one halving per gap (≈ one RTT of reaction)
+    burst: int = 64 * 1024                # bytes the bucket may hold
+
+
+class AimdPacer:
+    """Token bucket whose rate follows AIMD; ``allow(nbytes)`` says whether a packet may go now."""
+
+    def __init__(self, cfg: RateConfig | None = None, clock=time.monotonic) -> None:
+        self.cfg = cfg or RateConfig()
+        self.clock = clock
+        self.rate: float | None = self.cfg.initial_rate
+        now = clock()
+        self.tokens = float(self.cfg.burst)
+        self.last_refill = now
+        self.last_decrease = -1e9
+        self.last_increase = now
+        self.decreases = 0
+        # send-rate estimate, used as the starting point of the first decrease when unpaced
+        self._win_start = now
+        self._win_bytes = 0
+        self.measured_rate = 0.0
+
+    def _refill(self, now: float) -> None:
+        if self.rate is None:
+            return
+        if now - self.last_increase >= self.cfg.increase_interval:
+            steps = int((now - self.last_increase) / self.cfg.increase_interval)
+            self.rate += steps * self.cfg.additive_step
+            if self.cfg.max_rate is not None:
+                self.rate = min(self.rate, self.cfg.max_rate)
+            self.last_increase += steps * self.cfg.increase_interval
+        self.tokens = min(float(self.cfg.burst), self.tokens + (now - self.last_refill) * self.rate)
+        self.last_refill = now
+
+    def allow(self, nbytes: int) -> bool:
+        """True (and the bytes are charged) when the packet may be sent now."""
+        now = self.clock()
+        self._count(now, nbytes)
+        if self.rate is None:
+            return True
+        self._refill(now)
+        if self.tokens >= 0:
+            self.tokens -= nbytes
+            return True
+        self._win_bytes -= nbytes
+        return False
+
+    def wait_time(self) -> float:
+        """Seconds until the bucket is non-negative again (0 when unpaced)."""
+        if self.rate is None or self.tokens >= 0:
+            return 0.0
+        return -self.tokens / self.rate
+
+    def _count(self, now: float, nbytes: int) -> None:
+        self._win_bytes += nbytes
+        span = now - self._win_start
+        if span >= 0.005:
+            self.measured_rate = self._win_bytes / span
+            self._win_start = now
+            self._win_bytes = 0
+
+    def on_congestion(self) -> bool:
+        """Multiplicative decrease (once per decrease_gap); True when the rate was cut."""
+        now = self.clock()
+        if now - self.last_decrease < self.cfg.decrease_gap:
+            return False
+        base = self.rate if self.rate is not None else max(self.measured_rate, 2 * self.cfg.min_rate)
+        self.rate = max(self.cfg.min_rate, base / 2)
+        self.last_decrease = now
+        self.last_increase = now
+        self.last_refill = now
+        self.tokens = min(self.tokens, float(self.cfg.burst))
+        self.decreases += 1
+        return True

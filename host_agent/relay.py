@@ -1,0 +1,127 @@
+"""A lossy UDP relay on real sockets: emulates a switch that drops or CE-marks DLCP packets.
+
+Clients send to the relay's address; each client gets its own upstream socket towards the target,
+so the target's replies (and traffic it starts, e.g. a PS server pushing parameters) flow back to
+the right client. A drop rule sees every decoded DLCP header going upstream (and, if given, coming
+back) and decides per packet; CE marking sets ECN=3 on forwarded packets. Used by tests and
+experiments to inject real loss on loopback without a switch.
+"""
+
+from __future__ import annotations
+
+import collections
+import random
+import select
+import socket
+import threading
+from collections.abc import Callable
+
+from host_agent import protocol as P
+
+DropRule = Callable[[P.DlcpHeader], bool]
+
+
+def drop_noncritical(rate: float, seed: int = 0, first_only: bool = True) -> DropRule:
+    """Drop each non-critical DATA packet with probability ``rate`` (retransmissions spared)."""
+    rng = random.Random(seed)
+
+    def rule(h: P.DlcpHeader) -> bool:
+        if h.msg_type != P.MSG_DATA or h.flags & P.FLAG_CRITICAL:
+            return False
+        if first_only and h.flags & P.FLAG_RETX:
+            return False
+        return rng.random() < rate
+    return rule
+
+
+def drop_offsets(offsets: set[tuple[int, int]], first_only: bool = True) -> DropRule:
+    """Drop the DATA packets with these (tensor_id, offset), whatever their flags."""
+
+    def rule(h: P.DlcpHeader) -> bool:
+        if h.msg_type != P.MSG_DATA or (first_only and h.flags & P.FLAG_RETX):
+            return False
+        return (h.tensor_id, h.offset) in offsets
+    return rule
+
+
+class LossyRelay:
+    """Start with ``with LossyRelay(target, rule) as relay:`` and send to ``relay.address``."""
+
+    def __init__(self, target: tuple[str, int], rule: DropRule | None = None,
+                 reverse_rule: DropRule | None = None, mark_ce: bool = False,
+                 bind: tuple[str, int] = ("127.0.0.1", 0)) -> None:
+        self.target = target
+        self.rule = rule
+        self.reverse_rule = reverse_rule
+        self.mark_ce = mark_ce
+        self.listen = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.listen.bind(bind)
+        self.listen.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+        self.upstream: dict[tuple[str, int], socket.socket] = {}
+        self.client_of: dict[socket.socket, tuple[str, int]] = {}
+        self.forwarded = 0
+        self.dropped: collections.Counter[str] = collections.Counter()
+        self.dropped_headers: list[P.DlcpHeader] = []
+        self._stop = False
+        self._thread = threading.Thread(target=self._loop, name="lossy-relay", daemon=True)
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.listen.getsockname()
+
+    def __enter__(self) -> LossyRelay:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self._stop = True
+        self._thread.join(timeout=5)
+        for s in [self.listen, *self.upstream.values()]:
+            s.close()
+
+    def _decide(self, data: bytes, rule: DropRule | None) -> bool:
+        if rule is None or len(data) < P.DLCP_HEADER_LEN:
+            return False
+        h = P.DlcpHeader.unpack(data)
+        if h.version != P.VERSION or not rule(h):
+            return False
+        kind = "critical" if h.flags & P.FLAG_CRITICAL else "noncritical"
+        self.dropped[f"{P.MSG_TYPE_NAMES.get(h.msg_type, h.msg_type)}_{kind}"] += 1
+        self.dropped_headers.append(h)
+        return True
+
+    def _up(self, client: tuple[str, int]) -> socket.socket:
+        s = self.upstream.get(client)
+        if s is None:
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind((self.listen.getsockname()[0], 0))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+            if self.mark_ce:
+                s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, P.ECN_CE)
+            self.upstream[client] = s
+            self.client_of[s] = client
+        return s
+
+    def _loop(self) -> None:
+        while not self._stop:
+            socks = [self.listen, *self.upstream.values()]
+            ready, _, _ = select.select(socks, [], [], 0.02)
+            for s in ready:
+                for _ in range(256):
+                    try:
+                        data, addr = s.recvfrom(65536)
+                    except (BlockingIOError, OSError):
+                        break
+                    if s is self.listen:
+                        if not self._decide(data, self.rule):
+                            self._up(addr).sendto(data, self.target)
+                            self.forwarded += 1
+                    else:
+                        if not self._decide(data, self.reverse_rule):
+                            self.listen.sendto(data, self.client_of[s])
+                            self.forwarded += 1
+                    if not select.select([s], [], [], 0)[0]:
+                        break

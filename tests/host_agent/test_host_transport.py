@@ -1,0 +1,228 @@
+"""Bounded-loss transport over real UDP sockets on loopback, with loss from a real lossy relay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import run_both
+
+from host_agent import protocol as P
+from host_agent.errors import TransportError
+from host_agent.packetizer import packetize
+from host_agent.policy import BASELINE_POLICY, TagPolicy
+from host_agent.relay import LossyRelay, drop_noncritical, drop_offsets
+
+RNG = np.random.default_rng(7)
+
+
+def grad(n: int, dtype=np.float32) -> np.ndarray:
+    return RNG.standard_normal(n).astype(dtype)
+
+
+def noncritical_offsets(pt, k: int, tensor_id: int) -> set[tuple[int, int]]:
+    idx = np.flatnonzero(~pt.critical)[:k]
+    return {(tensor_id, int(i) * pt.elems_per_packet) for i in idx}
+
+
+def test_lossless_roundtrip_bit_exact_all_dtypes(endpoints):
+    tx, rx = endpoints(job_id=4, worker_id=1), endpoints(job_id=4, worker_id=0)
+    tensors = {
+        1: grad(100_003),
+        2: grad(5_001, np.float16),
+        3: RNG.integers(-128, 127, 7_777).astype(np.int8),
+        4: RNG.integers(0, 1 << 16, 3_000).astype(np.uint16),   # bfloat16 bits
+        5: grad(1),
+    }
+    sends, recvs, outs = [], [], {}
+    for tid, t in tensors.items():
+        pt = packetize(t, tensor_id=tid, policy=TagPolicy(), position=tid - 1, num_layers=5, job_id=4,
+                       worker_id=1, iteration=11, bfloat16=(tid == 4))
+        outs[tid] = np.zeros_like(t)
+        recvs.append(rx.expect(1, 11, tid, outs[tid]))
+        sends.append(tx.send(pt, rx.address))
+    run_both(tx, sends, rx, recvs)
+    for tid, t in tensors.items():
+        assert outs[tid].tobytes() == t.tobytes()
+    for s, r in zip(sends, recvs, strict=True):
+        assert s.stats.retransmitted == 0 and s.stats.zero_filled_packets == 0
+        assert r.stats.received == r.stats.n_packets
+    assert not rx.drops
+
+
+def test_loss_under_bound_completes_without_retransmission(endpoints):
+    tx, rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1)
+    g = grad(362 * 200)
+    pt = packetize(g, tensor_id=9, policy=TagPolicy(critical_share=0.1, loss_bound=0.1), job_id=1,
+                   worker_id=2, iteration=1)
+    dropped = noncritical_offsets(pt, 15, 9)          # 15 of 180 non-critical < 10 %
+    out = np.full_like(g, np.nan)
+    with LossyRelay(rx.address, drop_offsets(dropped)) as relay:
+        r = rx.expect(2, 1, 9, out)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r])
+    assert relay.dropped["DATA_noncritical"] == 15
+    assert s.stats.retransmitted == 0 and s.stats.rounds == 0
+    assert r.stats.zero_filled_packets == 15 == s.stats.zero_filled_packets
+    assert r.stats.zero_filled_elements == 15 * 362 == s.stats.zero_filled_elements
+    lost = np.zeros(g.size, bool)
+    for _, off in dropped:
+        lost[off:off + 362] = True
+    assert np.all(out[lost] == 0)
+    assert np.array_equal(out[~lost], g[~lost])
+
+
+def test_loss_above_bound_retransmits_down_to_bound(endpoints):
+    tx, rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1)
+    g = grad(362 * 200)
+    pt = packetize(g, tensor_id=9, policy=TagPolicy(critical_share=0.1, loss_bound=0.1), job_id=1,
+                   worker_id=2, iteration=1)
+    dropped = noncritical_offsets(pt, 60, 9)          # 60 of 180 non-critical: 18 allowed
+    out = np.zeros_like(g)
+    with LossyRelay(rx.address, drop_offsets(dropped)) as relay:
+        r = rx.expect(2, 1, 9, out)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r])
+    assert s.stats.retransmitted == 60 - 18
+    assert r.stats.zero_filled_packets == 18
+    # the retransmitted ones are the largest-magnitude of the dropped packets
+    idx = np.array(sorted(off // 362 for _, off in dropped))
+    kept = idx[np.argsort(-pt.magnitude[idx], kind="stable")[:42]]
+    for i in kept:
+        assert np.array_equal(out[i * 362:(i + 1) * 362], g[i * 362:(i + 1) * 362])
+
+
+def test_lost_critical_packet_is_retransmitted(endpoints):
+    tx, rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1)
+    g = grad(362 * 50)
+    pt = packetize(g, tensor_id=3, policy=TagPolicy(critical_share=0.1, loss_bound=0.5), job_id=1,
+                   worker_id=2, iteration=5)
+    crit = np.flatnonzero(pt.critical)
+    dropped = {(3, int(i) * 362) for i in crit[:2]}
+    out = np.zeros_like(g)
+    with LossyRelay(rx.address, drop_offsets(dropped)) as relay:
+        r = rx.expect(2, 5, 3, out)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r])
+    assert relay.dropped["DATA_critical"] == 2
+    assert s.stats.retransmitted == 2 and s.stats.rounds == 1
+    assert np.array_equal(out, g) and r.stats.zero_filled_packets == 0
+
+
+def test_random_loss_stays_within_bound(endpoints):
+    tx, rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1)
+    g = grad(362 * 500)
+    pt = packetize(g, tensor_id=3, policy=TagPolicy(loss_bound=0.1), job_id=1, worker_id=2, iteration=5)
+    out = np.zeros_like(g)
+    with LossyRelay(rx.address, drop_noncritical(0.2, seed=1)) as relay:
+        r = rx.expect(2, 5, 3, out)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r])
+    noncrit = int((~pt.critical).sum())
+    assert relay.dropped["DATA_noncritical"] > 0.1 * noncrit
+    assert r.stats.zero_filled_packets <= 0.1 * noncrit
+    assert s.stats.retransmitted > 0
+    crit = np.repeat(pt.critical, pt.elems_per_packet)[: g.size]
+    assert np.array_equal(out[crit], g[crit])
+
+
+def test_parameters_keep_previous_value(endpoints):
+    tx, rx = endpoints(job_id=1, worker_id=9), endpoints(job_id=1)
+    new = grad(362 * 40)
+    pt = packetize(new, tensor_id=1, policy=TagPolicy(critical_share=0.0, loss_bound=0.2), job_id=1,
+                   worker_id=9, iteration=2, pull=True, kind=P.KIND_PARAMETER)
+    assert all(pt.header(i).flags & P.FLAG_PULL for i in range(pt.n_packets))
+    dropped = {(1, 362 * 3), (1, 362 * 7)}
+    prev = np.full_like(new, 5.0)
+    with LossyRelay(rx.address, drop_offsets(dropped)) as relay:
+        r = rx.expect(9, 2, 1, prev)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r])
+    assert s.stats.retransmitted == 0
+    lost = np.zeros(new.size, bool)
+    lost[362 * 3:362 * 4] = lost[362 * 7:362 * 8] = True
+    assert np.all(prev[lost] == 5.0) and np.array_equal(prev[~lost], new[~lost])
+    assert r.stats.zero_filled_packets == 0
+
+
+def test_baseline_mode_is_fully_reliable(endpoints):
+    tx, rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1)
+    g = grad(362 * 100)
+    pt = packetize(g, tensor_id=1, policy=BASELINE_POLICY, job_id=1, worker_id=2, iteration=1)
+    dropped = {(1, 362 * i) for i in range(0, 100, 7)}
+    out = np.zeros_like(g)
+    with LossyRelay(rx.address, drop_offsets(dropped)) as relay:
+        r = rx.expect(2, 1, 1, out)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r])
+    assert s.stats.retransmitted == len(dropped)
+    assert np.array_equal(out, g)
+
+
+def test_sender_before_receiver_is_staged(endpoints):
+    tx, rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1)
+    g = grad(10_000)
+    pt = packetize(g, tensor_id=1, policy=TagPolicy(), job_id=1, worker_id=2, iteration=1)
+    s = tx.send(pt, rx.address)
+    for _ in range(50):
+        tx.poll(0.001)
+        rx.poll(0.001)
+    out = np.zeros_like(g)
+    r = rx.expect(2, 1, 1, out)
+    run_both(tx, [s], rx, [r])
+    assert np.array_equal(out, g)
+    assert rx.staged_elements == 0
+
+
+def test_lost_open_and_lost_done_recover(endpoints):
+    tx, rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1)
+    g = grad(362 * 20)
+    pt = packetize(g, tensor_id=1, policy=TagPolicy(loss_bound=0.0), job_id=1, worker_id=2, iteration=1)
+    state = {"open": 0, "done": 0}
+
+    def drop_first_open(h):
+        if h.msg_type == P.MSG_CONTROL and state["open"] == 0:
+            state["open"] += 1
+            return True
+        return False
+
+    def drop_first_done(h):
+        if h.msg_type == P.MSG_DONE and state["done"] == 0:
+            state["done"] += 1
+            return True
+        return False
+    out = np.zeros_like(g)
+    with LossyRelay(rx.address, drop_first_open, reverse_rule=drop_first_done) as relay:
+        r = rx.expect(2, 1, 1, out)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r])
+    assert relay.dropped["CONTROL_critical"] == 1 and relay.dropped["DONE_critical"] == 1
+    assert np.array_equal(out, g)
+    assert rx.drops["unknown_tensor"] == pt.n_packets      # data before the (lost) OPEN
+    assert s.stats.retransmitted == pt.n_packets
+
+
+def test_ecn_marks_are_echoed_and_slow_the_sender(endpoints):
+    tx, rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1)
+    g = grad(362 * 300)
+    pt = packetize(g, tensor_id=1, policy=TagPolicy(), job_id=1, worker_id=2, iteration=1)
+    out = np.zeros_like(g)
+    assert tx.pacer.rate is None
+    with LossyRelay(rx.address, mark_ce=True) as relay:
+        r = rx.expect(2, 1, 1, out)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r])
+    assert r.stats.ce_marks == pt.n_packets == s.stats.ce_marks
+    assert tx.ecn_echoes_received > 0 and tx.pacer.decreases > 0
+    assert tx.pacer.rate is not None
+    assert np.array_equal(out, g)
+
+
+def test_silent_receiver_fails_cleanly(endpoints):
+    tx = endpoints(job_id=1, worker_id=2, give_up_after=0.3)
+    dead = endpoints(job_id=1)
+    addr = dead.address
+    dead.sock.close()
+    pt = packetize(grad(1000), tensor_id=1, policy=TagPolicy(), job_id=1, worker_id=2, iteration=1)
+    s = tx.send(pt, addr)
+    with pytest.raises(TransportError, match="no answer from 127.0.0.1"):
+        tx.run([s], timeout=5)
