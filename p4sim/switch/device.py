@@ -259,13 +259,20 @@ class SwitchDevice:
             path = self.path
             now_ns = time.monotonic_ns()
             now_us = (now_ns - self._start_ns) // 1000
+            tm = self.tm
             if path is None:
                 counters["drop_no_pipeline"] += len(rx)
             else:
+                ingress = path.ingress
+                # egress runs after every ingress packet, as BMv2's concurrent egress threads
+                # would: a packet that may leave at once does so before the next one is queued
                 for port, data in rx:
-                    for qp in path.ingress(data, port, now_us):
+                    for qp in ingress(data, port, now_us):
                         self._enqueue(qp, now_ns)
-                self._egress(path, now_ns, now_us, tx)
+                    if tm.size:
+                        self._egress(path, now_ns, now_us, tx)
+                if tm.size:
+                    self._egress(path, now_ns, now_us, tx)
         if tx:
             self._transmit(tx)
 
