@@ -1,0 +1,474 @@
+"""``dlcpctl``: the operator's command for a DLCP network described by one YAML file.
+
+    dlcpctl -c net.yaml apply [--dry-run] [--force-pipeline] [--watch]
+    dlcpctl -c net.yaml status
+    dlcpctl -c net.yaml thresholds show [SWITCH] | set SWITCH --queue Q --mag M --drop N --ecn N
+    dlcpctl -c net.yaml priority show [SWITCH]   | set SWITCH RULE --queue Q   (RULE: a policy rule name)
+    dlcpctl -c net.yaml ecmp show [SWITCH]       | set SWITCH --group G --spray on|off
+    dlcpctl -c net.yaml entries TABLE [--switch S]
+    dlcpctl -c net.yaml stats [--switch S] [--watch SECONDS] [--json]
+    dlcpctl -c net.yaml queues set SWITCH [--port P [--queue Q]] [--depth N] [--rate PPS]
+
+Exit codes: 0 success; 1 bad input (YAML, names, values); 2 command-line usage; 3 a switch could
+not do it (unreachable, not primary, wrong pipeline, write refused and rolled back); 130 interrupted.
+Errors are one line on stderr. ``set`` commands change the live switch with one write; the next
+``apply`` brings the switch back to the YAML, so persist a change by editing the YAML.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import threading
+import time
+
+from p4.v1 import p4runtime_pb2
+
+from controller import dlcp_tables as api
+from controller import netconfig, reconcile
+from controller import stats as stats_mod
+from controller.controller import Controller, SwitchSession
+from controller.errors import ControllerError, SwitchError
+from controller.output import emit, emit_json, table
+from p4sim.errors import UserError
+
+EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_SWITCH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def _nonneg(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return value
+
+
+def _on_off(text: str) -> bool:
+    if text.lower() in ("on", "1", "true", "yes"):
+        return True
+    if text.lower() in ("off", "0", "false", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"'{text}' is not on/off")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dlcpctl", description="DLCP controller for network operators",
+                                epilog="exit codes: 0 ok, 1 bad input, 2 usage, 3 switch error, 130 interrupted")
+    p.add_argument("-c", "--config", required=True, metavar="NET.YAML", help="network description")
+    p.add_argument("--election-id", type=_nonneg, help="P4Runtime election id (default: the YAML's)")
+    p.add_argument("--role", help="P4Runtime role name (default: the YAML's, else the default role)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="log progress (-vv: debug)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    a = sub.add_parser("apply", help="make every switch match the YAML (prints the diff)")
+    a.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    a.add_argument("--force-pipeline", action="store_true", help="replace a different program on a switch")
+    a.add_argument("--watch", action="store_true", help="keep running; restore switches that restart")
+    a.add_argument("--switch", action="append", help="only these switches")
+    a.set_defaults(func=cmd_apply)
+
+    s = sub.add_parser("status", help="switches, primary, pipeline, entry counts")
+    s.set_defaults(func=cmd_status)
+
+    t = sub.add_parser("thresholds", help="per (queue, magnitude class) drop and ECN depths")
+    tsub = t.add_subparsers(dest="action", required=True)
+    ts = tsub.add_parser("show")
+    ts.add_argument("switch", nargs="?")
+    ts.set_defaults(func=cmd_thresholds_show)
+    tt = tsub.add_parser("set")
+    tt.add_argument("switch")
+    tt.add_argument("--queue", type=_nonneg, required=True)
+    tt.add_argument("--mag", type=_nonneg, required=True)
+    tt.add_argument("--drop", type=_nonneg, required=True, help="drop depth (packets)")
+    tt.add_argument("--ecn", type=_nonneg, required=True, help="ECN marking depth (packets)")
+    tt.set_defaults(func=cmd_thresholds_set)
+
+    pr = sub.add_parser("priority", help="DLCP class -> queue mapping")
+    psub = pr.add_subparsers(dest="action", required=True)
+    ps = psub.add_parser("show")
+    ps.add_argument("switch", nargs="?")
+    ps.set_defaults(func=cmd_priority_show)
+    pt = psub.add_parser("set")
+    pt.add_argument("switch")
+    pt.add_argument("rule", help="priority_map rule name from the policy (e.g. layer-7)")
+    pt.add_argument("--queue", type=_nonneg, required=True)
+    pt.set_defaults(func=cmd_priority_set)
+
+    e = sub.add_parser("ecmp", help="ECMP groups, members, spraying")
+    esub = e.add_subparsers(dest="action", required=True)
+    es = esub.add_parser("show")
+    es.add_argument("switch", nargs="?")
+    es.set_defaults(func=cmd_ecmp_show)
+    et = esub.add_parser("set")
+    et.add_argument("switch")
+    et.add_argument("--group", type=_nonneg, required=True)
+    et.add_argument("--spray", type=_on_off, required=True, metavar="on|off")
+    et.set_defaults(func=cmd_ecmp_set)
+
+    en = sub.add_parser("entries", help="dump one table")
+    en.add_argument("table", help="table name (e.g. DlcpIngress.nexthops or nexthops)")
+    en.add_argument("--switch", action="append")
+    en.set_defaults(func=cmd_entries)
+
+    st = sub.add_parser("stats", help="tx per port/queue, selective drops, ECN marks, spray")
+    st.add_argument("--switch", action="append")
+    st.add_argument("--watch", type=float, metavar="SECONDS", help="repeat every SECONDS with rates")
+    st.add_argument("--count", type=_nonneg, default=0, help="with --watch: stop after N rounds")
+    st.set_defaults(func=cmd_stats)
+
+    q = sub.add_parser("queues", help="queue depth/rate via the target's runtime CLI")
+    qsub = q.add_subparsers(dest="action", required=True)
+    qs = qsub.add_parser("set")
+    qs.add_argument("switch")
+    qs.add_argument("--port", type=_nonneg)
+    qs.add_argument("--queue", type=_nonneg)
+    qs.add_argument("--depth", type=_nonneg)
+    qs.add_argument("--rate", type=_nonneg, help="packets per second")
+    qs.set_defaults(func=cmd_queues_set)
+    return p
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _controller(args: argparse.Namespace, switches: list[str] | None = None) -> Controller:
+    net = s_net(args)
+    return Controller(net, election_id=args.election_id, role=args.role, switches=switches)
+
+
+def _reader(args: argparse.Namespace, switch: str | list[str] | None, table_name: str | None = None) -> Controller:
+    """A controller connected without arbitration (reads only), for show commands.
+
+    ``table_name`` is resolved in every switch's P4Info first, so a typo fails before any connection.
+    """
+    names = [switch] if isinstance(switch, str) else switch
+    ctl = _controller(args, names)
+    if table_name is not None:
+        for s in ctl.sessions.values():
+            s.index.table(table_name)
+    ctl.connect(require_primary=False, arbitrate=False)
+    return ctl
+
+
+def _writer(args: argparse.Namespace, switch: str) -> SwitchSession:
+    ctl = _controller(args, [switch])
+    ctl.connect(require_primary=True)
+    session = ctl.sessions[switch]
+    if session.check_pipeline(push=False).state != "ok":
+        raise SwitchError(switch, "has no DLCP pipeline; run 'dlcpctl apply' first")
+    return session
+
+
+def _entries(session: SwitchSession, table_name: str, counters: bool = False) -> list[p4runtime_pb2.TableEntry]:
+    tid = session.index.table(table_name).preamble.id
+    return session.client.read_table_entries(tid, counter_data=counters)
+
+
+def _write_one(session: SwitchSession, entry: p4runtime_pb2.TableEntry) -> str:
+    """MODIFY the entry if it exists, else INSERT it; one write. Returns what was done."""
+    key = reconcile.entry_key(entry)
+    existing = {reconcile.entry_key(e): e for e in session.client.read_table_entries(entry.table_id)}
+    kind = p4runtime_pb2.Update.MODIFY if key in existing else p4runtime_pb2.Update.INSERT
+    update = p4runtime_pb2.Update(type=kind)
+    update.entity.table_entry.CopyFrom(entry)
+    session.client.write([update], [session.index.describe(entry)])
+    return "modified" if kind == p4runtime_pb2.Update.MODIFY else "inserted"
+
+
+def _params(session: SwitchSession, entry: p4runtime_pb2.TableEntry) -> dict[str, int]:
+    action = session.index.by_id(entry.action.action.action_id)
+    names = {p.id: p.name for p in action.params} if action is not None else {}
+    return {names.get(p.param_id, str(p.param_id)): int.from_bytes(p.value, "big")
+            for p in entry.action.action.params}
+
+
+def _match(session: SwitchSession, entry: p4runtime_pb2.TableEntry) -> dict[str, str]:
+    return session.index.entry_fields(entry)
+
+
+# -- commands --------------------------------------------------------------------------------------
+def cmd_apply(args: argparse.Namespace) -> int:
+    ctl = _controller(args, args.switch)
+    try:
+        ctl.connect(require_primary=not args.dry_run)
+        reports = ctl.apply(dry_run=args.dry_run, force_pipeline=args.force_pipeline)
+        if args.json:
+            emit_json({name: {"pipeline": r.pipeline, "changes": r.plan.counts(),
+                              "batches": r.result.batches if r.result else 0,
+                              "diff": r.plan.lines(ctl.sessions[name].index)} for name, r in reports.items()})
+        else:
+            for name, r in reports.items():
+                idx = ctl.sessions[name].index
+                for line in r.plan.lines(idx):
+                    emit(f"{name}: {line}")
+            rows = [(name, r.pipeline, r.plan.counts()["insert"], r.plan.counts()["modify"],
+                     r.plan.counts()["delete"], r.result.batches if r.result else 0)
+                    for name, r in reports.items()]
+            emit(table(("switch", "pipeline", "insert", "modify", "delete", "batches"), rows))
+            emit("dry run: nothing written" if args.dry_run else
+                 "in sync" if all(r.plan.empty() for r in reports.values()) else "applied")
+        if args.watch and not args.dry_run:
+            emit("watching switches (Ctrl-C to stop)")
+            ctl.supervise(threading.Event(), on_restore=lambda n, r: emit(
+                f"{n}: restored (pipeline {r.pipeline}, {r.plan.counts()})"))
+        return EXIT_OK
+    finally:
+        ctl.close()
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    net = s_net(args)
+    ctl = Controller(net, election_id=args.election_id, role=args.role)
+    rows, data = [], {}
+    try:
+        def probe(s: SwitchSession) -> dict:
+            info = {"address": s.conf.grpc, "device_id": s.conf.device_id, "target": s.conf.target}
+            try:
+                s.connect(timeout=2.0, arbitrate=False)
+                state = s.check_pipeline(push=False)
+                info["pipeline"] = state.state
+                info["cookie"] = f"{state.cookie:#x}" if state.cookie is not None else None
+                info["reachable"] = True
+                if state.state == "ok":
+                    info["entries"] = len(reconcile.read_current(s.client, s.index))
+            except ControllerError as err:
+                info.setdefault("reachable", False)
+                info["error"] = str(err)
+            return info
+        data = ctl._each(probe)
+    finally:
+        ctl.close()
+    if args.json:
+        emit_json(data)
+    else:
+        for name, i in data.items():
+            rows.append((name, i["address"], i["device_id"], i["target"],
+                         "yes" if i["reachable"] else "NO", i.get("pipeline", "-"), i.get("entries", "-")))
+        emit(table(("switch", "address", "device", "target", "reachable", "pipeline", "entries"), rows))
+        for name, i in data.items():
+            if "error" in i:
+                emit(f"{name}: {i['error']}")
+    return EXIT_OK if all(i["reachable"] for i in data.values()) else EXIT_SWITCH
+
+
+def _show(args: argparse.Namespace, table_name: str, render) -> int:
+    ctl = _reader(args, args.switch, table_name)
+    try:
+        rows, data = [], {}
+        for name, s in ctl.sessions.items():
+            items = [render(s, e) for e in _entries(s, table_name)]
+            items.sort(key=lambda d: tuple(d.values()))
+            data[name] = items
+            rows.extend((name, *d.values()) for d in items)
+        if args.json:
+            emit_json(data)
+        elif rows:
+            first = next(iter(d for d in data.values() if d))
+            emit(table(("switch", *first.keys()), rows))
+        else:
+            emit("(no entries)")
+        return EXIT_OK
+    finally:
+        ctl.close()
+
+
+def cmd_thresholds_show(args: argparse.Namespace) -> int:
+    def render(s: SwitchSession, e: p4runtime_pb2.TableEntry) -> dict:
+        m, p = _match(s, e), _params(s, e)
+        return {"queue": int(m["queue"]), "mag": int(m["mag_class"]),
+                "drop": p.get("drop_depth", "-"), "ecn": p.get("ecn_depth", "-")}
+    return _show(args, api.DROP_THRESHOLDS, render)
+
+
+def cmd_thresholds_set(args: argparse.Namespace) -> int:
+    session = _writer(args, args.switch)
+    try:
+        entry = api.threshold(session.index, args.queue, args.mag, args.drop, args.ecn)
+        done = _write_one(session, entry)
+        emit(f"{args.switch}: thresholds queue {args.queue} mag {args.mag}: drop {args.drop} ecn {args.ecn} ({done})")
+        return EXIT_OK
+    finally:
+        session.close()
+
+
+def cmd_priority_show(args: argparse.Namespace) -> int:
+    names: dict[tuple, str] = {}
+
+    def render(s: SwitchSession, e: p4runtime_pb2.TableEntry) -> dict:
+        if not names:
+            for r in s_net(args).policy.priority_map:
+                names[reconcile.entry_key(api.priority_rule(s.index, dict(r.match), r.queue, r.priority))] = r.name
+        rule = names.get(reconcile.entry_key(e), "(not in policy)")
+        return {"priority": e.priority, "rule": rule, **_match(s, e), "queue": _params(s, e).get("queue", "-")}
+    return _show(args, api.PRIORITY_MAP, render)
+
+
+_NETS: dict[str, netconfig.NetConfig] = {}
+
+
+def s_net(args: argparse.Namespace) -> netconfig.NetConfig:
+    if args.config not in _NETS:
+        _NETS[args.config] = netconfig.load(args.config)
+    return _NETS[args.config]
+
+
+def cmd_priority_set(args: argparse.Namespace) -> int:
+    session = _writer(args, args.switch)
+    try:
+        rule = s_net(args).policy.rule(args.rule)
+        entry = api.priority_rule(session.index, dict(rule.match), args.queue, rule.priority)
+        done = _write_one(session, entry)
+        emit(f"{args.switch}: priority rule {rule.name} -> queue {args.queue} ({done})")
+        return EXIT_OK
+    finally:
+        session.close()
+
+
+def cmd_ecmp_show(args: argparse.Namespace) -> int:
+    ctl = _reader(args, args.switch)
+    try:
+        rows, data = [], {}
+        for name, s in ctl.sessions.items():
+            groups = {}
+            for e in _entries(s, api.ECMP_GROUPS):
+                p = _params(s, e)
+                groups[int(_match(s, e)["group_id"])] = {"members": p.get("num_members"),
+                                                         "spray": bool(p.get("spray")), "nexthops": {}}
+            for e in _entries(s, api.ECMP_MEMBERS, counters=True):
+                m = _match(s, e)
+                g = groups.setdefault(int(m["group_id"]), {"members": None, "spray": None, "nexthops": {}})
+                g["nexthops"][int(m["member_index"])] = {"nexthop": _params(s, e).get("nexthop_id"),
+                                                         "packets": e.counter_data.packet_count}
+            data[name] = groups
+            for gid, g in sorted(groups.items()):
+                for idx, member in sorted(g["nexthops"].items()):
+                    rows.append((name, gid, "on" if g["spray"] else "off", idx, member["nexthop"], member["packets"]))
+        if args.json:
+            emit_json(data)
+        else:
+            emit(table(("switch", "group", "spray", "member", "nexthop", "packets"), rows) if rows else "(no groups)")
+        return EXIT_OK
+    finally:
+        ctl.close()
+
+
+def cmd_ecmp_set(args: argparse.Namespace) -> int:
+    session = _writer(args, args.switch)
+    try:
+        for e in _entries(session, api.ECMP_GROUPS):
+            if int(_match(session, e)["group_id"]) == args.group:
+                members = _params(session, e)["num_members"]
+                break
+        else:
+            raise SwitchError(args.switch, f"table {api.ECMP_GROUPS}: no group_id {args.group}")
+        done = _write_one(session, api.ecmp_group(session.index, args.group, members, args.spray))
+        emit(f"{args.switch}: ecmp group {args.group} spray {'on' if args.spray else 'off'} ({done})")
+        return EXIT_OK
+    finally:
+        session.close()
+
+
+def cmd_entries(args: argparse.Namespace) -> int:
+    ctl = _reader(args, args.switch, args.table)
+    try:
+        rows, data = [], {}
+        headers: tuple = ()
+        for name, s in ctl.sessions.items():
+            tname = s.index.table(args.table).preamble.name
+            items = []
+            for e in _entries(s, tname):
+                fields = _match(s, e)
+                headers = ("switch", *fields.keys(), "priority", "action")
+                items.append({**fields, "priority": e.priority, "action": s.index.action_text(e)})
+                rows.append((name, *fields.values(), e.priority, s.index.action_text(e)))
+            data[name] = items
+        if args.json:
+            emit_json(data)
+        else:
+            emit(table(headers, rows) if rows else "(no entries)")
+        return EXIT_OK
+    finally:
+        ctl.close()
+
+
+def _render_stats(snaps: dict, prev: dict | None) -> str:
+    out = []
+    tx_rows, drop_rows, spray_rows = [], [], []
+    for name, snap in snaps.items():
+        rate = stats_mod.rates(prev[name], snap) if prev else {}
+        for (port, queue), (pk, by) in sorted(snap.port_queue_tx.items()):
+            tx_rows.append((name, port, queue, pk, by, f"{rate[(port, queue)]:.1f}" if prev else "-"))
+        keys = sorted(set(snap.selective_drops) | set(snap.ecn_marks) | set(snap.egress_safety_drops))
+        for q, m in keys:
+            drop_rows.append((name, q, m, snap.selective_drops.get((q, m), (0, 0))[0],
+                              snap.ecn_marks.get((q, m), (0, 0))[0], snap.egress_safety_drops.get((q, m), (0, 0))[0]))
+        for (g, member), (pk, _) in sorted(snap.spray.items()):
+            spray_rows.append((name, g, member, pk))
+    out.append(table(("switch", "port", "queue", "tx_pkts", "tx_bytes", "pkts/s"), tx_rows) if tx_rows
+               else "tx: (nothing sent)")
+    out.append(table(("switch", "queue", "mag", "sel_drops", "ecn_marks", "safety_drops"), drop_rows) if drop_rows
+               else "drops/marks: (none)")
+    if spray_rows:
+        out.append(table(("switch", "group", "member", "packets"), spray_rows))
+    mal = [f"{n}: " + " ".join(f"{k}={v}" for k, v in s.malformed.items()) for n, s in snaps.items()
+           if any(s.malformed.values())]
+    out.append("malformed: " + ("; ".join(mal) if mal else "0"))
+    return "\n\n".join(out)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    ctl = _reader(args, args.switch)
+    try:
+        prev = None
+        rounds = 0
+        while True:
+            snaps = {name: stats_mod.snapshot(s.client, s.index) for name, s in ctl.sessions.items()}
+            if args.json:
+                emit_json({n: s.as_json() for n, s in snaps.items()})
+            else:
+                emit(_render_stats(snaps, prev))
+            rounds += 1
+            if not args.watch or (args.count and rounds >= args.count):
+                return EXIT_OK
+            prev = snaps
+            time.sleep(args.watch)
+            if not args.json:
+                emit("")
+    finally:
+        ctl.close()
+
+
+def cmd_queues_set(args: argparse.Namespace) -> int:
+    from controller.runtime_cli import set_queues
+    net = s_net(args)
+    done = set_queues(net.switch(args.switch), args.port, args.queue, args.depth, args.rate)
+    for text in done:
+        emit(f"{args.switch}: {text}")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except SwitchError as err:
+        print(f"dlcpctl: {err}", file=sys.stderr)
+        return EXIT_SWITCH
+    except ControllerError as err:
+        code = EXIT_SWITCH if "rolled back" in str(err) or "ROLLBACK" in str(err) else EXIT_INPUT
+        print(f"dlcpctl: {err}", file=sys.stderr)
+        return code
+    except UserError as err:
+        print(f"dlcpctl: {err}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

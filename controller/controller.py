@@ -1,0 +1,209 @@
+"""Many switches at once: connect, check/push pipelines, apply desired state, restore after restarts.
+
+``SwitchSession`` pairs one switch's ``P4RuntimeClient`` with its P4Info index and pipeline bytes.
+``Controller`` holds one session per switch of the network YAML and runs apply in parallel (one
+thread per switch). ``Controller.supervise`` watches every stream: when a switch restarts the
+stream breaks; the controller reconnects (polling the gRPC channel, no fixed sleeps), re-pushes
+the pipeline if the switch lost it and re-applies the full state.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from p4.config.v1 import p4info_pb2
+
+from controller import desired as desired_mod
+from controller import reconcile
+from controller.errors import ControllerError, PipelineMismatch
+from controller.netconfig import NetConfig, SwitchConf
+from controller.p4info_index import P4InfoIndex, load_p4info
+from controller.p4rt_client import P4RuntimeClient
+from controller.targets import device_config, pipeline_cookie
+
+log = logging.getLogger("controller")
+
+
+def p4info_signature(p4info: p4info_pb2.P4Info) -> tuple:
+    """What must agree for two P4Infos to describe the same control API (names, ids, widths)."""
+    tables = tuple(sorted((t.preamble.id, t.preamble.name,
+                           tuple((m.id, m.name, m.bitwidth, m.match_type) for m in t.match_fields))
+                          for t in p4info.tables))
+    actions = tuple(sorted((a.preamble.id, a.preamble.name, tuple((p.id, p.name, p.bitwidth) for p in a.params))
+                           for a in p4info.actions))
+    return tables, actions
+
+
+@dataclass
+class PipelineStatus:
+    state: str          # "ok" (ours), "pushed", "missing" (dry run), "different"
+    cookie: int | None
+
+
+class SwitchSession:
+    """One switch: its client, its P4Info index and the pipeline the YAML says it should run."""
+
+    def __init__(self, conf: SwitchConf, election_id: int, role: str | None, timeout: float) -> None:
+        self.conf = conf
+        self.name = conf.name
+        self.p4info = load_p4info(conf.pipeline.p4info)
+        self.index = P4InfoIndex(self.p4info)
+        self.client = P4RuntimeClient(conf.name, conf.grpc, conf.device_id, election_id, role, timeout)
+        self._config: bytes | None = None
+        self.synced = False   # True once this controller has applied the full state as primary
+        self.lock = threading.Lock()
+
+    @property
+    def config_bytes(self) -> bytes:
+        if self._config is None:
+            self._config = device_config(self.conf.pipeline)
+        return self._config
+
+    @property
+    def cookie(self) -> int:
+        return pipeline_cookie(self.p4info.SerializeToString(deterministic=True), self.config_bytes)
+
+    def connect(self, timeout: float | None = None, arbitrate: bool = True) -> None:
+        """Connect; an unreachable switch fails after ``timeout`` (default: 3 s or the RPC timeout)."""
+        self.client.connect(min(3.0, self.client.timeout) if timeout is None else timeout, arbitrate)
+
+    def check_pipeline(self, push: bool = True, force: bool = False) -> PipelineStatus:
+        """Make sure the switch runs our pipeline: push it when absent (or ``force``); a different
+        program already on the switch is an error unless ``force``."""
+        their_p4info, their_cookie = self.client.get_pipeline()
+        if their_p4info is not None and not force:
+            if their_cookie == self.cookie or p4info_signature(their_p4info) == p4info_signature(self.p4info):
+                return PipelineStatus("ok", their_cookie)
+            names = sorted(t.preamble.name for t in their_p4info.tables)[:3]
+            raise PipelineMismatch(self.name, f"runs a different P4 program (tables {', '.join(names)}...) "
+                                   f"than {self.conf.pipeline.p4info}; use --force-pipeline to replace it")
+        if not push:
+            return PipelineStatus("missing" if their_p4info is None else "different", their_cookie)
+        self.client.require_primary()
+        self.client.set_pipeline(self.p4info, self.config_bytes, self.cookie)
+        return PipelineStatus("pushed", self.cookie)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@dataclass
+class SwitchReport:
+    switch: str
+    pipeline: str
+    plan: reconcile.Plan
+    result: reconcile.ApplyResult | None
+
+
+class Controller:
+    """The control plane for one network YAML (one session per switch, no global state)."""
+
+    def __init__(self, net: NetConfig, election_id: int | None = None, role: str | None = None,
+                 switches: Iterable[str] | None = None) -> None:
+        self.net = net
+        names = list(switches) if switches else list(net.switches)
+        for name in names:
+            net.switch(name)  # unknown names fail with a suggestion
+        eid = election_id if election_id is not None else net.election_id
+        self.sessions = {n: SwitchSession(net.switches[n], eid, role or net.role, net.timeout) for n in names}
+        self._stop = threading.Event()
+        self._restored = threading.Condition()
+        self.restore_count: dict[str, int] = {n: 0 for n in names}
+
+    def _each(self, fn: Callable[[SwitchSession], object]) -> dict[str, object]:
+        """Run ``fn`` on every session in parallel; the first ControllerError (by switch order) is raised."""
+        if len(self.sessions) == 1:
+            (s,) = self.sessions.values()
+            return {s.name: fn(s)}
+        with ThreadPoolExecutor(max_workers=min(16, len(self.sessions))) as pool:
+            futures = {name: pool.submit(fn, s) for name, s in self.sessions.items()}
+        results, errors = {}, []
+        for name, fut in futures.items():
+            err = fut.exception()
+            if err is None:
+                results[name] = fut.result()
+            elif isinstance(err, ControllerError):
+                errors.append(err)
+            else:
+                raise err
+        if errors:
+            raise errors[0]
+        return results
+
+    def connect(self, require_primary: bool = True, arbitrate: bool = True) -> None:
+        def one(s: SwitchSession) -> None:
+            s.connect(arbitrate=arbitrate)
+            if require_primary:
+                s.client.require_primary()
+        self._each(one)
+
+    def desired(self, session: SwitchSession) -> desired_mod.SwitchDesired:
+        return desired_mod.build_switch(self.net, session.index, session.name)
+
+    def apply(self, dry_run: bool = False, force_pipeline: bool = False) -> dict[str, SwitchReport]:
+        """Reconcile every switch; with ``dry_run`` only compute the plans (nothing is written)."""
+        wanted = {name: self.desired(s) for name, s in self.sessions.items()}  # config errors first
+
+        def one(s: SwitchSession) -> SwitchReport:
+            with s.lock:
+                status = s.check_pipeline(push=not dry_run, force=force_pipeline)
+                if status.state in ("missing", "different"):
+                    plan = reconcile.diff(s.name, {}, wanted[s.name], s.index, {})
+                else:
+                    plan = reconcile.compute_plan(s.client, s.index, wanted[s.name])
+                if dry_run:
+                    return SwitchReport(s.name, status.state, plan, None)
+                s.client.require_primary()
+                result = reconcile.apply_plan(s.client, s.index, plan, self.net.batch_size)
+                s.synced = True
+                return SwitchReport(s.name, status.state, plan, result)
+        return self._each(one)
+
+    # -- restart restore -------------------------------------------------------------------------
+    def supervise(self, stop: threading.Event | None = None, poll: float = 0.2,
+                  on_restore: Callable[[str, SwitchReport], None] | None = None) -> None:
+        """Watch the streams until ``stop``; restore a switch whose stream broke. Blocks."""
+        stop = stop or self._stop
+        while not stop.is_set():
+            for s in self.sessions.values():
+                if not s.client.is_primary:
+                    s.synced = False
+                if s.client.stream_down.is_set() or (s.client.is_primary and not s.synced):
+                    self._try_restore(s, on_restore)
+            stop.wait(poll)
+
+    def _try_restore(self, s: SwitchSession, on_restore: Callable[[str, SwitchReport], None] | None) -> None:
+        with s.lock:
+            try:
+                if s.client.stream_down.is_set():
+                    s.client.close()
+                    s.connect(timeout=1.0)
+                if not s.client.is_primary:
+                    return
+                status = s.check_pipeline(push=True)
+                plan = reconcile.compute_plan(s.client, s.index, self.desired(s))
+                result = reconcile.apply_plan(s.client, s.index, plan, self.net.batch_size)
+                s.synced = True
+            except ControllerError as err:
+                log.debug("switch %s: restore not yet possible: %s", s.name, err)
+                return
+        report = SwitchReport(s.name, status.state, plan, result)
+        if not plan.empty() or status.state == "pushed":
+            log.warning("switch %s: restored (pipeline %s, %s)", s.name, status.state, plan.counts())
+        with self._restored:
+            self.restore_count[s.name] += 1
+            self._restored.notify_all()
+        if on_restore is not None:
+            on_restore(s.name, report)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        for s in self.sessions.values():
+            s.close()

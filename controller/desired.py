@@ -1,0 +1,122 @@
+"""Network description -> the exact entries each switch should hold (built by name, checked).
+
+Routing: every host gets a /32 on every switch. On the host's own switch it points at a nexthop
+for the host's port; elsewhere it follows all shortest paths in the switch graph: one next port is
+a plain nexthop, several are an ECMP group (spraying per the policy unless a route says otherwise).
+Explicit ``routes`` in the YAML replace derived ones with the same prefix. Ids are stable:
+nexthop id = egress port; group ids number the distinct (ports, spray) sets in sorted order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass, field
+
+from p4.v1 import p4runtime_pb2
+
+from controller import dlcp_tables as api
+from controller.errors import ConfigError
+from controller.netconfig import NetConfig
+from controller.p4info_index import P4InfoIndex
+
+log = logging.getLogger("controller.desired")
+
+
+@dataclass
+class SwitchDesired:
+    """What one switch should hold: table entries (insert order) and parser value sets."""
+
+    switch: str
+    entries: list[p4runtime_pb2.TableEntry] = field(default_factory=list)
+    value_sets: list[p4runtime_pb2.ValueSetEntry] = field(default_factory=list)
+
+
+def _distances(net: NetConfig, target: str) -> dict[str, int]:
+    adj: dict[str, set[str]] = {s: set() for s in net.switches}
+    for a, _, b, _ in net.links:
+        adj[a].add(b)
+        adj[b].add(a)
+    dist = {target: 0}
+    todo = deque([target])
+    while todo:
+        s = todo.popleft()
+        for n in adj[s]:
+            if n not in dist:
+                dist[n] = dist[s] + 1
+                todo.append(n)
+    return dist
+
+
+def _next_ports(net: NetConfig, switch: str, target: str, dist: dict[str, int]) -> tuple[int, ...]:
+    ports = []
+    for a, pa, b, pb in net.links:
+        for here, port, there in ((a, pa, b), (b, pb, a)):
+            if here == switch and there in dist and dist.get(switch) is not None \
+                    and dist[there] == dist[switch] - 1:
+                ports.append(port)
+    return tuple(sorted(set(ports)))
+
+
+def route_plan(net: NetConfig, switch: str) -> dict[str, tuple[tuple[int, ...], bool | None]]:
+    """``{prefix: (ports, spray)}`` for one switch (derived routes, then explicit overrides)."""
+    plan: dict[str, tuple[tuple[int, ...], bool | None]] = {}
+    if net.derive_routes:
+        for host in net.hosts.values():
+            if host.switch == switch:
+                plan[f"{host.ip}/32"] = ((host.port,), None)
+                continue
+            dist = _distances(net, host.switch)
+            if switch not in dist:
+                log.warning("switch %s: host %s unreachable, no route", switch, host.name)
+                continue
+            plan[f"{host.ip}/32"] = (_next_ports(net, switch, host.switch, dist), None)
+    for r in net.routes:
+        if r.switch == switch:
+            plan[r.prefix] = (r.ports, r.spray)
+    return plan
+
+
+def _dmac(net: NetConfig, switch: str, port: int) -> int:
+    peer = net.peer(switch, port)
+    if peer is None:
+        raise ConfigError(str(net.path), None, f"switches.{switch}",
+                          f"route leaves through port {port}, which is connected to nothing")
+    kind, name, _ = peer
+    return net.hosts[name].mac if kind == "host" else net.switches[name].mac
+
+
+def build_switch(net: NetConfig, index: P4InfoIndex, switch: str) -> SwitchDesired:
+    """Every entry switch ``switch`` should hold, in insert (dependency) order."""
+    conf = net.switch(switch)
+    plan = route_plan(net, switch)
+    out = SwitchDesired(switch)
+    ports = sorted({p for ports, _ in plan.values() for p in ports})
+    for port in ports:
+        out.entries.append(api.nexthop(index, port, port, conf.mac, _dmac(net, switch, port)))
+    groups: dict[tuple[tuple[int, ...], bool], int] = {}
+    for key in sorted({(p, net.policy.spray if s is None else s) for p, s in plan.values() if len(p) > 1}):
+        groups[key] = len(groups) + 1
+    for (members, spray), gid in groups.items():
+        out.entries.append(api.ecmp_group(index, gid, len(members), spray))
+    for (members, _), gid in groups.items():
+        for i, port in enumerate(members):
+            out.entries.append(api.ecmp_member(index, gid, i, port))
+    for prefix, (members, spray) in sorted(plan.items()):
+        if len(members) == 1:
+            out.entries.append(api.route(index, prefix, nexthop=members[0]))
+        else:
+            gid = groups[(members, net.policy.spray if spray is None else spray)]
+            out.entries.append(api.route(index, prefix, group=gid))
+    pol = net.policy
+    for rule in pol.priority_map:
+        out.entries.append(api.priority_rule(index, dict(rule.match), rule.queue, rule.priority))
+    for (queue, mag), (drop, ecn) in sorted(pol.thresholds.items()):
+        out.entries.append(api.threshold(index, queue, mag, drop, ecn))
+    if index.has("value_set", api.UDP_PORTS):
+        out.value_sets.append(api.udp_ports(index, pol.udp_ports))
+    return out
+
+
+def build_all(net: NetConfig, indexes: dict[str, P4InfoIndex]) -> dict[str, SwitchDesired]:
+    return {name: build_switch(net, indexes[name], name) for name in net.switches}

@@ -1,0 +1,74 @@
+"""The DLCP data-plane API (docs/contracts-dlcp.md) as entry builders, one function per table.
+
+This module is the only place that spells the DLCP table, action, field and counter names; the
+desired-state builder, ``dlcpctl`` and the tests use these functions. Names are P4Info fully
+qualified names, identical on BMv2 and Tofino.
+"""
+
+from __future__ import annotations
+
+from p4.v1 import p4runtime_pb2
+
+from controller.p4info_index import P4InfoIndex
+
+UDP_PORTS = "DlcpParser.dlcp_udp_ports"
+IPV4_ROUTES = "DlcpIngress.ipv4_routes"
+NEXTHOPS = "DlcpIngress.nexthops"
+ECMP_GROUPS = "DlcpIngress.ecmp_groups"
+ECMP_MEMBERS = "DlcpIngress.ecmp_members"
+PRIORITY_MAP = "DlcpIngress.priority_map"
+DROP_THRESHOLDS = "DlcpIngress.drop_thresholds"
+
+PORT_QUEUE_TX = "DlcpEgress.port_queue_tx"
+SELECTIVE_DROPS = "DlcpIngress.selective_drops"
+ECN_MARKS = "DlcpIngress.ecn_marks"
+MALFORMED = "DlcpIngress.malformed"
+EGRESS_SAFETY_DROPS = "DlcpEgress.egress_safety_drops"
+ECMP_MEMBER_PACKETS = "DlcpIngress.ecmp_member_packets"
+QUEUE_DEPTH_REG = "queue_depth_reg"
+
+# Insert order (a route never points at a nexthop or group that is not there yet); deletes reverse it.
+TABLE_ORDER = (NEXTHOPS, ECMP_GROUPS, ECMP_MEMBERS, IPV4_ROUTES, PRIORITY_MAP, DROP_THRESHOLDS)
+
+NUM_QUEUES = 8
+NUM_MAG_CLASSES = 16
+MALFORMED_REASONS = ("truncated", "bad_length", "bad_dtype")
+
+
+def route(index: P4InfoIndex, prefix: str, *, nexthop: int | None = None,
+          group: int | None = None) -> p4runtime_pb2.TableEntry:
+    if group is not None:
+        return index.build_table_entry(IPV4_ROUTES, {"ipv4_dst": prefix}, "DlcpIngress.route_to_group",
+                                       {"group_id": group})
+    return index.build_table_entry(IPV4_ROUTES, {"ipv4_dst": prefix}, "DlcpIngress.route_to_nexthop",
+                                   {"nexthop_id": nexthop})
+
+
+def nexthop(index: P4InfoIndex, nexthop_id: int, port: int, smac: object, dmac: object) -> p4runtime_pb2.TableEntry:
+    return index.build_table_entry(NEXTHOPS, {"nexthop_id": nexthop_id}, "DlcpIngress.set_nexthop",
+                                   {"port": port, "smac": smac, "dmac": dmac})
+
+
+def ecmp_group(index: P4InfoIndex, group_id: int, num_members: int, spray: bool) -> p4runtime_pb2.TableEntry:
+    return index.build_table_entry(ECMP_GROUPS, {"group_id": group_id}, "DlcpIngress.set_ecmp_group",
+                                   {"num_members": num_members, "spray": int(spray)})
+
+
+def ecmp_member(index: P4InfoIndex, group_id: int, member_index: int, nexthop_id: int) -> p4runtime_pb2.TableEntry:
+    return index.build_table_entry(ECMP_MEMBERS, {"group_id": group_id, "member_index": member_index},
+                                   "DlcpIngress.route_to_nexthop", {"nexthop_id": nexthop_id})
+
+
+def priority_rule(index: P4InfoIndex, match: dict[str, object], queue: int, priority: int) -> p4runtime_pb2.TableEntry:
+    """``match`` maps ternary key -> (value, mask) or a plain value (exact)."""
+    return index.build_table_entry(PRIORITY_MAP, match, "DlcpIngress.set_queue", {"queue": queue},
+                                   priority=priority)
+
+
+def threshold(index: P4InfoIndex, queue: int, mag: int, drop: int, ecn: int) -> p4runtime_pb2.TableEntry:
+    return index.build_table_entry(DROP_THRESHOLDS, {"queue": queue, "mag_class": mag},
+                                   "DlcpIngress.set_thresholds", {"drop_depth": drop, "ecn_depth": ecn})
+
+
+def udp_ports(index: P4InfoIndex, ports: list[int]) -> p4runtime_pb2.ValueSetEntry:
+    return index.build_value_set_entry(UDP_PORTS, ports)

@@ -1,0 +1,358 @@
+"""The network YAML: switches, hosts, links, routes, queues and the DLCP policy, validated.
+
+``load(path)`` parses with line numbers (``yaml_lines``), validates against
+``data/netconfig.schema.json`` and then checks meaning (links name known switches, hosts attach
+to free ports, routes leave through connected ports). Every problem is one ``ConfigError``:
+``net.yaml:12: switches.s1.grpc: 'x' does not match ...``. Paths inside the YAML (pipeline files,
+a policy file) are relative to the YAML's directory. The DLCP policy defaults to the shipped
+``data/default_policy.yaml`` (or a built-in equivalent); an inline ``policy`` overrides it key by key.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+
+from controller.errors import ConfigError
+from controller.targets import PipelineFiles
+from controller.yaml_lines import line_of, load_with_lines
+
+DEFAULT_POLICY_FILE = Path(__file__).parent / "data" / "default_policy.yaml"
+
+# Used only when data/default_policy.yaml is missing: same format, minimal content.
+BUILTIN_POLICY: dict[str, object] = {
+    "version": 1, "queues": 8, "queue_depth": 64, "dlcp_udp_ports": [9290], "spray": True,
+    "priority_map": [
+        {"name": "control", "match": {"is_dlcp": 1, "msg_type": {"value": 1, "mask": 0xF}}, "queue": 7},
+        {"name": "data", "match": {"is_dlcp": 1}, "queue": 1},
+    ],
+    "thresholds": [],
+}
+
+
+@dataclass(frozen=True)
+class PortConf:
+    depth: int | None = None
+    rate_pps: int | None = None
+
+
+@dataclass
+class SwitchConf:
+    name: str
+    grpc: str
+    device_id: int
+    target: str
+    pipeline: PipelineFiles
+    mac: int
+    ports: dict[int, PortConf] = field(default_factory=dict)
+    thrift_port: int | None = None
+    runtime_command: str | None = None
+    runtime_addr: str | None = None
+
+
+@dataclass(frozen=True)
+class HostConf:
+    name: str
+    ip: str
+    mac: int
+    switch: str
+    port: int
+
+
+@dataclass(frozen=True)
+class RouteConf:
+    switch: str
+    prefix: str
+    ports: tuple[int, ...]
+    spray: bool | None = None
+
+
+@dataclass(frozen=True)
+class PriorityRule:
+    """One priority_map rule: ``match`` maps key -> (value, mask); earlier rules get higher priority."""
+
+    name: str
+    match: dict[str, tuple[int, int]]
+    queue: int
+    priority: int
+
+
+@dataclass
+class Policy:
+    """The DLCP policy, in the format of ``data/default_policy.yaml`` (plus ``spray``)."""
+
+    udp_ports: list[int]
+    spray: bool
+    priority_map: list[PriorityRule]
+    thresholds: dict[tuple[int, int], tuple[int, int]]   # (queue, mag) -> (drop_depth, ecn_depth)
+    queues: int = 8
+    queue_depth: int = 64
+    source: str = ""
+
+    def rule(self, name: str) -> PriorityRule:
+        for r in self.priority_map:
+            if r.name == name:
+                return r
+        from controller.errors import NameNotFound
+        raise NameNotFound("priority rule", name, [r.name for r in self.priority_map], self.source)
+
+
+@dataclass
+class NetConfig:
+    path: Path
+    switches: dict[str, SwitchConf]
+    hosts: dict[str, HostConf]
+    links: list[tuple[str, int, str, int]]
+    routes: list[RouteConf]
+    derive_routes: bool
+    queues: PortConf
+    policy: Policy
+    election_id: int = 1
+    role: str | None = None
+    batch_size: int = 5000
+    timeout: float = 10.0
+    lines: dict = field(default_factory=dict, repr=False)
+
+    def line(self, *path: object) -> int | None:
+        return line_of(self.lines, path)
+
+    def switch(self, name: str) -> SwitchConf:
+        if name not in self.switches:
+            from controller.errors import NameNotFound
+            raise NameNotFound("switch", name, list(self.switches), str(self.path))
+        return self.switches[name]
+
+    def peer(self, switch: str, port: int) -> tuple[str, str, int | None] | None:
+        """What is at the other end of (switch, port): ``("host", name, None)`` or ``("switch", s, p)``."""
+        for host in self.hosts.values():
+            if host.switch == switch and host.port == port:
+                return ("host", host.name, None)
+        for a, ap, b, bp in self.links:
+            if (a, ap) == (switch, port):
+                return ("switch", b, bp)
+            if (b, bp) == (switch, port):
+                return ("switch", a, ap)
+        return None
+
+
+@cache
+def schema() -> dict:
+    text = (Path(__file__).parent / "data" / "netconfig.schema.json").read_text()
+    return json.loads(text)
+
+
+def _dotted(path: tuple) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def _validate(data: object, lines: dict, file: str, sch: dict) -> None:
+    validator = jsonschema.Draft202012Validator(sch)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if not errors:
+        return
+    err = errors[0]
+    best = jsonschema.exceptions.best_match(errors) or err
+    path = tuple(best.absolute_path)
+    message = best.message
+    if best.validator == "additionalProperties" and "were unexpected" in message:
+        extra = message.split("(")[1].split(" was")[0].split(" were")[0].strip("'")
+        path = (*path, extra.split("'")[0])
+        message = f"unknown key (allowed: {', '.join(sorted(best.schema.get('properties', {})))})"
+    elif best.validator == "oneOf":
+        message = f"{best.instance!r} is not valid here ({best.schema.get('description', 'see the schema')})"
+    raise ConfigError(file, line_of(lines, path), _dotted(path), message)
+
+
+_WIDTHS = {"is_dlcp": 1, "msg_type": 4, "layer_class": 3, "mag_class": 4, "flags": 8}
+
+
+def _policy(raw: dict, file: str, lines: dict, base: tuple) -> Policy:
+    rules = []
+    rule_list = raw.get("priority_map", [])
+    names: set[str] = set()
+    for i, item in enumerate(rule_list):
+        where = (*base, "priority_map", i)
+        match = {}
+        for key, spec in item["match"].items():
+            value, mask = (spec, (1 << _WIDTHS[key]) - 1) if isinstance(spec, int) else (spec["value"], spec["mask"])
+            if value >> _WIDTHS[key] or mask >> _WIDTHS[key] or value & ~mask:
+                raise ConfigError(file, line_of(lines, (*where, "match", key)), _dotted((*where, "match", key)),
+                                  f"value {value:#x} mask {mask:#x} does not fit the {_WIDTHS[key]}-bit field")
+            match[key] = (value, mask)
+        name = item.get("name", f"rule-{i}")
+        if name in names:
+            raise ConfigError(file, line_of(lines, (*where, "name")), _dotted((*where, "name")),
+                              f"duplicate rule name '{name}'")
+        names.add(name)
+        rules.append(PriorityRule(name, match, item["queue"], len(rule_list) - i))
+    thresholds: dict[tuple[int, int], tuple[int, int]] = {}
+    for i, item in enumerate(raw.get("thresholds", [])):
+        where = (*base, "thresholds", i)
+        for q in item["queues"]:
+            for m in item["mag_classes"]:
+                if (q, m) in thresholds:
+                    raise ConfigError(file, line_of(lines, where), _dotted(where),
+                                      f"(queue {q}, mag_class {m}) already set by an earlier block")
+                thresholds[(q, m)] = (item["drop_depth"], item["ecn_depth"])
+    return Policy(udp_ports=list(raw["dlcp_udp_ports"]), spray=bool(raw.get("spray", True)),
+                  priority_map=rules, thresholds=thresholds, queues=raw.get("queues", 8),
+                  queue_depth=raw.get("queue_depth", 64), source=file)
+
+
+def _load_policy_file(path: Path) -> tuple[dict, dict, str]:
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(str(path), None, "policy", f"cannot read policy file: {err.strerror}") from None
+    data, lines = load_with_lines(text, str(path))
+    if isinstance(data, dict) and "policy" in data and isinstance(data["policy"], dict):
+        data = data["policy"]
+        lines = {k[1:]: v for k, v in lines.items() if k[:1] == ("policy",)}
+    _validate(data, lines, str(path), {"$defs": schema()["$defs"], "$ref": "#/$defs/policy"})
+    return data or {}, lines, str(path)
+
+
+def default_policy_raw() -> tuple[dict, dict, str]:
+    if DEFAULT_POLICY_FILE.exists():
+        data, lines, file = _load_policy_file(DEFAULT_POLICY_FILE)
+        merged = {**BUILTIN_POLICY, **data}
+        return merged, lines, file
+    return dict(BUILTIN_POLICY), {}, "<built-in policy>"
+
+
+def _resolve(base: Path, value: str | None) -> Path | None:
+    if value is None:
+        return None
+    p = Path(value)
+    return p if p.is_absolute() else base / p
+
+
+def _endpoint(text: str) -> tuple[str, int]:
+    name, port = text.rsplit(":", 1)
+    return name, int(port)
+
+
+def load(path: str | Path) -> NetConfig:
+    path = Path(path)
+    file = str(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(file, None, "", f"cannot read: {err.strerror}") from None
+    return loads(text, file, path.parent)
+
+
+def loads(text: str, file: str = "<net.yaml>", base_dir: Path | None = None) -> NetConfig:
+    data, lines = load_with_lines(text, file)
+    if not isinstance(data, dict):
+        raise ConfigError(file, 1, "", "expected a mapping with at least 'switches'")
+    _validate(data, lines, file, schema())
+    base = base_dir or Path(".")
+
+    defaults = data.get("defaults", {})
+    switches: dict[str, SwitchConf] = {}
+    for index, (name, raw) in enumerate(data["switches"].items()):
+        target = raw.get("target", defaults.get("target", "p4sim"))
+        pipe = {**defaults.get("pipeline", {}), **raw.get("pipeline", {})}
+        key = _dotted(("switches", name, "pipeline"))
+        line = line_of(lines, ("switches", name))
+        if "p4info" not in pipe:
+            raise ConfigError(file, line, key, "no p4info (set it here or in defaults.pipeline)")
+        needed = ("program_name", "tofino_bin", "context_json") if target == "tofino" else ("config",)
+        for need in needed:
+            if need not in pipe:
+                raise ConfigError(file, line, key, f"target {target} needs pipeline.{need}")
+        files = PipelineFiles(target=target, p4info=_resolve(base, pipe["p4info"]),
+                              config=_resolve(base, pipe.get("config")),
+                              program_name=pipe.get("program_name"),
+                              tofino_bin=_resolve(base, pipe.get("tofino_bin")),
+                              context_json=_resolve(base, pipe.get("context_json")))
+        mac_text = raw.get("mac")
+        mac = int(mac_text.replace(":", ""), 16) if mac_text else (0x02_00_00_00_00_00 | (index + 1) << 8)
+        runtime = raw.get("runtime", {})
+        switches[name] = SwitchConf(
+            name=name, grpc=raw["grpc"], device_id=raw["device_id"], target=target, pipeline=files,
+            mac=mac, ports={int(p): PortConf(**pc) for p, pc in raw.get("ports", {}).items()},
+            thrift_port=runtime.get("thrift_port"), runtime_command=runtime.get("command"),
+            runtime_addr=runtime.get("addr"))
+    seen_grpc: dict[tuple[str, int], str] = {}
+    for s in switches.values():
+        key = (s.grpc, s.device_id)
+        if key in seen_grpc:
+            raise ConfigError(file, line_of(lines, ("switches", s.name, "grpc")), f"switches.{s.name}.grpc",
+                              f"{s.grpc} device {s.device_id} is already switch {seen_grpc[key]}")
+        seen_grpc[key] = s.name
+
+    used: dict[tuple[str, int], str] = {}
+
+    def claim(sw: str, port: int, who: str, where: tuple) -> None:
+        if sw not in switches:
+            raise ConfigError(file, line_of(lines, where), _dotted(where),
+                              f"unknown switch '{sw}' (switches: {', '.join(switches)})")
+        if (sw, port) in used:
+            raise ConfigError(file, line_of(lines, where), _dotted(where),
+                              f"port {sw}:{port} already used by {used[(sw, port)]}")
+        used[(sw, port)] = who
+
+    hosts: dict[str, HostConf] = {}
+    ips: dict[str, str] = {}
+    for name, raw in data.get("hosts", {}).items():
+        claim(raw["switch"], raw["port"], f"host {name}", ("hosts", name, "switch"))
+        if raw["ip"] in ips:
+            raise ConfigError(file, line_of(lines, ("hosts", name, "ip")), f"hosts.{name}.ip",
+                              f"{raw['ip']} is already host {ips[raw['ip']]}")
+        try:
+            ipaddress.IPv4Address(raw["ip"])
+        except ValueError:
+            raise ConfigError(file, line_of(lines, ("hosts", name, "ip")), f"hosts.{name}.ip",
+                              f"'{raw['ip']}' is not an IPv4 address") from None
+        ips[raw["ip"]] = name
+        hosts[name] = HostConf(name, raw["ip"], int(raw["mac"].replace(":", ""), 16), raw["switch"], raw["port"])
+
+    links = []
+    for i, (a, b) in enumerate(data.get("links", [])):
+        (sa, pa), (sb, pb) = _endpoint(a), _endpoint(b)
+        claim(sa, pa, f"link {a} - {b}", ("links", i, 0))
+        claim(sb, pb, f"link {a} - {b}", ("links", i, 1))
+        links.append((sa, pa, sb, pb))
+
+    routes = []
+    for i, raw in enumerate(data.get("routes", [])):
+        where = ("routes", i)
+        if raw["switch"] not in switches:
+            raise ConfigError(file, line_of(lines, (*where, "switch")), _dotted((*where, "switch")),
+                              f"unknown switch '{raw['switch']}'")
+        try:
+            net = ipaddress.IPv4Network(raw["prefix"], strict=True)
+        except ValueError as err:
+            raise ConfigError(file, line_of(lines, (*where, "prefix")), _dotted((*where, "prefix")),
+                              str(err)) from None
+        for port in raw["ports"]:
+            if (raw["switch"], port) not in used:
+                raise ConfigError(file, line_of(lines, (*where, "ports")), _dotted((*where, "ports")),
+                                  f"port {raw['switch']}:{port} is connected to nothing (no host or link)")
+        routes.append(RouteConf(raw["switch"], str(net), tuple(raw["ports"]), raw.get("spray")))
+
+    policy_raw, policy_lines, policy_file = default_policy_raw()
+    base_path: tuple = ()
+    user_policy = data.get("policy")
+    if isinstance(user_policy, str):
+        policy_raw, policy_lines, policy_file = _load_policy_file(_resolve(base, user_policy))
+        policy_raw = {**BUILTIN_POLICY, **policy_raw}
+    elif isinstance(user_policy, dict):
+        policy_raw = {**policy_raw, **user_policy}
+        policy_lines, policy_file, base_path = lines, file, ("policy",)
+    policy = _policy(policy_raw, policy_file, policy_lines, base_path)
+
+    ctl = data.get("controller", {})
+    return NetConfig(path=Path(file), switches=switches, hosts=hosts, links=links, routes=routes,
+                     derive_routes=data.get("derive_routes", True),
+                     queues=PortConf(**data.get("queues", {})), policy=policy,
+                     election_id=ctl.get("election_id", 1), role=ctl.get("role"),
+                     batch_size=ctl.get("batch_size", 5000), timeout=float(ctl.get("timeout", 10.0)),
+                     lines=lines)

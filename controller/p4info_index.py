@@ -1,0 +1,239 @@
+"""A P4Info index: every name the controller uses resolved to its id, and entries built by name.
+
+Names are accepted fully qualified (``DlcpIngress.nexthops``) or by their P4Info alias
+(``nexthops``). An unknown name raises ``NameNotFound`` with "did you mean X?". Values are checked
+against bitwidths (``controller.encoding``), so nothing malformed ever reaches a switch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from controller import encoding
+from controller.errors import ControllerError, NameNotFound, ValueError_
+
+MATCH_KINDS = {
+    p4info_pb2.MatchField.EXACT: "exact",
+    p4info_pb2.MatchField.LPM: "lpm",
+    p4info_pb2.MatchField.TERNARY: "ternary",
+    p4info_pb2.MatchField.RANGE: "range",
+    p4info_pb2.MatchField.OPTIONAL: "optional",
+}
+
+# P4Info repeated fields holding entities with a preamble, by the kind word used in errors.
+_KINDS = {
+    "table": "tables",
+    "action": "actions",
+    "counter": "counters",
+    "direct_counter": "direct_counters",
+    "meter": "meters",
+    "direct_meter": "direct_meters",
+    "register": "registers",
+    "value_set": "value_sets",
+    "action_profile": "action_profiles",
+    "controller_packet_metadata": "controller_packet_metadata",
+}
+
+
+def load_p4info(path: str | Path) -> p4info_pb2.P4Info:
+    """Read a P4Info file, text format (``.txt``/``.txtpb``) or binary; UserError when unreadable."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise ControllerError(f"{path}: cannot read P4Info: {err.strerror}") from None
+    p4info = p4info_pb2.P4Info()
+    try:
+        text_format.Parse(data.decode("utf-8"), p4info)
+    except (UnicodeDecodeError, text_format.ParseError) as text_err:
+        try:
+            p4info.ParseFromString(data)
+        except Exception:  # noqa: BLE001 - protobuf raises several types on garbage
+            raise ControllerError(f"{path}: not a P4Info (text or binary): {text_err}") from None
+    return p4info
+
+
+class P4InfoIndex:
+    """Names -> P4Info objects for one program; builds TableEntry/ValueSetEntry protos by name."""
+
+    def __init__(self, p4info: p4info_pb2.P4Info) -> None:
+        self.p4info = p4info
+        self._by_name: dict[str, dict[str, object]] = {}
+        self._by_id: dict[int, object] = {}
+        for kind, attr in _KINDS.items():
+            names: dict[str, object] = {}
+            for obj in getattr(p4info, attr):
+                names[obj.preamble.name] = obj
+                if obj.preamble.alias:
+                    names.setdefault(obj.preamble.alias, obj)
+                self._by_id[obj.preamble.id] = obj
+            self._by_name[kind] = names
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> P4InfoIndex:
+        return cls(load_p4info(path))
+
+    # -- lookups ---------------------------------------------------------------------------
+    def get(self, kind: str, name: str, where: str = "") -> object:
+        names = self._by_name[kind]
+        obj = names.get(name)
+        if obj is None:
+            full = [n for n in names if "." in n] or list(names)
+            raise NameNotFound(kind.replace("_", " "), name, full + list(names), where)
+        return obj
+
+    def table(self, name: str) -> p4info_pb2.Table:
+        return self.get("table", name)
+
+    def action(self, name: str) -> p4info_pb2.Action:
+        return self.get("action", name)
+
+    def counter(self, name: str) -> p4info_pb2.Counter:
+        return self.get("counter", name)
+
+    def direct_counter(self, name: str) -> p4info_pb2.DirectCounter:
+        return self.get("direct_counter", name)
+
+    def register(self, name: str) -> p4info_pb2.Register:
+        return self.get("register", name)
+
+    def value_set(self, name: str) -> p4info_pb2.ValueSet:
+        return self.get("value_set", name)
+
+    def by_id(self, entity_id: int) -> object | None:
+        return self._by_id.get(entity_id)
+
+    def name_of(self, entity_id: int) -> str:
+        obj = self._by_id.get(entity_id)
+        return obj.preamble.name if obj is not None else f"<id {entity_id}>"
+
+    def has(self, kind: str, name: str) -> bool:
+        return name in self._by_name[kind]
+
+    def match_field(self, table: p4info_pb2.Table, name: str) -> p4info_pb2.MatchField:
+        for mf in table.match_fields:
+            if mf.name == name:
+                return mf
+        raise NameNotFound("match field", name, [m.name for m in table.match_fields],
+                           f"table {table.preamble.name}")
+
+    def action_param(self, action: p4info_pb2.Action, name: str) -> p4info_pb2.Action.Param:
+        for param in action.params:
+            if param.name == name:
+                return param
+        raise NameNotFound("action parameter", name, [p.name for p in action.params],
+                           f"action {action.preamble.name}")
+
+    @staticmethod
+    def needs_priority(table: p4info_pb2.Table) -> bool:
+        return any(MATCH_KINDS.get(mf.match_type) in ("ternary", "range", "optional")
+                   for mf in table.match_fields)
+
+    # -- builders ----------------------------------------------------------------------------
+    def build_action(self, table: p4info_pb2.Table | None, action_name: str,
+                     params: Mapping[str, object] | None, where: str) -> p4runtime_pb2.Action:
+        action = self.get("action", action_name, where)
+        if table is not None and action.preamble.id not in {r.id for r in table.action_refs}:
+            allowed = [self.name_of(r.id) for r in table.action_refs]
+            raise ValueError_(f"{where}: action {action.preamble.name} is not an action of this table "
+                              f"(allowed: {', '.join(allowed)})")
+        params = dict(params or {})
+        msg = p4runtime_pb2.Action(action_id=action.preamble.id)
+        for param in action.params:
+            if param.name not in params:
+                raise ValueError_(f"{where}: action {action.preamble.name} needs parameter '{param.name}'")
+            value = params.pop(param.name)
+            msg.params.add(param_id=param.id, value=encoding.encode_value(
+                value, param.bitwidth, f"{where} action {action.preamble.name} param {param.name}"))
+        for extra in params:
+            self.action_param(action, extra)  # raises NameNotFound with a suggestion
+        return msg
+
+    def build_table_entry(self, table_name: str, match: Mapping[str, object] | None = None,
+                          action: str | None = None, params: Mapping[str, object] | None = None,
+                          priority: int = 0, is_default: bool = False) -> p4runtime_pb2.TableEntry:
+        """A TableEntry by names; ``match`` maps key field name -> human value (None = wildcard)."""
+        table = self.table(table_name)
+        tname = table.preamble.name
+        entry = p4runtime_pb2.TableEntry(table_id=table.preamble.id)
+        match = dict(match or {})
+        for name in match:
+            self.match_field(table, name)  # unknown field names fail with a suggestion
+        for mf in table.match_fields:
+            kind = MATCH_KINDS.get(mf.match_type, "unknown")
+            where = f"table {tname} field {mf.name}"
+            if mf.name not in match:
+                if kind == "exact" and not is_default:
+                    raise ValueError_(f"{where}: exact field needs a value")
+                continue
+            fm = encoding.field_match(kind, mf.id, match[mf.name], mf.bitwidth, where)
+            if fm is not None:
+                entry.match.append(fm)
+        if is_default:
+            entry.is_default_action = True
+        elif self.needs_priority(table):
+            if priority <= 0:
+                raise ValueError_(f"table {tname}: ternary/range/optional entries need a priority > 0")
+            entry.priority = priority
+        elif priority:
+            raise ValueError_(f"table {tname}: exact/lpm entries take no priority (got {priority})")
+        if action is not None:
+            entry.action.action.CopyFrom(self.build_action(table, action, params, f"table {tname}"))
+        return entry
+
+    def build_value_set_entry(self, name: str, values: Iterable[object]) -> p4runtime_pb2.ValueSetEntry:
+        """The whole content of a parser value_set (P4Runtime only MODIFYs value sets)."""
+        vs = self.value_set(name)
+        values = list(values)
+        if len(values) > vs.size:
+            raise ValueError_(f"value_set {vs.preamble.name}: {len(values)} values, size is {vs.size}")
+        entry = p4runtime_pb2.ValueSetEntry(value_set_id=vs.preamble.id)
+        for value in values:
+            member = entry.members.add()
+            for mf in vs.match:
+                kind = MATCH_KINDS.get(mf.match_type, "exact")
+                fm = encoding.field_match(kind, mf.id, value, mf.bitwidth,
+                                          f"value_set {vs.preamble.name} field {mf.name}")
+                if fm is not None:
+                    member.match.append(fm)
+        return entry
+
+    # -- readable forms --------------------------------------------------------------------------
+    def entry_fields(self, entry: p4runtime_pb2.TableEntry) -> dict[str, str]:
+        """``{field: text}`` of an entry's match, every key field present (``*`` for wildcards)."""
+        table = self.by_id(entry.table_id)
+        if table is None:
+            return {}
+        by_id = {fm.field_id: fm for fm in entry.match}
+        return {mf.name: encoding.format_match(MATCH_KINDS.get(mf.match_type, ""), by_id.get(mf.id),
+                                               mf.bitwidth, mf.name)
+                for mf in table.match_fields}
+
+    def action_text(self, entry: p4runtime_pb2.TableEntry) -> str:
+        if not entry.HasField("action"):
+            return "(none)"
+        which = entry.action.WhichOneof("type")
+        if which != "action":
+            return f"{which}"
+        act = entry.action.action
+        action = self.by_id(act.action_id)
+        if action is None:
+            return f"<action {act.action_id}>"
+        widths = {p.id: (p.name, p.bitwidth) for p in action.params}
+        args = []
+        for param in act.params:
+            pname, width = widths.get(param.param_id, (str(param.param_id), 0))
+            args.append(f"{pname}={encoding.format_value(encoding.decode(param.value), width, pname)}")
+        short = action.preamble.alias or action.preamble.name
+        return f"{short}({', '.join(args)})"
+
+    def describe(self, entry: p4runtime_pb2.TableEntry) -> str:
+        """One-line description for errors: ``table T match a=1 b=2 priority P``."""
+        fields = " ".join(f"{k}={v}" for k, v in self.entry_fields(entry).items())
+        prio = f" priority {entry.priority}" if entry.priority else ""
+        return f"table {self.name_of(entry.table_id)} match {fields}{prio}"

@@ -1,0 +1,286 @@
+"""A thin P4Runtime client: one object per switch (no globals), over the ``p4runtime`` protos.
+
+It connects, opens the StreamChannel and arbitrates (election id, optional role), keeps the
+primary/backup state current from the stream (a receiver thread sorts stream messages), pushes
+pipelines, writes batches and reads with wildcards. A refused Write is unpacked from the gRPC
+trailer (``grpc-status-details-bin``) into "At index i: CODE, message" lines naming the entry.
+When the stream breaks (switch restarted or gone) ``stream_down`` is set and ``on_stream_down``
+called, so a supervisor can reconnect and restore state.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+
+import grpc
+from google.protobuf import text_format
+from google.rpc import code_pb2, status_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from controller.errors import NotPrimaryError, SwitchError, WriteError
+
+log = logging.getLogger("controller.p4rt")
+
+DEFAULT_TIMEOUT = 10.0
+MAX_MESSAGE = 256 * 1024 * 1024
+
+
+def _split_election_id(value: int) -> p4runtime_pb2.Uint128:
+    return p4runtime_pb2.Uint128(high=value >> 64, low=value & ((1 << 64) - 1))
+
+
+def _join_election_id(value: p4runtime_pb2.Uint128) -> int:
+    return (value.high << 64) | value.low
+
+
+def _code_name(code: int) -> str:
+    try:
+        return code_pb2.Code.Name(code)
+    except ValueError:
+        return str(code)
+
+
+def unpack_write_error(err: grpc.RpcError) -> list[tuple[int, str, str]]:
+    """``(index, CODE, message)`` for every failed update in a Write's gRPC trailer (OK ones skipped)."""
+    details = []
+    for key, value in (err.trailing_metadata() or ()):
+        if key != "grpc-status-details-bin":
+            continue
+        status = status_pb2.Status()
+        status.ParseFromString(value)
+        for index, any_msg in enumerate(status.details):
+            error = p4runtime_pb2.Error()
+            if not any_msg.Unpack(error):
+                continue
+            if error.canonical_code != code_pb2.OK:
+                details.append((index, _code_name(error.canonical_code), error.message))
+    return details
+
+
+class P4RuntimeClient:
+    """P4Runtime client for one switch (``name`` appears in every log line and error)."""
+
+    def __init__(self, name: str, address: str, device_id: int, election_id: int = 1,
+                 role: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.name, self.address, self.device_id = name, address, device_id
+        self.election_id, self.role, self.timeout = election_id, role, timeout
+        self.is_primary = False
+        self.primary_election_id: int | None = None
+        self.stream_down = threading.Event()
+        self.arbitration_changed = threading.Condition()
+        self.on_stream_down: Callable[[P4RuntimeClient], None] | None = None
+        self.packet_ins: queue.Queue[p4runtime_pb2.PacketIn] = queue.Queue()
+        self._channel: grpc.Channel | None = None
+        self._stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
+        self._requests: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
+        self._receiver: threading.Thread | None = None
+        self._stream = None
+        self._closing = False
+        self._log = logging.LoggerAdapter(log, {"switch": name})
+
+    # -- connection and arbitration ---------------------------------------------------------------
+    def connect(self, timeout: float | None = None, arbitrate: bool = True) -> None:
+        """Open the channel and StreamChannel, send arbitration, wait for the switch's answer.
+
+        Raises ``SwitchError`` when nothing answers at ``address`` within ``timeout``. Being a
+        backup is not an error here (check ``is_primary`` or call ``require_primary``). With
+        ``arbitrate=False`` only the channel is opened (enough for Read and GetForwardingPipelineConfig).
+        """
+        timeout = self.timeout if timeout is None else timeout
+        options = [("grpc.max_send_message_length", MAX_MESSAGE),
+                   ("grpc.max_receive_message_length", MAX_MESSAGE)]
+        self._channel = grpc.insecure_channel(self.address, options=options)
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            self._channel.close()
+            self._channel = None
+            raise SwitchError(self.name, f"unreachable at {self.address} (no gRPC answer in {timeout:g}s)") from None
+        self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
+        if not arbitrate:
+            return
+        self._closing = False
+        self.stream_down.clear()
+        self._requests = queue.Queue()
+        self._stream = self._stub.StreamChannel(iter(self._requests.get, None))
+        self._receiver = threading.Thread(target=self._receive, name=f"p4rt-{self.name}", daemon=True)
+        self._receiver.start()
+        with self.arbitration_changed:
+            self.primary_election_id = None
+            self._arbitrated = False
+            self._requests.put(self._arbitration_request())
+            if not self.arbitration_changed.wait_for(lambda: self._arbitrated or self.stream_down.is_set(),
+                                                     timeout=timeout):
+                self.close()
+                raise SwitchError(self.name, f"no arbitration answer from {self.address} in {timeout:g}s")
+        if self.stream_down.is_set() and not self._arbitrated:
+            raise SwitchError(self.name, f"stream to {self.address} closed during arbitration"
+                              f"{': ' + self._stream_error if self._stream_error else ''}")
+        self._log.info("connected to %s: %s", self.address, "primary" if self.is_primary else "backup")
+
+    def _arbitration_request(self) -> p4runtime_pb2.StreamMessageRequest:
+        req = p4runtime_pb2.StreamMessageRequest()
+        arb = req.arbitration
+        arb.device_id = self.device_id
+        arb.election_id.CopyFrom(_split_election_id(self.election_id))
+        if self.role:
+            arb.role.name = self.role
+        return req
+
+    _arbitrated = False
+    _stream_error = ""
+
+    def _receive(self) -> None:
+        try:
+            for msg in self._stream:
+                kind = msg.WhichOneof("update")
+                if kind == "arbitration":
+                    with self.arbitration_changed:
+                        self.is_primary = msg.arbitration.status.code == code_pb2.OK
+                        has_primary = msg.arbitration.status.code != code_pb2.NOT_FOUND
+                        self.primary_election_id = (_join_election_id(msg.arbitration.election_id)
+                                                    if has_primary else None)
+                        self._arbitrated = True
+                        self.arbitration_changed.notify_all()
+                    self._log.info("arbitration: %s (primary election id %s)",
+                                   "primary" if self.is_primary else "backup", self.primary_election_id)
+                elif kind == "packet":
+                    self.packet_ins.put(msg.packet)
+                elif kind == "error":
+                    self._log.warning("stream error from switch: %s", msg.error.message)
+        except grpc.RpcError as err:
+            if not self._closing:
+                self._stream_error = f"{err.code().name}: {err.details()}"
+                self._log.warning("stream broke: %s", self._stream_error)
+        finally:
+            with self.arbitration_changed:
+                self.is_primary = False
+                self.stream_down.set()
+                self.arbitration_changed.notify_all()
+            if not self._closing and self.on_stream_down is not None:
+                self.on_stream_down(self)
+
+    def wait_primary(self, timeout: float) -> bool:
+        """Block until this client is primary (e.g. the old primary went away); True if it is."""
+        with self.arbitration_changed:
+            return self.arbitration_changed.wait_for(lambda: self.is_primary or self.stream_down.is_set(),
+                                                     timeout=timeout) and self.is_primary
+
+    def require_primary(self) -> None:
+        if not self.is_primary:
+            raise NotPrimaryError(self.name, self.election_id, self.primary_election_id)
+
+    def close(self) -> None:
+        self._closing = True
+        self._requests.put(None)
+        if self._stream is not None:
+            self._stream.cancel()
+        if self._channel is not None:
+            self._channel.close()
+        if self._receiver is not None and self._receiver is not threading.current_thread():
+            self._receiver.join(timeout=2)
+        self._channel = self._stub = self._stream = None
+
+    def __enter__(self) -> P4RuntimeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- pipeline ---------------------------------------------------------------------------------
+    def get_pipeline(self) -> tuple[p4info_pb2.P4Info | None, int | None]:
+        """The switch's P4Info and cookie, ``(None, None)`` when it has no pipeline."""
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        try:
+            resp = self._call("GetForwardingPipelineConfig", req)
+        except SwitchError as err:
+            if "FAILED_PRECONDITION" in str(err) or "NOT_FOUND" in str(err):
+                return None, None
+            raise
+        config = resp.config
+        if not config.HasField("p4info") or not (config.p4info.tables or config.p4info.actions):
+            return None, None
+        cookie = config.cookie.cookie if config.HasField("cookie") else None
+        return config.p4info, cookie
+
+    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int) -> None:
+        """Push the pipeline (VERIFY_AND_COMMIT); the switch's state starts empty afterwards."""
+        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=self.device_id, election_id=_split_election_id(self.election_id),
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        if self.role:
+            req.role = self.role
+        req.config.p4info.CopyFrom(p4info)
+        req.config.p4_device_config = device_config
+        req.config.cookie.cookie = cookie
+        self._call("SetForwardingPipelineConfig", req)
+        self._log.info("pipeline pushed (cookie %#x, %d bytes of device config)", cookie, len(device_config))
+
+    # -- write and read ----------------------------------------------------------------------------
+    def write(self, updates: Sequence[p4runtime_pb2.Update], describe: Sequence[str] | None = None) -> None:
+        """One WriteRequest with ``updates`` (CONTINUE_ON_ERROR); ``WriteError`` lists failed ones."""
+        if not updates:
+            return
+        req = p4runtime_pb2.WriteRequest(device_id=self.device_id,
+                                         election_id=_split_election_id(self.election_id))
+        if self.role:
+            req.role = self.role
+        req.updates.extend(updates)
+        try:
+            self._require_stub().Write(req, timeout=self.timeout)
+        except grpc.RpcError as err:
+            details = unpack_write_error(err)
+            if err.code() == grpc.StatusCode.PERMISSION_DENIED and not details:
+                raise NotPrimaryError(self.name, self.election_id, self.primary_election_id) from None
+            if err.code() == grpc.StatusCode.UNAVAILABLE:
+                raise SwitchError(self.name, f"unreachable during write: {err.details()}") from None
+            raise WriteError(self.name, details, list(describe) if describe else None,
+                             summary=f"{err.code().name}, {err.details()}") from None
+
+    def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> Iterator[p4runtime_pb2.Entity]:
+        """Entities matching ``entities`` (zero ids and empty fields are wildcards)."""
+        req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        if self.role:
+            req.role = self.role
+        req.entities.extend(entities)
+        try:
+            for resp in self._require_stub().Read(req, timeout=self.timeout):
+                yield from resp.entities
+        except grpc.RpcError as err:
+            raise SwitchError(self.name, f"read failed: {err.code().name}, {err.details()}") from None
+
+    def read_table_entries(self, table_id: int = 0, counter_data: bool = False) -> list[p4runtime_pb2.TableEntry]:
+        entity = p4runtime_pb2.Entity()
+        entity.table_entry.table_id = table_id
+        if counter_data:
+            entity.table_entry.counter_data.SetInParent()
+        return [e.table_entry for e in self.read([entity])]
+
+    def read_counter(self, counter_id: int) -> list[p4runtime_pb2.CounterEntry]:
+        entity = p4runtime_pb2.Entity()
+        entity.counter_entry.counter_id = counter_id
+        return [e.counter_entry for e in self.read([entity])]
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _require_stub(self) -> p4runtime_pb2_grpc.P4RuntimeStub:
+        if self._stub is None:
+            raise SwitchError(self.name, "not connected")
+        return self._stub
+
+    def _call(self, method: str, request: object) -> object:
+        try:
+            return getattr(self._require_stub(), method)(request, timeout=self.timeout)
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.PERMISSION_DENIED:
+                raise NotPrimaryError(self.name, self.election_id, self.primary_election_id) from None
+            raise SwitchError(self.name, f"{method} failed: {err.code().name}, {err.details()}") from None
+
+
+def p4info_text(p4info: p4info_pb2.P4Info) -> str:
+    return text_format.MessageToString(p4info)

@@ -1,0 +1,240 @@
+"""Reconciliation: read what a switch holds, diff against the desired entries, write the difference.
+
+A ``Plan`` lists deletes, modifies and inserts (plus value-set MODIFYs). ``apply_plan`` writes them
+in three phases, deletes (reverse dependency order), modifies, inserts (dependency order), each
+phase one WriteRequest (split only past ``batch_size``). Nothing to change means no Write at all,
+so running ``apply`` twice writes nothing. When a phase fails, every update already applied by this
+plan (earlier phases and the accepted part of the failed batch) is undone in reverse, and the error
+lists the refused entries one by one with the switch's own message.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from p4.v1 import p4runtime_pb2
+
+from controller import dlcp_tables as api
+from controller.desired import SwitchDesired
+from controller.errors import ControllerError, SwitchError, WriteError
+from controller.p4info_index import P4InfoIndex
+from controller.p4rt_client import P4RuntimeClient
+
+log = logging.getLogger("controller.reconcile")
+
+Update = p4runtime_pb2.Update
+
+
+def _canon(data: bytes) -> bytes:
+    stripped = data.lstrip(b"\0")
+    return stripped or b"\0"
+
+
+def normalize(entry: p4runtime_pb2.TableEntry) -> p4runtime_pb2.TableEntry:
+    """The comparable part of an entry: table, match (sorted, canonical bytes), priority, action."""
+    out = p4runtime_pb2.TableEntry(table_id=entry.table_id, priority=entry.priority,
+                                   is_default_action=entry.is_default_action)
+    for fm in sorted(entry.match, key=lambda f: f.field_id):
+        new = out.match.add()
+        new.CopyFrom(fm)
+        kind = fm.WhichOneof("field_match_type")
+        sub = getattr(new, kind)
+        for attr in ("value", "mask", "low", "high"):
+            if hasattr(sub, attr) and getattr(sub, attr) != b"":
+                setattr(sub, attr, _canon(getattr(sub, attr)))
+    if entry.HasField("action"):
+        out.action.CopyFrom(entry.action)
+        if out.action.WhichOneof("type") == "action":
+            params = sorted(out.action.action.params, key=lambda p: p.param_id)
+            del out.action.action.params[:]
+            for p in params:
+                out.action.action.params.add(param_id=p.param_id, value=_canon(p.value))
+    return out
+
+
+def entry_key(entry: p4runtime_pb2.TableEntry) -> tuple:
+    norm = normalize(entry)
+    return (norm.table_id, tuple(fm.SerializeToString(deterministic=True) for fm in norm.match), norm.priority)
+
+
+def _value_set_members(entry: p4runtime_pb2.ValueSetEntry) -> list[bytes]:
+    members = []
+    for m in entry.members:
+        parts = []
+        for fm in sorted(m.match, key=lambda f: f.field_id):
+            c = p4runtime_pb2.FieldMatch()
+            c.CopyFrom(fm)
+            kind = c.WhichOneof("field_match_type")
+            if kind == "exact":
+                c.exact.value = _canon(c.exact.value)
+            parts.append(c.SerializeToString(deterministic=True))
+        members.append(b"|".join(parts))
+    return sorted(members)
+
+
+@dataclass
+class Change:
+    kind: str                                     # insert | modify | delete
+    entry: p4runtime_pb2.TableEntry               # what is written
+    old: p4runtime_pb2.TableEntry | None = None   # what was there (modify, delete)
+
+
+@dataclass
+class Plan:
+    switch: str
+    deletes: list[Change] = field(default_factory=list)
+    modifies: list[Change] = field(default_factory=list)
+    inserts: list[Change] = field(default_factory=list)
+    value_sets: list[tuple[p4runtime_pb2.ValueSetEntry, p4runtime_pb2.ValueSetEntry | None]] = \
+        field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.deletes or self.modifies or self.inserts or self.value_sets)
+
+    def counts(self) -> dict[str, int]:
+        return {"delete": len(self.deletes), "modify": len(self.modifies) + len(self.value_sets),
+                "insert": len(self.inserts)}
+
+    def lines(self, index: P4InfoIndex) -> list[str]:
+        """The diff as ``- / ~ / +`` lines (what ``dlcpctl apply --dry-run`` prints)."""
+        out = []
+        for sign, changes in (("-", self.deletes), ("~", self.modifies), ("+", self.inserts)):
+            for ch in changes:
+                text = f"{sign} {index.describe(ch.entry)} -> {index.action_text(ch.entry)}"
+                if ch.kind == "modify" and ch.old is not None:
+                    text += f" (was {index.action_text(ch.old)})"
+                out.append(text)
+        for new, _ in self.value_sets:
+            out.append(f"~ value_set {index.name_of(new.value_set_id)} = {len(new.members)} member(s)")
+        return out
+
+
+def managed_table_ids(index: P4InfoIndex) -> list[int]:
+    return [index.table(name).preamble.id for name in api.TABLE_ORDER if index.has("table", name)]
+
+
+def read_current(client: P4RuntimeClient, index: P4InfoIndex) -> dict[tuple, p4runtime_pb2.TableEntry]:
+    """Every entry the switch holds in the DLCP tables, keyed by ``entry_key``."""
+    wanted = set(managed_table_ids(index))
+    current = {}
+    for entry in client.read_table_entries(0):
+        if entry.table_id in wanted and not entry.is_default_action:
+            current[entry_key(entry)] = normalize(entry)
+    return current
+
+
+def read_value_set(client: P4RuntimeClient, value_set_id: int) -> p4runtime_pb2.ValueSetEntry | None:
+    entity = p4runtime_pb2.Entity()
+    entity.value_set_entry.value_set_id = value_set_id
+    try:
+        for found in client.read([entity]):
+            return found.value_set_entry
+    except SwitchError as err:
+        log.debug("value set read not supported: %s", err)
+        return None
+    return None
+
+
+def diff(switch: str, current: dict[tuple, p4runtime_pb2.TableEntry], desired: SwitchDesired,
+         index: P4InfoIndex, current_value_sets: dict[int, p4runtime_pb2.ValueSetEntry | None]) -> Plan:
+    plan = Plan(switch)
+    rank = {index.table(n).preamble.id: i for i, n in enumerate(api.TABLE_ORDER) if index.has("table", n)}
+    seen = set()
+    for entry in desired.entries:
+        norm = normalize(entry)
+        key = entry_key(norm)
+        seen.add(key)
+        old = current.get(key)
+        if old is None:
+            plan.inserts.append(Change("insert", norm))
+        elif old.action != norm.action:
+            plan.modifies.append(Change("modify", norm, old))
+    stale = [old for key, old in current.items() if key not in seen]
+    stale.sort(key=lambda e: -rank.get(e.table_id, 0))
+    plan.deletes = [Change("delete", e, e) for e in stale]
+    for vs in desired.value_sets:
+        old = current_value_sets.get(vs.value_set_id)
+        if old is None or _value_set_members(old) != _value_set_members(vs):
+            plan.value_sets.append((vs, old))
+    return plan
+
+
+def compute_plan(client: P4RuntimeClient, index: P4InfoIndex, desired: SwitchDesired) -> Plan:
+    current = read_current(client, index)
+    vsets = {vs.value_set_id: read_value_set(client, vs.value_set_id) for vs in desired.value_sets}
+    return diff(client.name, current, desired, index, vsets)
+
+
+def _update(kind: int, table_entry: p4runtime_pb2.TableEntry | None = None,
+            value_set: p4runtime_pb2.ValueSetEntry | None = None) -> Update:
+    up = Update(type=kind)
+    if table_entry is not None:
+        up.entity.table_entry.CopyFrom(table_entry)
+    else:
+        up.entity.value_set_entry.CopyFrom(value_set)
+    return up
+
+
+@dataclass
+class ApplyResult:
+    switch: str
+    counts: dict[str, int]
+    batches: int
+
+
+def apply_plan(client: P4RuntimeClient, index: P4InfoIndex, plan: Plan, batch_size: int = 5000) -> ApplyResult:
+    """Write ``plan``; on failure undo what it applied and raise the switch's per-entry errors."""
+    phases: list[tuple[list[Update], list[Update], list[str]]] = []   # (updates, inverses, descriptions)
+    for changes, kind, inverse_kind in ((plan.deletes, Update.DELETE, Update.INSERT),
+                                        (plan.modifies, Update.MODIFY, Update.MODIFY),
+                                        (plan.inserts, Update.INSERT, Update.DELETE)):
+        ups = [_update(kind, ch.entry) for ch in changes]
+        inv = [_update(inverse_kind, ch.old if kind != Update.INSERT else ch.entry) for ch in changes]
+        desc = [index.describe(ch.entry) for ch in changes]
+        if kind == Update.MODIFY:
+            for new, old in plan.value_sets:
+                ups.append(_update(Update.MODIFY, value_set=new))
+                restore = old if old is not None else p4runtime_pb2.ValueSetEntry(value_set_id=new.value_set_id)
+                inv.append(_update(Update.MODIFY, value_set=restore))
+                desc.append(f"value_set {index.name_of(new.value_set_id)}")
+        phases.append((ups, inv, desc))
+
+    applied: list[Update] = []   # inverses of what has been applied, in application order
+    batches = 0
+    for ups, inv, desc in phases:
+        for start in range(0, len(ups), batch_size):
+            chunk, chunk_inv = ups[start:start + batch_size], inv[start:start + batch_size]
+            chunk_desc = desc[start:start + batch_size]
+            try:
+                client.write(chunk, chunk_desc)
+                batches += 1
+            except WriteError as err:
+                failed = {i for i, _, _ in err.details} if err.details else set(range(len(chunk)))
+                applied.extend(u for i, u in enumerate(chunk_inv) if i not in failed)
+                raise _rolled_back(client, applied, err) from None
+            except SwitchError as err:
+                raise _rolled_back(client, applied, err) from None
+            applied.extend(chunk_inv)
+    counts = plan.counts()
+    if not plan.empty():
+        log.info("switch %s: applied %s in %d batch(es)", plan.switch, counts, batches)
+    return ApplyResult(plan.switch, counts, batches)
+
+
+def _rolled_back(client: P4RuntimeClient, applied: list[Update], err: SwitchError) -> ControllerError:
+    if not applied:
+        return err
+    undo = list(reversed(applied))
+    groups: list[list[Update]] = []
+    for up in undo:   # consecutive updates of one kind form one batch; kinds stay in reverse order
+        if groups and groups[-1][0].type == up.type:
+            groups[-1].append(up)
+        else:
+            groups.append([up])
+    try:
+        for group in groups:
+            client.write(group)
+    except SwitchError as undo_err:
+        return ControllerError(f"{err}; ROLLBACK FAILED after partial apply: {undo_err}")
+    return ControllerError(f"{err}; rolled back {len(applied)} applied update(s)")

@@ -1,0 +1,84 @@
+"""Queue depth and rate through the target's runtime interface (not P4Runtime, which has no queues).
+
+p4sim: ``p4sim ctl`` (library ``p4sim.switch.ctl.CtlClient`` at ``runtime.addr``, default
+``127.0.0.1:<thrift_port>``). BMv2: ``simple_switch_CLI --thrift-port N`` fed the same commands
+on stdin (``set_queue_depth DEPTH PORT [PRIO]``, ``set_queue_rate PPS PORT [PRIO]``). Tofino has
+no such CLI here. This is the one module to adapt if those interfaces change.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+from controller.errors import SwitchError
+from controller.netconfig import SwitchConf
+
+
+def _commands(port: int | None, queue: int | None, depth: int | None, rate_pps: int | None) -> list[tuple]:
+    cmds = []
+    if depth is not None:
+        cmds.append(("set_queue_depth", depth, port, queue))
+    if rate_pps is not None:
+        cmds.append(("set_queue_rate", rate_pps, port, queue))
+    return cmds
+
+
+def set_queues(conf: SwitchConf, port: int | None = None, queue: int | None = None,
+               depth: int | None = None, rate_pps: int | None = None, timeout: float = 5.0) -> list[str]:
+    """Apply depth/rate to one port (all ports when None) and queue (all when None); returns commands."""
+    if depth is None and rate_pps is None:
+        raise SwitchError(conf.name, "queues set: give --depth and/or --rate")
+    if queue is not None and port is None:
+        raise SwitchError(conf.name, "queues set: --queue needs --port")
+    cmds = _commands(port, queue, depth, rate_pps)
+    texts = [" ".join(str(x) for x in cmd if x is not None) for cmd in cmds]
+    if conf.target == "p4sim":
+        _p4sim(conf, cmds, timeout)
+    elif conf.target == "bmv2":
+        _bmv2(conf, texts, timeout)
+    else:
+        raise SwitchError(conf.name, f"queues set: not supported for target {conf.target}")
+    return texts
+
+
+def _addr(conf: SwitchConf) -> str:
+    if conf.runtime_addr:
+        return conf.runtime_addr
+    if conf.thrift_port:
+        return f"127.0.0.1:{conf.thrift_port}"
+    raise SwitchError(conf.name, "queues set: no runtime.addr or runtime.thrift_port in the network YAML")
+
+
+def _p4sim(conf: SwitchConf, cmds: list[tuple], timeout: float) -> None:
+    try:
+        from p4sim.switch.ctl import CtlClient
+    except ImportError as err:
+        raise SwitchError(conf.name, f"p4sim ctl is not available: {err}") from None
+    from p4sim.errors import UserError
+    try:
+        with CtlClient(_addr(conf), timeout=timeout) as ctl:
+            for name, value, port, prio in cmds:
+                if name == "set_queue_depth":
+                    ctl.set_queue_depth(value, port, prio)
+                else:
+                    ctl.set_queue_rate(value, port, prio)
+    except UserError as err:
+        raise SwitchError(conf.name, f"queues set: {err}") from None
+
+
+def _bmv2(conf: SwitchConf, texts: list[str], timeout: float) -> None:
+    if not conf.thrift_port:
+        raise SwitchError(conf.name, "queues set: bmv2 needs runtime.thrift_port")
+    argv = shlex.split(conf.runtime_command or "simple_switch_CLI") + ["--thrift-port", str(conf.thrift_port)]
+    try:
+        proc = subprocess.run(argv, input="\n".join(texts) + "\n", capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except FileNotFoundError:
+        raise SwitchError(conf.name, f"queues set: {argv[0]} not found on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise SwitchError(conf.name, f"queues set: {argv[0]} did not answer in {timeout:g}s") from None
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0 or "Error" in out or "Could not connect" in out:
+        last = next((ln for ln in reversed(out.splitlines()) if ln.strip()), f"exit {proc.returncode}")
+        raise SwitchError(conf.name, f"queues set: {argv[0]}: {last.strip()}")

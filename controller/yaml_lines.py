@@ -1,0 +1,63 @@
+"""YAML loading that remembers where every value came from, so errors can say ``file:line``.
+
+``load_with_lines(text, file)`` returns ``(data, lines)``: plain Python data (mapping keys as
+strings, so JSON Schema can check them) and ``{path: line}`` for every mapping key and list item,
+where ``path`` is the tuple of keys/indexes leading to the value. Duplicate keys are errors.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from controller.errors import ConfigError
+
+Path_ = tuple[object, ...]
+
+
+def load_with_lines(text: str, file: str) -> tuple[object, dict[Path_, int]]:
+    loader = yaml.SafeLoader(text)
+    lines: dict[Path_, int] = {}
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, lines
+
+        def convert(n: yaml.Node, path: Path_) -> object:
+            lines.setdefault(path, n.start_mark.line + 1)
+            if isinstance(n, yaml.MappingNode):
+                loader.flatten_mapping(n)
+                out: dict[str, object] = {}
+                for key_node, value_node in n.value:
+                    key = loader.construct_object(key_node, deep=True)
+                    if not isinstance(key, (str, int, float, bool)) or key is None:
+                        raise ConfigError(file, key_node.start_mark.line + 1, ".".join(map(str, path)),
+                                          f"unsupported key {key!r}")
+                    skey = str(key).lower() if isinstance(key, bool) else str(key)
+                    if skey in out:
+                        raise ConfigError(file, key_node.start_mark.line + 1,
+                                          ".".join(map(str, (*path, skey))), "duplicate key")
+                    lines[(*path, skey)] = key_node.start_mark.line + 1
+                    out[skey] = convert(value_node, (*path, skey))
+                return out
+            if isinstance(n, yaml.SequenceNode):
+                return [convert(item, (*path, i)) for i, item in enumerate(n.value)]
+            return loader.construct_object(n, deep=True)
+
+        return convert(node, ()), lines
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(file, line, "", f"malformed YAML: {problem}") from None
+    finally:
+        loader.dispose()
+
+
+def line_of(lines: dict[Path_, int], path: Path_) -> int | None:
+    """The line of ``path`` or of its nearest ancestor that has one."""
+    path = tuple(path)
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return lines.get(())
