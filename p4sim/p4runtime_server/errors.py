@@ -1,0 +1,91 @@
+"""Errors the P4Runtime server reports to clients, each carrying its gRPC status code.
+
+The P4Runtime spec fixes which canonical code each mistake gets (unknown id -> INVALID_ARGUMENT,
+entry exists -> ALREADY_EXISTS, ...). Every layer of the server raises ``P4RuntimeError`` with the
+code chosen where the mistake is detected; the service turns it into a gRPC status (or, inside a
+Write batch, into one ``p4.v1.Error`` per update). Runtime table errors (Contract 1) are mapped here.
+"""
+
+from __future__ import annotations
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import status_pb2
+from p4.v1 import p4runtime_pb2
+
+from p4sim.errors import UserError
+
+__all__ = [
+    "P4RuntimeError",
+    "invalid",
+    "not_found",
+    "from_runtime_error",
+    "grpc_code_number",
+    "batch_status",
+]
+
+# Runtime (Contract 1-3) exception class names -> the code the spec gives that situation.
+_RUNTIME_ERROR_CODES = {
+    "EntryExists": grpc.StatusCode.ALREADY_EXISTS,
+    "EntryNotFound": grpc.StatusCode.NOT_FOUND,
+    "TableFull": grpc.StatusCode.RESOURCE_EXHAUSTED,
+    "InvalidEntry": grpc.StatusCode.INVALID_ARGUMENT,
+    "ConstDefaultAction": grpc.StatusCode.PERMISSION_DENIED,
+}
+
+
+class P4RuntimeError(UserError):
+    """A request the server refuses: one line naming what is wrong, plus the gRPC status code."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        self.code = code
+        self.message = message
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return f"{self.code.name}: {self.message}"
+
+
+def invalid(message: str) -> P4RuntimeError:
+    """Shorthand for the most common refusal, INVALID_ARGUMENT."""
+    return P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+def not_found(message: str) -> P4RuntimeError:
+    return P4RuntimeError(grpc.StatusCode.NOT_FOUND, message)
+
+
+def from_runtime_error(err: Exception, what: str) -> P4RuntimeError:
+    """Translate a runtime-layer exception (TableError subclasses, UserError) to a status."""
+    if isinstance(err, P4RuntimeError):
+        return err
+    for klass in type(err).__mro__:
+        code = _RUNTIME_ERROR_CODES.get(klass.__name__)
+        if code is not None:
+            return P4RuntimeError(code, f"{what}: {err}")
+    return P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, f"{what}: {err}")
+
+
+def grpc_code_number(code: grpc.StatusCode) -> int:
+    """The google.rpc.Code number of a grpc.StatusCode (OK=0, CANCELLED=1, ...)."""
+    return int(code.value[0])
+
+
+def batch_status(errors: list[P4RuntimeError | None]) -> status_pb2.Status:
+    """google.rpc.Status for a failed Write batch: UNKNOWN, one p4.v1.Error per update (OK ones too)."""
+    failed = [e for e in errors if e is not None]
+    status = status_pb2.Status(
+        code=grpc_code_number(grpc.StatusCode.UNKNOWN),
+        message=f"{len(failed)} of {len(errors)} updates failed; first: {failed[0]}" if failed else "",
+    )
+    for err in errors:
+        p4_error = p4runtime_pb2.Error()
+        if err is None:
+            p4_error.canonical_code = grpc_code_number(grpc.StatusCode.OK)
+        else:
+            p4_error.canonical_code = grpc_code_number(err.code)
+            p4_error.message = err.message
+        detail = any_pb2.Any()
+        detail.Pack(p4_error)
+        status.details.append(detail)
+    return status

@@ -1,0 +1,378 @@
+"""Write and Read of table entries, default entries, and their direct counters and meters.
+
+Each write validates the whole update (ids, match, priority, action, references) before touching
+the table, so a refused update leaves nothing behind. Reads follow the spec's wildcards: table id 0
+is every table, an empty match is every entry, ``is_default_action`` asks for the default entry.
+Direct counter data and meter configs come back only when the read request asks for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+from p4.v1 import p4runtime_pb2
+
+from p4sim.p4runtime_server import runtime_bridge as rt
+from p4sim.p4runtime_server.codec import (
+    check_priority,
+    decode_action,
+    decode_match,
+    encode_action,
+    encode_match,
+)
+from p4sim.p4runtime_server.errors import P4RuntimeError, from_runtime_error, invalid, not_found
+from p4sim.p4runtime_server.p4info_index import TableInfo
+from p4sim.p4runtime_server.session import PipelineSession
+
+__all__ = ["write_table_entry", "read_table_entries", "write_direct_counter", "read_direct_counters",
+           "write_direct_meter", "read_direct_meters", "meter_tuple"]
+
+Update = p4runtime_pb2.Update
+
+
+def _table(session: PipelineSession, pipeline, table_id: int) -> tuple[TableInfo, object]:
+    info = session.index.table(table_id)
+    table = pipeline.tables.get(info.name)
+    if table is None:
+        raise P4RuntimeError(grpc.StatusCode.INTERNAL, f"table '{info.name}' missing from the pipeline")
+    return info, table
+
+
+def meter_tuple(config: p4runtime_pb2.MeterConfig) -> tuple[int, int, int, int]:
+    if config.cir < 0 or config.pir < 0 or config.cburst < 0 or config.pburst < 0:
+        raise invalid("meter config: rates and bursts must not be negative")
+    if config.cir > config.pir:
+        raise invalid(f"meter config: cir {config.cir} > pir {config.pir}")
+    return (config.cir, config.cburst, config.pir, config.pburst)
+
+
+def _meter_config_msg(value) -> p4runtime_pb2.MeterConfig | None:
+    config = rt.meter_config_tuple(value)
+    if config is None:
+        return None
+    return p4runtime_pb2.MeterConfig(cir=config[0], cburst=config[1], pir=config[2], pburst=config[3])
+
+
+def _direct_meter_name(session: PipelineSession, info: TableInfo) -> str:
+    return session.index.direct_meters[info.direct_meter_id].name
+
+
+def _decode_table_action(session: PipelineSession, pipeline, info: TableInfo,
+                         msg: p4runtime_pb2.TableEntry) -> tuple:
+    """(ActionCall | None, member_id | None, group_id | None, one-shot action set | None)."""
+    if not msg.HasField("action"):
+        raise invalid(f"table '{info.name}': entry has no action")
+    which = msg.action.WhichOneof("type")
+    if info.implementation_id == 0:
+        if which != "action":
+            raise invalid(f"table '{info.name}' is a direct table; {which or 'an empty action'} given")
+        name, args = decode_action(session.index, info, msg.action.action)
+        return rt.action_call(name, args), None, None, None
+    profile_info = session.index.lookup("action_profiles", info.implementation_id)
+    profile = pipeline.action_profiles.get(profile_info.name)
+    if which == "action_profile_member_id":
+        member = msg.action.action_profile_member_id
+        if member not in rt.profile_members(profile):
+            raise not_found(f"table '{info.name}': member {member} does not exist in "
+                            f"'{profile_info.name}'")
+        return None, member, None, None
+    if which == "action_profile_group_id":
+        group = msg.action.action_profile_group_id
+        if not profile_info.with_selector:
+            raise invalid(f"table '{info.name}': '{profile_info.name}' has no selector; groups need one")
+        if group not in rt.profile_groups(profile):
+            raise not_found(f"table '{info.name}': group {group} does not exist in '{profile_info.name}'")
+        return None, None, group, None
+    if which == "action_profile_action_set":
+        if not profile_info.with_selector:
+            raise invalid(f"table '{info.name}': one-shot action sets need an action selector")
+        action_set = msg.action.action_profile_action_set
+        if not action_set.action_profile_actions:
+            raise invalid(f"table '{info.name}': empty one-shot action set")
+        calls = []
+        for item in action_set.action_profile_actions:
+            if item.weight <= 0:
+                raise invalid(f"table '{info.name}': one-shot action weight {item.weight} must be > 0")
+            name, args = decode_action(session.index, info, item.action)
+            calls.append((rt.action_call(name, args), item.weight))
+        return None, None, None, (profile, calls, action_set)
+    if which == "action":
+        raise invalid(f"table '{info.name}' uses action profile '{profile_info.name}'; "
+                      f"give a member, a group or an action set, not an action")
+    raise invalid(f"table '{info.name}': empty action")
+
+
+def _install_one_shot(session: PipelineSession, profile, calls) -> tuple[int, list[int]]:
+    members = rt.profile_members(profile)
+    groups = rt.profile_groups(profile)
+    member_ids, weighted = [], []
+    for call, weight in calls:
+        mid = session.next_internal_id()
+        members[mid] = call
+        member_ids.append(mid)
+        weighted.extend([mid] * weight)
+    gid = session.next_internal_id()
+    groups[gid] = weighted
+    return gid, member_ids
+
+
+def _remove_one_shot(session: PipelineSession, pipeline, key: tuple) -> None:
+    one_shot = session.one_shots.pop(key, None)
+    if one_shot is None:
+        return
+    gid, member_ids, _ = one_shot
+    info = session.index.table_by_name[key[0]]
+    profile = pipeline.action_profiles[session.index.action_profiles[info.implementation_id].name]
+    _drop_group(profile, gid, member_ids)
+
+
+def write_table_entry(session: PipelineSession, pipeline, update_type: int,
+                      msg: p4runtime_pb2.TableEntry) -> None:
+    info, table = _table(session, pipeline, msg.table_id)
+    if msg.idle_timeout_ns:
+        raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"table '{info.name}': idle timeout "
+                             f"is not supported by p4sim")
+    if msg.is_default_action:
+        _write_default(session, info, table, update_type, msg)
+        return
+    if info.is_const:
+        raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED,
+                             f"table '{info.name}' is const; its entries cannot be changed")
+    match = decode_match(info, msg.match)
+    check_priority(info, msg.priority)
+    rmatch = rt.to_runtime_match(match)
+    key = (info.name, match, msg.priority)
+    if update_type == Update.DELETE:
+        if table.find(rmatch, msg.priority) is None:
+            raise not_found(f"table '{info.name}': no such entry to delete")
+        _runtime(table.delete, rt.make_entry(rmatch, None, msg.priority), info)
+        _remove_one_shot(session, pipeline, key)
+        return
+    if update_type not in (Update.INSERT, Update.MODIFY):
+        raise invalid(f"table '{info.name}': update type {update_type} is not insert/modify/delete")
+    existing = table.find(rmatch, msg.priority)
+    if update_type == Update.INSERT and existing is not None:
+        raise P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS,
+                             f"table '{info.name}': an entry with this match already exists")
+    if update_type == Update.MODIFY and existing is None:
+        raise not_found(f"table '{info.name}': no such entry to modify")
+    if update_type == Update.INSERT and len(table) >= table.size:
+        raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                             f"table '{info.name}' is full ({table.size} entries)")
+    action, member, group, one_shot = _decode_table_action(session, pipeline, info, msg)
+    counters = _direct_counter_data(info, msg)
+    meter = _direct_meter_data(info, msg)
+    member_ids: list[int] = []
+    if one_shot is not None:   # everything is validated: create the hidden group, undo on failure
+        group, member_ids = _install_one_shot(session, one_shot[0], one_shot[1])
+    entry = rt.make_entry(rmatch, action, msg.priority, member, group)
+    if meter is not None and update_type == Update.INSERT:
+        rt.set_direct_meter(pipeline, _direct_meter_name(session, info), entry, meter)
+    if counters is not None:
+        entry.packets, entry.bytes = counters
+    try:
+        _runtime(table.insert if update_type == Update.INSERT else table.modify, entry, info)
+    except P4RuntimeError:
+        if one_shot is not None:
+            _drop_group(one_shot[0], group, member_ids)
+        raise
+    if update_type == Update.MODIFY:
+        if counters is not None:
+            existing.packets, existing.bytes = counters
+        if meter is not None:
+            rt.set_direct_meter(pipeline, _direct_meter_name(session, info), existing, meter)
+        _remove_one_shot(session, pipeline, key)
+    if one_shot is not None:
+        session.one_shots[key] = (group, member_ids, one_shot[2])
+
+
+def _runtime(fn, entry, info: TableInfo) -> None:
+    """Call a runtime Table method; its TableError becomes the spec's status code."""
+    try:
+        fn(entry)
+    except Exception as err:   # TableError, or a runtime bug: report it, never crash the server
+        raise from_runtime_error(err, f"table '{info.name}'") from err
+
+
+def _drop_group(profile, group: int, member_ids: list[int]) -> None:
+    rt.profile_groups(profile).pop(group, None)
+    members = rt.profile_members(profile)
+    for mid in member_ids:
+        members.pop(mid, None)
+
+
+def _direct_counter_data(info: TableInfo, msg) -> tuple[int, int] | None:
+    if not msg.HasField("counter_data"):
+        return None
+    if not info.direct_counter_id:
+        raise invalid(f"table '{info.name}' has no direct counter; counter_data given")
+    return msg.counter_data.packet_count, msg.counter_data.byte_count
+
+
+def _direct_meter_data(info: TableInfo, msg):
+    if not msg.HasField("meter_config"):
+        return None
+    if not info.direct_meter_id:
+        raise invalid(f"table '{info.name}' has no direct meter; meter_config given")
+    return meter_tuple(msg.meter_config)
+
+
+def _write_default(session: PipelineSession, info: TableInfo, table, update_type: int, msg) -> None:
+    if update_type != Update.MODIFY:
+        raise invalid(f"table '{info.name}': the default entry can only be modified "
+                      f"(update type {Update.Type.Name(update_type)})")
+    if msg.match or msg.priority:
+        raise invalid(f"table '{info.name}': a default entry has no match and no priority")
+    if info.const_default_action_id:
+        raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED,
+                             f"table '{info.name}': the default action is const")
+    if not msg.HasField("action"):
+        table.reset_default()
+        return
+    if msg.action.WhichOneof("type") != "action":
+        raise invalid(f"table '{info.name}': a default entry takes a direct action")
+    name, args = decode_action(session.index, info, msg.action.action, as_default=True)
+    try:
+        table.set_default(rt.action_call(name, args))
+    except Exception as err:
+        raise from_runtime_error(err, f"table '{info.name}' default entry") from err
+
+
+# ---- read ------------------------------------------------------------------------------------
+
+def _entry_msg(session: PipelineSession, info: TableInfo, entry, request) -> p4runtime_pb2.TableEntry:
+    index = session.index
+    match = rt.from_runtime_match(entry.match, [k.match_kind for k in info.keys])
+    out = p4runtime_pb2.TableEntry(table_id=info.id)
+    out.match.extend(encode_match(info.keys, match))
+    if info.needs_priority:
+        out.priority = entry.priority
+    one_shot = session.one_shots.get((info.name, match, entry.priority))
+    if one_shot is not None:
+        out.action.action_profile_action_set.CopyFrom(one_shot[2])
+    elif entry.action is not None:
+        out.action.action.CopyFrom(encode_action(index, entry.action.name, entry.action.args))
+    elif entry.group_id is not None:
+        out.action.action_profile_group_id = entry.group_id
+    elif entry.member_id is not None:
+        out.action.action_profile_member_id = entry.member_id
+    if getattr(entry, "is_const", False):
+        out.is_const = True
+    if request.HasField("counter_data") and info.direct_counter_id:
+        out.counter_data.packet_count = entry.packets
+        out.counter_data.byte_count = entry.bytes
+    if request.HasField("meter_config") and info.direct_meter_id:
+        config = _meter_config_msg(entry.meter_config)
+        if config is not None:
+            out.meter_config.CopyFrom(config)
+    return out
+
+
+def _tables_for(session: PipelineSession, table_id: int) -> list[TableInfo]:
+    if table_id == 0:
+        return list(session.index.tables.values())
+    return [session.index.table(table_id)]
+
+
+def read_table_entries(session: PipelineSession, pipeline,
+                       request: p4runtime_pb2.TableEntry) -> Iterator[p4runtime_pb2.TableEntry]:
+    for info in _tables_for(session, request.table_id):
+        table = pipeline.tables[info.name]
+        if request.is_default_action:
+            if request.table_id == 0:
+                raise invalid("reading default entries needs a table id")
+            default = table.default_action
+            out = p4runtime_pb2.TableEntry(table_id=info.id, is_default_action=True)
+            if default is not None:
+                out.action.action.CopyFrom(encode_action(session.index, default.name, default.args))
+            yield out
+            continue
+        if request.table_id and request.match:
+            match = decode_match(info, request.match)
+            entry = table.find(rt.to_runtime_match(match), request.priority)
+            if entry is not None:
+                yield _entry_msg(session, info, entry, request)
+            continue
+        for entry in table:
+            if request.priority and entry.priority != request.priority:
+                continue
+            yield _entry_msg(session, info, entry, request)
+
+
+# ---- direct counters and meters ---------------------------------------------------------------
+
+def _existing_entry(session, pipeline, msg: p4runtime_pb2.TableEntry, what: str):
+    info, table = _table(session, pipeline, msg.table_id)
+    match = decode_match(info, msg.match)
+    check_priority(info, msg.priority)
+    entry = table.find(rt.to_runtime_match(match), msg.priority)
+    if entry is None:
+        raise not_found(f"{what}: table '{info.name}' has no such entry")
+    return info, entry
+
+
+def write_direct_counter(session: PipelineSession, pipeline, update_type: int,
+                         msg: p4runtime_pb2.DirectCounterEntry) -> None:
+    if update_type != Update.MODIFY:
+        raise invalid("direct counter entries can only be modified")
+    info, entry = _existing_entry(session, pipeline, msg.table_entry, "direct counter")
+    if not info.direct_counter_id:
+        raise invalid(f"table '{info.name}' has no direct counter")
+    entry.packets, entry.bytes = msg.data.packet_count, msg.data.byte_count
+
+
+def read_direct_counters(session: PipelineSession, pipeline,
+                         msg: p4runtime_pb2.DirectCounterEntry) -> Iterator[p4runtime_pb2.DirectCounterEntry]:
+    request = p4runtime_pb2.TableEntry()
+    request.CopyFrom(msg.table_entry)
+    request.counter_data.SetInParent()
+    for info in _tables_for(session, request.table_id):
+        if not info.direct_counter_id:
+            if request.table_id:
+                raise invalid(f"table '{info.name}' has no direct counter")
+            continue
+        sub = p4runtime_pb2.TableEntry()
+        sub.CopyFrom(request)
+        sub.table_id = info.id
+        for entry in read_table_entries(session, pipeline, sub):
+            out = p4runtime_pb2.DirectCounterEntry(data=entry.counter_data)
+            entry.ClearField("counter_data")
+            entry.ClearField("action")
+            out.table_entry.CopyFrom(entry)
+            yield out
+
+
+def write_direct_meter(session: PipelineSession, pipeline, update_type: int,
+                       msg: p4runtime_pb2.DirectMeterEntry) -> None:
+    if update_type != Update.MODIFY:
+        raise invalid("direct meter entries can only be modified")
+    info, entry = _existing_entry(session, pipeline, msg.table_entry, "direct meter")
+    if not info.direct_meter_id:
+        raise invalid(f"table '{info.name}' has no direct meter")
+    config = meter_tuple(msg.config) if msg.HasField("config") else None
+    rt.set_direct_meter(pipeline, _direct_meter_name(session, info), entry, config)
+
+
+def read_direct_meters(session: PipelineSession, pipeline,
+                       msg: p4runtime_pb2.DirectMeterEntry) -> Iterator[p4runtime_pb2.DirectMeterEntry]:
+    request = p4runtime_pb2.TableEntry()
+    request.CopyFrom(msg.table_entry)
+    request.meter_config.SetInParent()
+    for info in _tables_for(session, request.table_id):
+        if not info.direct_meter_id:
+            if request.table_id:
+                raise invalid(f"table '{info.name}' has no direct meter")
+            continue
+        sub = p4runtime_pb2.TableEntry()
+        sub.CopyFrom(request)
+        sub.table_id = info.id
+        for entry in read_table_entries(session, pipeline, sub):
+            out = p4runtime_pb2.DirectMeterEntry()
+            if entry.HasField("meter_config"):
+                out.config.CopyFrom(entry.meter_config)
+            entry.ClearField("meter_config")
+            entry.ClearField("action")
+            out.table_entry.CopyFrom(entry)
+            yield out
+
