@@ -81,6 +81,7 @@ METHOD_CALL_KINDS = (
     "table_apply",       # t.apply(): decl = TableDecl, type = ApplyResultT
     "parser_apply",      # sub-parser instance apply: decl = ParserDecl
     "control_apply",     # sub-control instance apply: decl = ControlDecl
+    "constructor",       # `MyParser()` / `V1Switch(...)` argument: func is a TypeExpr, decl = the type decl
     "builtin",           # isValid/setValid/setInvalid/push_front/pop_front/minSizeInBits...
 )
 
