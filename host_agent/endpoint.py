@@ -81,6 +81,7 @@ class RecvHandle:
         self.failed = False
         self.layer_class = 0
         self.kind = P.KIND_GRADIENT
+        self.peer: tuple[str, int] | None = None   # address the tensor came from
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -420,7 +421,7 @@ class Endpoint:
         deadline = None if self.cfg.receive_deadline is None else time.monotonic() + self.cfg.receive_deadline
         asm = TensorAssembly(job_id=self.cfg.job_id, worker_id=worker, iteration=it, tensor_id=tid,
                              dtype=dtype, desc=desc, out=target, loss_bound=h.loss_bound, deadline=deadline)
-        h.assembly, h.layer_class, h.kind = asm, layer, desc.kind
+        h.assembly, h.layer_class, h.kind, h.peer = asm, layer, desc.kind, addr
         old = self.assemblies.get((worker, tid))
         if old is not None:
             self._forget(old)

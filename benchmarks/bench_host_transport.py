@@ -1,0 +1,126 @@
+"""Benchmark: DLCP send/receive over loopback vs a plain UDP socket loop moving the same bytes.
+
+Both runs move the same packetized tensor (the same datagrams) from one process to another over
+127.0.0.1 in the same run. Plain UDP: a sendto loop and a recv_into loop counting bytes (no
+reliability; lost datagrams are simply not counted). DLCP: Endpoint.send -> Endpoint.expect with
+the full protocol (OPEN, DATA, PROBE, DONE, bitmap/retransmit if the socket overflowed).
+Figure: goodput of each (tensor bytes per second) and the ratio DLCP / plain.
+
+    .venv/bin/python benchmarks/bench_host_transport.py [--elements 4000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import socket
+import time
+
+import numpy as np
+
+from host_agent.endpoint import Endpoint, EndpointConfig
+from host_agent.packetizer import packetize
+from host_agent.policy import TagPolicy
+
+
+def plain_receiver(port_q, res_q, total_bytes: int, n_packets: int) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)
+    s.bind(("127.0.0.1", 0))
+    port_q.put(s.getsockname()[1])
+    buf = bytearray(65536)
+    got = nbytes = 0
+    s.settimeout(2.0)
+    start = None
+    end = time.perf_counter()
+    try:
+        while got < n_packets:
+            n = s.recv_into(buf)
+            if start is None:
+                start = time.perf_counter()
+            got += 1
+            nbytes += n
+            end = time.perf_counter()
+    except TimeoutError:
+        pass
+    res_q.put((got, nbytes, end - (start or end)))
+
+
+def plain_sender(pt, dest) -> float:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, 32, 64 << 20)
+    t = time.perf_counter()
+    for i in range(pt.n_packets):
+        s.sendto(pt.packet(i), dest)
+    return time.perf_counter() - t
+
+
+def dlcp_receiver(port_q, res_q, n: int, ecn: bool) -> None:
+    ep = Endpoint(EndpointConfig(job_id=1, ecn=ecn))
+    port_q.put(ep.address[1])
+    out = np.empty(n, np.float32)
+    h = ep.expect(2, 1, 1, out)
+    ep.run([h], timeout=60)
+    t_done = time.perf_counter()
+    ep.close(linger=0.3)
+    res_q.put((h.stats.received, h.stats.n_packets, t_done))
+
+
+def run_dlcp(g, ecn: bool) -> tuple[float, int]:
+    port_q, res_q = mp.Queue(), mp.Queue()
+    p = mp.Process(target=dlcp_receiver, args=(port_q, res_q, g.size, ecn))
+    p.start()
+    port = port_q.get()
+    ep = Endpoint(EndpointConfig(job_id=1, worker_id=2, ecn=ecn))
+    pt = packetize(g, tensor_id=1, policy=TagPolicy(), job_id=1, worker_id=2, iteration=1)
+    t = time.perf_counter()
+    h = ep.send(pt, ("127.0.0.1", port))
+    ep.run([h], timeout=60)
+    elapsed = time.perf_counter() - t
+    res_q.get()
+    p.join()
+    ep.close()
+    return elapsed, h.stats.retransmitted
+
+
+def run_plain(g) -> tuple[float, int, int]:
+    pt = packetize(g, tensor_id=1, policy=TagPolicy(), job_id=1, worker_id=2, iteration=1)
+    port_q, res_q = mp.Queue(), mp.Queue()
+    total = int(pt.lengths.sum())
+    p = mp.Process(target=plain_receiver, args=(port_q, res_q, total, pt.n_packets))
+    p.start()
+    port = port_q.get()
+    time.sleep(0.05)
+    plain_sender(pt, ("127.0.0.1", port))
+    got, nbytes, elapsed = res_q.get()
+    p.join()
+    return elapsed, got, pt.n_packets
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--elements", type=int, default=4_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    g = np.random.default_rng(0).standard_normal(args.elements).astype(np.float32)
+    mb = g.nbytes / 1e6
+    best = {"plain": 1e9, "dlcp": 1e9, "dlcp_noecn": 1e9}
+    for _ in range(args.repeat):
+        el, got, n = run_plain(g)
+        rate = el / (got / n)             # time per full tensor worth of received bytes
+        best["plain"] = min(best["plain"], rate)
+        print(f"plain UDP: {got}/{n} datagrams in {el * 1e3:.1f} ms")
+        el, retx = run_dlcp(g, ecn=True)
+        best["dlcp"] = min(best["dlcp"], el)
+        print(f"DLCP (ECN read on): {el * 1e3:.1f} ms, {retx} retransmitted")
+        el, retx = run_dlcp(g, ecn=False)
+        best["dlcp_noecn"] = min(best["dlcp_noecn"], el)
+        print(f"DLCP (ECN read off): {el * 1e3:.1f} ms, {retx} retransmitted")
+    for k, v in best.items():
+        print(f"{k:>11}: {mb / v / 1e3:.3f} GB/s goodput ({mb:.0f} MB tensor)")
+    print(f"ratio DLCP/plain (ECN on):  {best['plain'] / best['dlcp']:.2f}x")
+    print(f"ratio DLCP/plain (ECN off): {best['plain'] / best['dlcp_noecn']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""Collectives over the DLCP transport: parameter-server push/pull and ring all-reduce.
+
+Loss semantics (docs/transport.md, "Collectives"):
+- PS push: each worker's gradient tensors reach the server with at most p of their non-critical
+  packets missing; missing gradient elements count as 0 in the sum (zero-filled and counted).
+- PS pull: parameters go back tagged PULL; missing parameter elements keep the worker's previous
+  value (so a worker may lag by one update on at most p of the non-critical packets).
+- Ring reduce-scatter: each of the N-1 steps is a gradient transfer with bound p; an element whose
+  packet is missing at step s loses the partial sum of s+1 ranks. All-gather: sent as parameters
+  with loss bound 0 (full reliability), so every rank ends with the same values.
+With no loss both equal the exact sum (bit-exact for values whose sums are exact in float32).
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from host_agent import protocol as P
+from host_agent.endpoint import Endpoint, RecvHandle, SendHandle
+from host_agent.packetizer import packetize
+from host_agent.policy import TagPolicy
+
+PS_SERVER_ID = 0xFFFF
+
+
+@dataclass
+class CommStats:
+    """What one collective call cost: the per-iteration JSON-lines fields."""
+
+    seconds: float = 0.0
+    bytes_sent: int = 0
+    packets_sent: int = 0
+    retransmitted: int = 0
+    packets_by_class: dict[int, int] = field(default_factory=lambda: collections.Counter())
+    zero_filled_by_class: dict[int, int] = field(default_factory=lambda: collections.Counter())
+    zero_filled_elements: int = 0
+
+    def add_send(self, h: SendHandle) -> None:
+        self.bytes_sent += h.stats.bytes
+        self.packets_sent += h.stats.packets
+        self.retransmitted += h.stats.retransmitted
+
+    def add_recv(self, h: RecvHandle) -> None:
+        assert h.stats is not None
+        self.packets_by_class[h.layer_class] += h.stats.n_packets
+        self.zero_filled_by_class[h.layer_class] += h.stats.zero_filled_packets
+        self.zero_filled_elements += h.stats.zero_filled_elements
+
+    def merge(self, other: CommStats) -> None:
+        self.seconds += other.seconds
+        self.bytes_sent += other.bytes_sent
+        self.packets_sent += other.packets_sent
+        self.retransmitted += other.retransmitted
+        self.packets_by_class.update(other.packets_by_class)
+        self.zero_filled_by_class.update(other.zero_filled_by_class)
+        self.zero_filled_elements += other.zero_filled_elements
+
+    def loss_by_class(self) -> dict[str, float]:
+        return {str(c): self.zero_filled_by_class[c] / n for c, n in sorted(self.packets_by_class.items()) if n}
+
+    def as_record(self) -> dict:
+        return {"comm_seconds": round(self.seconds, 6), "bytes_sent": self.bytes_sent,
+                "packets_sent": self.packets_sent, "retransmissions": self.retransmitted,
+                "zero_filled_elements": self.zero_filled_elements, "loss_by_class": self.loss_by_class()}
+
+
+def _pack(t: np.ndarray, tid: int, pos: int, n: int, policy: TagPolicy, ep: Endpoint, iteration: int,
+          kind: int = P.KIND_GRADIENT, mtu: int = 1500):
+    return packetize(t, tensor_id=tid, policy=policy, position=pos, num_layers=n, job_id=ep.cfg.job_id,
+                     worker_id=ep.cfg.worker_id, iteration=iteration, pull=kind == P.KIND_PARAMETER,
+                     kind=kind, mtu=mtu)
+
+
+class PSWorker:
+    """A worker: pushes its gradients, pulls parameters into ``params`` (kept on loss)."""
+
+    def __init__(self, ep: Endpoint, server: tuple[str, int], params: Sequence[np.ndarray],
+                 policy: TagPolicy, mtu: int = 1500, timeout: float = 60.0) -> None:
+        self.ep, self.server, self.params, self.policy, self.mtu = ep, server, list(params), policy, mtu
+        self.timeout = timeout
+
+    def step(self, iteration: int, grads: Sequence[np.ndarray]) -> CommStats:
+        """Push ``grads`` for ``iteration`` and wait for the server's parameters."""
+        t0 = time.perf_counter()
+        stats = CommStats()
+        n = len(grads)
+        recvs = [self.ep.expect(PS_SERVER_ID, iteration, tid, p) for tid, p in enumerate(self.params)]
+        sends = [self.ep.send(_pack(g, tid, tid, n, self.policy, self.ep, iteration, mtu=self.mtu), self.server)
+                 for tid, g in enumerate(grads)]
+        self.ep.run(sends + recvs, timeout=self.timeout)
+        for h in sends:
+            stats.add_send(h)
+        for h in recvs:
+            stats.add_recv(h)
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+
+class PSServer:
+    """The server: sums gradients of ``n_workers``, applies ``update`` and pushes parameters back.
+
+    ``update(tensor_id, grad_sum) -> params`` defaults to returning the sum itself (the PS then
+    behaves as an all-reduce, which is what the correctness tests check).
+    """
+
+    def __init__(self, ep: Endpoint, shapes: Sequence[tuple[int, ...]], n_workers: int, policy: TagPolicy,
+                 update: Callable[[int, np.ndarray], np.ndarray] | None = None, mtu: int = 1500,
+                 timeout: float = 60.0) -> None:
+        self.ep, self.shapes, self.n_workers, self.policy, self.mtu = ep, list(shapes), n_workers, policy, mtu
+        self.update = update or (lambda tid, s: s)
+        self.timeout = timeout
+        self._pending: dict[int, list[tuple[RecvHandle, np.ndarray]]] = {}
+        self.last_sum: list[np.ndarray] = []
+
+    def _expect(self, iteration: int) -> list[tuple[RecvHandle, np.ndarray]]:
+        if iteration not in self._pending:
+            bufs = []
+            for w in range(self.n_workers):
+                for tid, shape in enumerate(self.shapes):
+                    out = np.zeros(shape, np.float32)
+                    bufs.append((self.ep.expect(w, iteration, tid, out), out))
+            self._pending[iteration] = bufs
+        return self._pending[iteration]
+
+    def step(self, iteration: int) -> CommStats:
+        t0 = time.perf_counter()
+        stats = CommStats()
+        got = self._expect(iteration)
+        self.ep.run([h for h, _ in got], timeout=self.timeout)
+        self._expect(iteration + 1)                 # ready before workers can push again
+        sums = [np.zeros(s, np.float32) for s in self.shapes]
+        peers: dict[int, tuple[str, int]] = {}
+        for h, out in got:
+            sums[h.tensor_id] += out
+            stats.add_recv(h)
+            assert h.peer is not None
+            peers[h.worker_id] = h.peer
+        self.last_sum = sums
+        params = [np.ascontiguousarray(self.update(tid, s), np.float32) for tid, s in enumerate(sums)]
+        n = len(params)
+        sends = []
+        for _w, addr in sorted(peers.items()):
+            for tid, p in enumerate(params):
+                pt = _pack(p, tid, tid, n, self.policy, self.ep, iteration, P.KIND_PARAMETER, self.mtu)
+                sends.append(self.ep.send(pt, addr))
+        self.ep.run(sends, timeout=self.timeout)
+        for h in sends:
+            stats.add_send(h)
+        del self._pending[iteration]
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+
+def ring_allreduce(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], data: np.ndarray,
+                   iteration: int, policy: TagPolicy, mtu: int = 1500, timeout: float = 60.0) -> CommStats:
+    """In-place ring all-reduce (sum) of the flat float32 array ``data`` among len(addrs) ranks.
+
+    Rank r sends to ``addrs[(r + 1) % N]`` (its right neighbour) and receives from its left one.
+    Message tensor ids are the step numbers 0..2N-3; reduce-scatter first, then all-gather.
+    """
+    t0 = time.perf_counter()
+    stats = CommStats()
+    n = len(addrs)
+    flat = data.reshape(-1)
+    if n == 1:
+        return stats
+    bounds = np.linspace(0, flat.size, n + 1).astype(np.int64)
+    chunk = [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
+    right, left = addrs[(rank + 1) % n], (rank - 1) % n
+    gather_policy = replace(policy, loss_bound=0.0)
+    # reduce-scatter: step s sends chunk (r - s), receives chunk (r - s - 1) and adds it
+    tmp = [np.zeros(c.size, np.float32) for c in chunk]
+    steps = 2 * (n - 1)
+    for s in range(n - 1):
+        send_c, recv_c = (rank - s) % n, (rank - s - 1) % n
+        r = ep.expect(left, iteration, s, tmp[recv_c])
+        h = ep.send(_pack(chunk[send_c], s, s, steps, policy, ep, iteration, mtu=mtu), right)
+        ep.run([h, r], timeout=timeout)
+        chunk[recv_c] += tmp[recv_c]
+        stats.add_send(h)
+        stats.add_recv(r)
+    # all-gather: step s sends chunk (r + 1 - s), receives chunk (r - s) into place
+    for s in range(n - 1):
+        send_c, recv_c = (rank + 1 - s) % n, (rank - s) % n
+        tid = n - 1 + s
+        r = ep.expect(left, iteration, tid, chunk[recv_c])
+        pt = _pack(chunk[send_c], tid, tid, steps, gather_policy, ep, iteration, P.KIND_PARAMETER, mtu)
+        h = ep.send(pt, right)
+        ep.run([h, r], timeout=timeout)
+        stats.add_send(h)
+        stats.add_recv(r)
+    stats.seconds = time.perf_counter() - t0
+    return stats
