@@ -1,0 +1,103 @@
+"""The default policy data file (controller/data/default_policy.yaml) is well formed and
+encodes the documented intent: 8 queues, control and critical on top, front layers above
+back layers, lower magnitudes dropped earlier, ECN before drop, and nothing ambiguous.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from tests.dataplane import p4text
+
+POLICY = Path(__file__).resolve().parents[2] / "controller" / "data" / "default_policy.yaml"
+KEY_WIDTHS = {"is_dlcp": 1, "msg_type": 4, "layer_class": 3, "mag_class": 4, "flags": 8}
+NEVER = (1 << 19) - 1
+
+
+def load() -> dict:
+    return yaml.safe_load(POLICY.read_text())
+
+
+def ternary(value: object, width: int) -> tuple[int, int]:
+    full = (1 << width) - 1
+    if isinstance(value, int):
+        return value, full
+    assert isinstance(value, dict) and set(value) == {"value", "mask"}, value
+    return value["value"], value["mask"]
+
+
+def first_queue(policy: dict, tags: dict[str, int]) -> int:
+    """The queue the first matching rule names (the controller's priority order)."""
+    for rule in policy["priority_map"]:
+        if all((tags[k] & m) == v for k, (v, m) in
+               ((k, ternary(val, KEY_WIDTHS[k])) for k, val in rule["match"].items())):
+            return rule["queue"]
+    return 0
+
+
+def test_schema() -> None:
+    policy = load()
+    assert set(policy) == {"version", "queues", "queue_depth", "dlcp_udp_ports", "priority_map", "thresholds"}
+    assert policy["version"] == 1
+    assert policy["queues"] == 8
+    assert policy["queue_depth"] == 64
+    assert policy["dlcp_udp_ports"] == [p4text.constants()["DLCP_UDP_PORT_DEFAULT"][1]]
+    names = set()
+    for rule in policy["priority_map"]:
+        assert set(rule) == {"name", "match", "queue"}, rule
+        assert rule["name"] not in names
+        names.add(rule["name"])
+        assert 0 <= rule["queue"] < 8
+        for key, value in rule["match"].items():
+            v, m = ternary(value, KEY_WIDTHS[key])
+            assert 0 <= m < (1 << KEY_WIDTHS[key]) and v & ~m == 0, (rule["name"], key)
+    for block in policy["thresholds"]:
+        assert set(block) == {"queues", "mag_classes", "drop_depth", "ecn_depth"}
+        assert all(0 <= q < 8 for q in block["queues"])
+        assert all(0 <= c < 16 for c in block["mag_classes"])
+        assert 0 <= block["ecn_depth"] <= block["drop_depth"] <= NEVER
+
+
+def test_threshold_pairs_are_unique() -> None:
+    seen = set()
+    for block in load()["thresholds"]:
+        for q in block["queues"]:
+            for c in block["mag_classes"]:
+                assert (q, c) not in seen
+                seen.add((q, c))
+
+
+def test_control_and_critical_go_to_the_top_queue() -> None:
+    policy = load()
+    for msg in (1, 2, 3, 4):
+        for layer in range(8):
+            assert first_queue(policy, dict(is_dlcp=1, msg_type=msg, layer_class=layer, mag_class=0, flags=0)) == 7
+    for layer in range(8):
+        tags = dict(is_dlcp=1, msg_type=0, layer_class=layer, mag_class=0, flags=0x80 | 0x20)
+        assert first_queue(policy, tags) == 7
+
+
+def test_front_layers_get_higher_queues_and_non_dlcp_the_lowest() -> None:
+    policy = load()
+    queues = [first_queue(policy, dict(is_dlcp=1, msg_type=0, layer_class=c, mag_class=5, flags=0))
+              for c in range(8)]
+    assert queues == sorted(queues)            # monotone in layer class
+    assert queues[7] == 6 and min(queues) >= 1
+    assert first_queue(policy, dict(is_dlcp=0, msg_type=0, layer_class=0, mag_class=0, flags=0)) == 0
+
+
+def test_lower_magnitudes_drop_earlier_and_ecn_precedes_drop() -> None:
+    per_class: dict[int, tuple[int, int]] = {}
+    covered_queues = set()
+    for block in load()["thresholds"]:
+        covered_queues.update(block["queues"])
+        for c in block["mag_classes"]:
+            per_class[c] = (block["drop_depth"], block["ecn_depth"])
+    assert sorted(per_class) == list(range(16))
+    drops = [per_class[c][0] for c in range(16)]
+    assert drops == sorted(drops)
+    assert per_class[15][0] == NEVER                  # largest magnitudes never dropped
+    assert all(ecn < drop for drop, ecn in per_class.values())
+    assert 7 not in covered_queues and 0 not in covered_queues
