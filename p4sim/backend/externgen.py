@@ -1,0 +1,310 @@
+"""v1model and core externs in generated code.
+
+Functions (``mark_to_drop``, ``hash``, checksums, ``clone``, ``digest`` ...) and methods
+(``register.read``, ``counter.count``, ``packet_in.extract``, ``packet_out.emit`` ...) become
+inline Python or calls on ``p4sim.runtime`` objects bound as module globals. Per-packet values
+that externs need but P4 does not pass (packet length, time, payload) come from ``_CTX``, which
+the v1model path fills before each block.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from p4sim.backend.exprgen import width_of
+from p4sim.backend.typegen import check_byte_aligned, mask, pyfield
+from p4sim.errors import P4CompileError, P4UnsupportedError
+from p4sim.frontend import ast
+from p4sim.runtime import hashes
+
+SM_INTRINSICS = (("_clone", "None"), ("_resubmit", "None"), ("_recirc", "None"), ("_trunc", "0"))
+
+
+def enum_member(e: Any) -> str:
+    if isinstance(e, ast.EnumConst):
+        return e.member
+    raise P4CompileError(getattr(e, "loc", None), "expected a constant enum member here")
+
+
+class ExternGen:
+    """Mixin of ``BlockGen``: extern function and method calls."""
+
+    # provided by the generator
+    w: Any
+    current_entry: Any
+    drop_port_global = "_DROP_PORT"
+
+    def packet_length_expr(self) -> str:
+        return "_CTX.length"
+
+    def flatten(self, e: ast.Expression) -> list[tuple[str, int]]:
+        """(Python int expr, bit width) for each scalar in a field list (tuple/struct/header)."""
+        if isinstance(e, ast.ListExpr):
+            return [f for item in e.items for f in self.flatten(item)]
+        if isinstance(e, ast.StructInit):
+            return [f for _, v in e.fields for f in self.flatten(v)]
+        t = e.type
+        if isinstance(t, (ast.StructT, ast.HeaderT)):
+            base = self.ex(e)
+            out = []
+            for fname, ft in t.fields:
+                if isinstance(ft, (ast.StructT, ast.HeaderT)):
+                    sub = ast.Member(e, fname, type=ft)
+                    out.extend(self.flatten(sub))
+                else:
+                    code = f"{base}.{pyfield(fname)}"
+                    if isinstance(ft, ast.BoolT) or (isinstance(ft, ast.BitT) and ft.signed):
+                        code = f"(int({code}) & {hex(mask(width_of(ft)))})"
+                    out.append((code, width_of(ft)))
+            return out
+        return [(self.as_int(e), width_of(t))]
+
+    def fields_code(self, e: ast.Expression) -> str:
+        return "[" + ", ".join(f"({c}, {w})" for c, w in self.flatten(e)) + "]"
+
+    def out_assign(self, target: ast.Expression | None, code: str) -> None:
+        if target is None:
+            return
+        t = target.type
+        w = width_of(t)
+        if w and not (isinstance(t, ast.BitT) and t.signed):
+            code = f"({code}) & {hex(mask(w))}"
+        elif w:
+            h = 1 << (w - 1)
+            code = f"((({code}) & {hex(mask(w))}) ^ {hex(h)}) - {hex(h)}"
+        self.assign(target, code)
+
+    # ---- functions -------------------------------------------------------------------------
+    def extern_function(self, call: ast.MethodCall) -> str | None:
+        name = call.decl.name
+        a = call.args
+        sm = self.sm_expr
+        if name == "mark_to_drop":
+            target = self.ex(a[0]) if a and a[0] is not None else sm
+            if target is None:
+                raise P4UnsupportedError(call.loc, "mark_to_drop() without standard_metadata here")
+            self.w.line(f"{target}.egress_spec = {self.drop_port_global}")
+            self.w.line(f"{target}.mcast_grp = 0")
+            return None
+        if name == "hash":
+            algo = enum_member(a[1])
+            self._check_algo(algo, call.loc)
+            code = f"_v1model_hash({algo!r}, {self.as_int(a[2])}, {self.fields_code(a[3])}, {self.as_int(a[4])})"
+            self.out_assign(a[0], code)
+            return None
+        if name == "random":
+            self.out_assign(a[0], f"_randint({self.as_int(a[1])}, {self.as_int(a[2])})")
+            return None
+        if name in ("verify_checksum", "verify_checksum_with_payload"):
+            algo = enum_member(a[3])
+            self._check_algo(algo, call.loc)
+            payload = "_CTX.payload" if name.endswith("payload") else "b''"
+            ck_w = width_of(a[2].type)
+            target = self.sm_expr or "_CTX.sm"
+            with self.w.block(f"if not _verify_checksum({self.ex(a[0])}, {self.fields_code(a[1])}, "
+                              f"{self.as_int(a[2])}, {algo!r}, {payload}, {ck_w}):"):
+                self.w.line(f"{target}.checksum_error = 1")
+            return None
+        if name in ("update_checksum", "update_checksum_with_payload"):
+            algo = enum_member(a[3])
+            self._check_algo(algo, call.loc)
+            payload = "_CTX.payload" if name.endswith("payload") else "b''"
+            ck_w = width_of(a[2].type)
+            with self.w.block(f"if {self.ex(a[0])}:"):
+                self.out_assign(a[2], f"_compute_checksum({algo!r}, {self.fields_code(a[1])}, {payload}, {ck_w})")
+            return None
+        if name in ("clone", "clone_preserving_field_list", "clone3"):
+            kind = enum_member(a[0])
+            fl = self.as_int(a[2]) if name == "clone_preserving_field_list" else "0"
+            self.w.line(f"{self._sm(call)}._clone = ({1 if kind == 'E2E' else 0}, {self.as_int(a[1])}, {fl})")
+            return None
+        if name in ("resubmit_preserving_field_list", "resubmit"):
+            fl = self.as_int(a[0]) if name.endswith("list") else "0"
+            self.w.line(f"{self._sm(call)}._resubmit = {fl}")
+            return None
+        if name in ("recirculate_preserving_field_list", "recirculate"):
+            fl = self.as_int(a[0]) if name.endswith("list") else "0"
+            self.w.line(f"{self._sm(call)}._recirc = {fl}")
+            return None
+        if name == "truncate":
+            self.w.line(f"{self._sm(call)}._trunc = {self.as_int(a[0])}")
+            return None
+        if name == "digest":
+            return self.digest(call)
+        if name == "log_msg":
+            if len(a) > 1 and a[1] is not None:
+                vals = "(" + "".join(c + ", " for c, _ in self.flatten(a[1])) + ")"
+                return f"_log(_format_log({self.ex(a[0])}, {vals}))"
+            return f"_log({self.ex(a[0])})"
+        if name in ("assert", "assume"):
+            with self.w.block(f"if not {self.ex(a[0])}:"):
+                self.w.line(f"raise _AssertionFailed({name!r} + ' failed at {call.loc}')")
+            return None
+        if name == "verify":
+            with self.w.block(f"if not {self.ex(a[0])}:"):
+                self.w.line(f"raise _ParserReject({self.ex(a[1])})")
+            return None
+        raise P4UnsupportedError(call.loc, f"extern function {name}")
+
+    def _sm(self, call: ast.MethodCall) -> str:
+        if self.sm_expr is None:
+            raise P4UnsupportedError(call.loc, f"{call.decl.name} outside ingress/egress")
+        return self.sm_expr
+
+    def _check_algo(self, algo: str, loc: Any) -> None:
+        try:
+            hashes.check_algorithm(algo)
+        except Exception as err:   # HashError: BMv2 would refuse to load the program
+            raise P4UnsupportedError(loc, str(err)) from None
+
+    def digest(self, call: ast.MethodCall) -> str:
+        data = call.args[1]
+        t = data.type
+        name = t.name if isinstance(t, ast.StructT) else f"digest_{len(self.manifest.digests)}"
+        fields = self.flatten(data)
+        if name not in self.manifest.digests:
+            from p4sim.backend.resources import DigestDesc
+            names = [f for f, _ in t.fields] if isinstance(t, ast.StructT) else \
+                [f"f{i}" for i in range(len(fields))]
+            self.manifest.digests[name] = DigestDesc(name, list(zip(names, [w for _, w in fields], strict=False)),
+                                                     decl=t.decl if isinstance(t, ast.StructT) else None)
+        vals = "(" + "".join(c + ", " for c, _ in fields) + ")"
+        return f"_digest({name!r}, {vals})"
+
+    # ---- methods ---------------------------------------------------------------------------
+    def extern_method(self, call: ast.MethodCall) -> str | None:
+        target = call.target
+        ext = target.type.name if isinstance(target.type, ast.ExternT) else None
+        m = call.method
+        a = call.args
+        if ext == "packet_in":
+            return self.packet_in_method(call)
+        if ext == "packet_out" and m == "emit":
+            self.emit(a[0], self.ex(target))
+            return None
+        obj = self.ex(target)
+        if ext == "register":
+            if m == "read":
+                self.out_assign(a[0], f"{obj}.read({self.as_int(a[1])})")
+                return None
+            if m == "write":
+                return f"{obj}.write({self.as_int(a[0])}, {self.as_int(a[1])})"
+        if ext == "counter" and m == "count":
+            return f"{obj}.count({self.as_int(a[0])}, _CTX.length)"
+        if ext == "direct_counter" and m == "count":
+            return None    # BMv2 counts every hit of the owning table
+        if ext == "meter" and m == "execute_meter":
+            self.out_assign(a[1], f"{obj}.execute({self.as_int(a[0])}, _CTX.length, _CTX.now)")
+            return None
+        if ext == "direct_meter" and m == "read":
+            entry = self.current_entry[0] if self.current_entry else "None"
+            self.out_assign(a[0], f"{obj}.execute({entry}, _CTX.length, _CTX.now)")
+            return None
+        raise P4UnsupportedError(call.loc, f"method {m} of extern {ext}")
+
+    def emit(self, e: ast.Expression, out: str) -> None:
+        t = e.type
+        if isinstance(t, ast.HeaderT):
+            obj = self.ex(e)
+            cls = self.classes.name(t)
+            if any(isinstance(ft, ast.VarbitT) for _, ft in t.fields):
+                with self.w.block(f"if {obj}._v:"):
+                    self.w.line(f"{out}.append(_emit_generic({obj}, {self.layout(t)}))")
+                return
+            check_byte_aligned(t, e.loc)
+            with self.w.block(f"if {obj}._v:"):
+                self.w.line(f"{out}.append(_e_{cls}({obj}))")
+        elif isinstance(t, ast.HeaderStackT):
+            for i in range(t.size):
+                self.emit(ast.Index(e, ast.IntLiteral(i, type=ast.InfIntT()), type=t.element), out)
+        elif isinstance(t, (ast.StructT, ast.HeaderUnionT)):
+            for fname, ft in t.fields:
+                self.emit(ast.Member(e, fname, type=ft), out)
+        else:
+            raise P4UnsupportedError(e.loc, "emit of a non-header value")
+
+    def layout(self, t: ast.HeaderT) -> str:
+        return repr(tuple((pyfield(n), ast.type_width(ft) if not isinstance(ft, ast.VarbitT) else -1,
+                           isinstance(ft, ast.BitT) and ft.signed) for n, ft in t.fields))
+
+    def packet_in_method(self, call: ast.MethodCall) -> str | None:
+        m = call.method
+        a = call.args
+        if not self.in_parser:
+            if m == "length":
+                return "(len(_d))"
+            raise P4UnsupportedError(call.loc, f"packet_in.{m} outside the parser")
+        too_short = self.error_index["PacketTooShort"]
+        if m == "extract":
+            self.extract(a[0], a[1] if len(a) > 1 else None, call.loc)
+            return None
+        if m == "advance":
+            n = self.w.tmp("adv")
+            self.w.line(f"{n} = {self.as_int(a[0])}")
+            with self.w.block(f"if _p + {n} > _n:"):
+                self.w.line(f"raise _ParserReject({too_short})")
+            self.w.line(f"_p += {n}")
+            return None
+        if m == "lookahead":
+            t = call.type_args[0] if call.type_args else call.type
+            if isinstance(t, (ast.BitT, ast.SerEnumT)):
+                w = width_of(t)
+                code = f"_lookahead(_d, _p, {w}, _n, {too_short})"
+                if isinstance(t, ast.BitT) and t.signed:
+                    h = 1 << (w - 1)
+                    code = f"(({code} ^ {hex(h)}) - {hex(h)})"
+                return code
+            if isinstance(t, ast.BoolT):
+                return f"(_lookahead(_d, _p, 1, _n, {too_short}) != 0)"
+            if isinstance(t, ast.HeaderT):
+                cls = self.classes.name(t)
+                check_byte_aligned(t, call.loc)
+                tmp = self.w.tmp("la")
+                with self.w.block(f"if _p + _HW_{cls} > _n:"):
+                    self.w.line(f"raise _ParserReject({too_short})")
+                self.w.line(f"{tmp} = {cls}()")
+                self.w.line(f"_x_{cls}({tmp}, _d, _p >> 3)")
+                return tmp
+            raise P4UnsupportedError(call.loc, "lookahead of this type")
+        if m == "length":
+            return "(len(_d))"
+        raise P4UnsupportedError(call.loc, f"packet_in.{m}")
+
+    def extract(self, target: ast.Expression, size: ast.Expression | None, loc: Any) -> None:
+        t = target.type
+        w = self.w
+        too_short = self.error_index["PacketTooShort"]
+        if isinstance(target, ast.Member) and target.member == "next" and isinstance(target.expr.type, ast.HeaderStackT):
+            stack = w.tmp("stk")
+            w.line(f"{stack} = {self.ex(target.expr)}")
+            with w.block(f"if {stack}.n >= {stack}.size:"):
+                w.line(f"raise _ParserReject({self.error_index['StackOutOfBounds']})")
+            obj = w.tmp("h")
+            w.line(f"{obj} = {stack}.h[{stack}.n]")
+            self._extract_into(obj, t, size, loc, too_short)
+            w.line(f"{stack}.n += 1")
+            return
+        if not isinstance(t, ast.HeaderT):
+            raise P4UnsupportedError(loc, "extract into a non-header")
+        obj = w.tmp("h")
+        w.line(f"{obj} = {self.ex(target)}")
+        if isinstance(target, ast.Member) and isinstance(target.expr.type, ast.HeaderUnionT):
+            w.line(f"{self.ex(target.expr)}._setinvalid()")
+        self._extract_into(obj, t, size, loc, too_short)
+
+    def _extract_into(self, obj: str, t: ast.HeaderT, size: ast.Expression | None, loc: Any, too_short: int) -> None:
+        w = self.w
+        cls = self.classes.name(t)
+        if any(isinstance(ft, ast.VarbitT) for _, ft in t.fields):
+            vb = next(ft for _, ft in t.fields if isinstance(ft, ast.VarbitT))
+            fixed = sum(ast.type_width(ft) for _, ft in t.fields if not isinstance(ft, ast.VarbitT))
+            sz = self.as_int(size) if size is not None else "0"
+            w.line(f"_p = _extract_generic({obj}, _d, _p, _n, {self.layout(t)}, {sz}, {vb.max_width}, {fixed}, "
+                   f"{too_short}, {self.error_index['HeaderTooShort']}, "
+                   f"{self.error_index['ParserInvalidArgument']})")
+            return
+        check_byte_aligned(t, loc)
+        with w.block(f"if _p + _HW_{cls} > _n:"):
+            w.line(f"raise _ParserReject({too_short})")
+        w.line(f"_x_{cls}({obj}, _d, _p >> 3)")
+        w.line(f"_p += _HW_{cls}")

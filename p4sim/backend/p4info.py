@@ -1,0 +1,225 @@
+"""P4Info (``p4.config.v1.P4Info``) for a compiled program, the way p4c produces it.
+
+Names are fully qualified (``MyIngress.ipv4_lpm``), aliases are shortest unique suffixes, ids
+carry the ``P4Ids`` prefix and p4c's name hash (``ids.py``), match fields and action params are
+numbered from 1, and annotations other than ``@name``/``@id``/``@brief``/``@description`` are kept
+as their source text. A controller written against p4c's P4Info works unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+
+from p4sim.backend import ids
+from p4sim.backend.exprgen import width_of
+from p4sim.backend.resources import Manifest
+from p4sim.frontend import ast
+
+_SKIP_ANNOTATIONS = {"name", "id", "brief", "description", "hidden"}
+_MATCH = {"exact": p4info_pb2.MatchField.EXACT, "lpm": p4info_pb2.MatchField.LPM,
+          "ternary": p4info_pb2.MatchField.TERNARY, "range": p4info_pb2.MatchField.RANGE,
+          "optional": p4info_pb2.MatchField.OPTIONAL}
+_COUNTER_UNIT = {"packets": p4info_pb2.CounterSpec.PACKETS, "bytes": p4info_pb2.CounterSpec.BYTES,
+                 "packets_and_bytes": p4info_pb2.CounterSpec.BOTH}
+_METER_UNIT = {"packets": p4info_pb2.MeterSpec.PACKETS, "bytes": p4info_pb2.MeterSpec.BYTES}
+_SCOPE = {"": p4info_pb2.ActionRef.TABLE_AND_DEFAULT, "tableonly": p4info_pb2.ActionRef.TABLE_ONLY,
+          "defaultonly": p4info_pb2.ActionRef.DEFAULT_ONLY}
+
+
+def annotation_text(a: ast.Annotation) -> str:
+    if a.kv:
+        return f"@{a.name}[{a.body}]"
+    return f"@{a.name}({a.body})" if a.body or a.args else f"@{a.name}"
+
+
+def _explicit_id(annotations: list[Any]) -> int | None:
+    for a in annotations or ():
+        if a.name == "id" and a.args and isinstance(a.args[0], ast.IntLiteral):
+            return a.args[0].value
+    return None
+
+
+def _fill_preamble(pre: p4info_pb2.Preamble, pid: int, name: str, alias: str, annotations: list[Any]) -> None:
+    pre.id = pid
+    pre.name = name
+    pre.alias = alias
+    for a in annotations or ():
+        if a.name == "brief" and a.args and isinstance(a.args[0], ast.StringLiteral):
+            pre.doc.brief = a.args[0].value
+        elif a.name == "description" and a.args and isinstance(a.args[0], ast.StringLiteral):
+            pre.doc.description = a.args[0].value
+        elif a.name not in _SKIP_ANNOTATIONS:
+            pre.annotations.append(annotation_text(a))
+
+
+def _annotations(target: Any, annotations: list[Any]) -> None:
+    for a in annotations or ():
+        if a.name not in _SKIP_ANNOTATIONS:
+            target.annotations.append(annotation_text(a))
+
+
+def _controller_header_name(d: ast.HeaderDecl) -> str:
+    a = d.annotation("controller_header")
+    if a is not None and a.args and isinstance(a.args[0], ast.StringLiteral):
+        return a.args[0].value
+    return d.name
+
+
+def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
+    """P4Info for ``program`` from the generator's ``Manifest``."""
+    alloc = ids.IdAllocator()
+    used_actions: list[str] = []
+    for t in man.tables:
+        for name in t.dispatch or [a.name for a in t.actions]:
+            if name not in used_actions:
+                used_actions.append(name)
+    kinds = {"counter": ids.COUNTER, "direct_counter": ids.DIRECT_COUNTER, "meter": ids.METER,
+             "direct_meter": ids.DIRECT_METER, "register": ids.REGISTER, "action_profile": ids.ACTION_PROFILE,
+             "action_selector": ids.ACTION_PROFILE}
+    for t in man.tables:
+        alloc.add(ids.TABLE, t.name, _explicit_id(t.annotations))
+    for name in used_actions:
+        decl = man.actions[name].decl
+        alloc.add(ids.ACTION, name, _explicit_id(decl.annotations if decl is not None else []))
+    for x in man.externs:
+        alloc.add(kinds[x.kind], x.name, _explicit_id(x.annotations))
+    for vs in man.value_sets:
+        alloc.add(ids.VALUE_SET, vs.name, _explicit_id(vs.annotations))
+    for d in man.digests.values():
+        alloc.add(ids.DIGEST, d.name)
+    for h in man.controller_headers:
+        alloc.add(ids.CONTROLLER_HEADER, _controller_header_name(h), _explicit_id(h.annotations))
+    alloc.finish()
+    all_names = ([t.name for t in man.tables] + used_actions + [x.name for x in man.externs]
+                 + [v.name for v in man.value_sets] + list(man.digests)
+                 + [_controller_header_name(h) for h in man.controller_headers])
+    alias = ids.shortest_unique_suffixes(all_names)
+
+    info = p4info_pb2.P4Info()
+    info.pkg_info.arch = "v1model"
+    ext_by_name = {x.name: x for x in man.externs}
+    for t in man.tables:
+        pt = info.tables.add()
+        _fill_preamble(pt.preamble, alloc.get(ids.TABLE, t.name), t.name, alias[t.name], t.annotations)
+        for i, k in enumerate(t.keys, 1):
+            mf = pt.match_fields.add()
+            mf.id = i
+            mf.name = k.name
+            mf.bitwidth = k.bitwidth
+            mf.match_type = _MATCH[k.match_kind]
+            _annotations(mf, k.annotations)
+        refs = t.actions
+        for ref in refs:
+            ar = pt.action_refs.add()
+            ar.id = alloc.get(ids.ACTION, ref.name)
+            ar.scope = _SCOPE[ref.scope]
+            _annotations(ar, ref.annotations)
+        if t.default_action is not None and t.default_action[0] not in {r.name for r in refs}:
+            ar = pt.action_refs.add()
+            ar.id = alloc.get(ids.ACTION, t.default_action[0])
+            ar.scope = p4info_pb2.ActionRef.DEFAULT_ONLY
+            ar.annotations.append("@defaultonly")
+        if t.default_is_const and t.default_action is not None:
+            pt.const_default_action_id = alloc.get(ids.ACTION, t.default_action[0])
+        if t.implementation:
+            x = ext_by_name[t.implementation]
+            pt.implementation_id = alloc.get(kinds[x.kind], x.name)
+        for res_name in (t.direct_counter, t.direct_meter):
+            if res_name:
+                x = ext_by_name[res_name]
+                pt.direct_resource_ids.append(alloc.get(kinds[x.kind], x.name))
+        pt.size = t.size
+        if t.entries:
+            if t.entries_const:
+                pt.is_const_table = True
+            else:
+                pt.has_initial_entries = True
+    for name in used_actions:
+        desc = man.actions[name]
+        pa = info.actions.add()
+        _fill_preamble(pa.preamble, alloc.get(ids.ACTION, name), name, alias[name],
+                       desc.decl.annotations if desc.decl is not None else [])
+        for i, (pname, width, annos) in enumerate(desc.params, 1):
+            pp = pa.params.add()
+            pp.id = _explicit_id(annos) or i
+            pp.name = pname
+            pp.bitwidth = width
+            _annotations(pp, annos)
+    for x in man.externs:
+        pid = alloc.get(kinds[x.kind], x.name)
+        owner = next((t.name for t in man.tables if x.name in (t.direct_counter, t.direct_meter)), None)
+        if x.kind == "counter":
+            m = info.counters.add()
+            _fill_preamble(m.preamble, pid, x.name, alias[x.name], x.annotations)
+            m.spec.unit = _COUNTER_UNIT[x.params["kind"]]
+            m.size = x.params["size"]
+        elif x.kind == "direct_counter":
+            m = info.direct_counters.add()
+            _fill_preamble(m.preamble, pid, x.name, alias[x.name], x.annotations)
+            m.spec.unit = _COUNTER_UNIT[x.params["kind"]]
+            if owner:
+                m.direct_table_id = alloc.get(ids.TABLE, owner)
+        elif x.kind == "meter":
+            m = info.meters.add()
+            _fill_preamble(m.preamble, pid, x.name, alias[x.name], x.annotations)
+            m.spec.unit = _METER_UNIT[x.params["kind"]]
+            m.size = x.params["size"]
+        elif x.kind == "direct_meter":
+            m = info.direct_meters.add()
+            _fill_preamble(m.preamble, pid, x.name, alias[x.name], x.annotations)
+            m.spec.unit = _METER_UNIT[x.params["kind"]]
+            if owner:
+                m.direct_table_id = alloc.get(ids.TABLE, owner)
+        elif x.kind == "register":
+            m = info.registers.add()
+            _fill_preamble(m.preamble, pid, x.name, alias[x.name], x.annotations)
+            m.type_spec.bitstring.bit.bitwidth = x.params["bitwidth"]
+            m.size = x.params["size"]
+        else:
+            m = info.action_profiles.add()
+            _fill_preamble(m.preamble, pid, x.name, alias[x.name], x.annotations)
+            for t in man.tables:
+                if t.implementation == x.name:
+                    m.table_ids.append(alloc.get(ids.TABLE, t.name))
+            m.with_selector = x.kind == "action_selector"
+            m.size = x.params["size"]
+    for vs in man.value_sets:
+        m = info.value_sets.add()
+        _fill_preamble(m.preamble, alloc.get(ids.VALUE_SET, vs.name), vs.name, alias[vs.name], vs.annotations)
+        t = vs.decl.type if vs.decl is not None else None
+        names = [f for f, _ in t.fields] if isinstance(t, ast.StructT) else [""]
+        for i, (fname, width) in enumerate(zip(names, vs.bitwidths, strict=False), 1):
+            mf = m.match.add()
+            mf.id = i
+            mf.name = fname
+            mf.bitwidth = width
+            mf.match_type = p4info_pb2.MatchField.EXACT
+        m.size = vs.size
+    for d in man.digests.values():
+        m = info.digests.add()
+        _fill_preamble(m.preamble, alloc.get(ids.DIGEST, d.name), d.name, alias[d.name], [])
+        m.type_spec.struct.name = d.name
+        st = info.type_info.structs[d.name]
+        for fname, width in d.fields:
+            mem = st.members.add()
+            mem.name = fname
+            mem.type_spec.bitstring.bit.bitwidth = width
+    for h in man.controller_headers:
+        name = _controller_header_name(h)
+        m = info.controller_packet_metadata.add()
+        _fill_preamble(m.preamble, alloc.get(ids.CONTROLLER_HEADER, name), name, alias[name], h.annotations)
+        for i, f in enumerate(h.fields, 1):
+            md = m.metadata.add()
+            md.id = _explicit_id(f.annotations) or i
+            md.name = f.name
+            md.bitwidth = width_of(f.type)
+            _annotations(md, f.annotations)
+    return info
+
+
+def to_text(info: p4info_pb2.P4Info) -> str:
+    """The text format p4c writes with ``--p4runtime-files x.p4info.txtpb``."""
+    return text_format.MessageToString(info)

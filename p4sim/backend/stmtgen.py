@@ -1,0 +1,367 @@
+"""P4 statements, action inlining and table application, as generated Python.
+
+Actions are inlined where they run (a table's action dispatch or a direct call), so control
+locals stay Python locals and no closure or frame object is created per packet. A table apply
+becomes: build the key tuple, ``Table.lookup``, pick the entry's (or default) ``ActionCall``,
+map its name to a small int through a per-table dict, and branch to the inlined bodies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from p4sim.backend.exprgen import AGGREGATES, ExprGen, is_signed, width_of, wrap
+from p4sim.backend.typegen import default_value, mask
+from p4sim.backend.writer import Env, Writer
+from p4sim.errors import P4CompileError, P4UnsupportedError
+from p4sim.frontend import ast
+
+
+def _walk(node: Any, out: list) -> None:
+    """Collect table-apply calls inside an expression, in evaluation order."""
+    if isinstance(node, ast.MethodCall):
+        for a in node.args:
+            if a is not None:
+                _walk(a, out)
+        if node.kind == "table_apply":
+            out.append(node)
+        return
+    if isinstance(node, ast.Expression):
+        for name in ("expr", "left", "right", "cond", "then", "else_", "index", "value", "mask", "low", "high"):
+            child = getattr(node, name, None)
+            if isinstance(child, ast.Expression):
+                _walk(child, out)
+        for item in getattr(node, "items", None) or []:
+            _walk(item, out)
+
+
+def contains_return(stmt: Any) -> bool:
+    if isinstance(stmt, ast.ReturnStmt):
+        return True
+    if isinstance(stmt, ast.BlockStmt):
+        return any(contains_return(s) for s in stmt.stmts)
+    if isinstance(stmt, ast.IfStmt):
+        return contains_return(stmt.then) or (stmt.else_ is not None and contains_return(stmt.else_))
+    if isinstance(stmt, ast.SwitchStmt):
+        return any(c.body is not None and contains_return(c.body) for c in stmt.cases)
+    return False
+
+
+class StmtGen(ExprGen):
+    """Statement and call generation into a ``Writer``; externs come from a mixin."""
+
+    w: Writer
+    in_action_loop: int
+    return_mode: str   # "return" (control/function) or "break" (inlined action)
+
+    # ---- statements ------------------------------------------------------------------------
+    def stmt(self, s: ast.Statement) -> None:
+        method = getattr(self, "st_" + type(s).__name__, None)
+        if method is None:
+            raise P4UnsupportedError(s.loc, f"statement {type(s).__name__}")
+        method(s)
+
+    def stmts(self, items: list[ast.Statement]) -> None:
+        saved = self.env
+        self.env = Env(saved)
+        try:
+            for s in items:
+                self.stmt(s)
+        finally:
+            self.env = saved
+
+    def hoist(self, *exprs: Any) -> None:
+        calls: list = []
+        for e in exprs:
+            if e is not None:
+                _walk(e, calls)
+        for call in calls:
+            hit, act = self.w.tmp("hit"), self.w.tmp("act")
+            self.apply_table(call, hit, act)
+            self.hoisted[id(call)] = (hit, act)
+
+    def st_BlockStmt(self, s: ast.BlockStmt) -> None:
+        self.stmts(s.stmts)
+
+    def st_EmptyStmt(self, s: ast.EmptyStmt) -> None:
+        pass
+
+    def st_DeclStmt(self, s: ast.DeclStmt) -> None:
+        d = s.decl
+        if isinstance(d, ast.VariableDecl):
+            name = self.w.tmp("v_" + d.name[:12])
+            if d.init is not None:
+                self.hoist(d.init)
+                self.w.line(f"{name} = {self.value(d.init)}")
+            else:
+                self.w.line(f"{name} = {default_value(d.type, self.classes)}")
+            self.env.bind(d, name)
+        elif isinstance(d, ast.ConstDecl):
+            name = self.w.tmp("c_" + d.name[:12])
+            self.w.line(f"{name} = {self.value(d.value)}")
+            self.env.bind(d, name)
+        else:
+            raise P4UnsupportedError(s.loc, f"local declaration {type(d).__name__}")
+
+    def st_AssignStmt(self, s: ast.AssignStmt) -> None:
+        self.hoist(s.rhs)
+        self.assign(s.lhs, self.value(s.rhs))
+
+    def assign(self, lhs: ast.Expression, code: str) -> None:
+        """Store Python value ``code`` into P4 lvalue ``lhs``."""
+        if isinstance(lhs, ast.DontCare):
+            self.w.line(f"_ = {code}")
+            return
+        if isinstance(lhs, ast.Slice):
+            hi, lo = int(lhs.hi.value), int(lhs.lo.value)
+            m = mask(hi - lo + 1) << lo
+            target = self.ex(lhs.expr)
+            t = lhs.expr.type
+            full = mask(width_of(t))
+            newv = f"({target} & {hex(full ^ m)}) | (({code}) << {lo} & {hex(m)})"
+            self.assign(lhs.expr, wrap(newv, t) if is_signed(t) else newv)
+            return
+        if isinstance(lhs, ast.Index) and isinstance(lhs.expr.type, ast.HeaderStackT):
+            if not (isinstance(lhs.index, ast.IntLiteral) and 0 <= lhs.index.value < lhs.expr.type.size):
+                base, idx = self.ex(lhs.expr), self.w.tmp("i")
+                self.w.line(f"{idx} = {self.ex(lhs.index)}")
+                with self.w.block(f"if 0 <= {idx} < {base}.size:"):
+                    self.w.line(f"{base}.h[{idx}] = {code}")
+                return
+        if isinstance(lhs, ast.Member) and isinstance(lhs.expr.type, ast.HeaderUnionT) \
+                and isinstance(lhs.type, ast.HeaderT):
+            # assigning a union member: the others become invalid when the value is valid
+            union = self.ex(lhs.expr)
+            tmp = self.w.tmp("u")
+            self.w.line(f"{tmp} = {code}")
+            with self.w.block(f"if {tmp}._v:"):
+                self.w.line(f"{union}._setinvalid()")
+            self.w.line(f"{self.ex(lhs)} = {tmp}")
+            return
+        if isinstance(lhs, ast.PathExpr):
+            decl = lhs.decl
+            target = self.env.lookup(decl)
+            if target is None:
+                raise P4UnsupportedError(lhs.loc, f"assignment to {lhs.name}")
+            self.w.line(f"{target} = {code}")
+            return
+        self.w.line(f"{self.ex(lhs)} = {code}")
+
+    def st_IfStmt(self, s: ast.IfStmt) -> None:
+        self.hoist(s.cond)
+        with self.w.block(f"if {self.ex(s.cond)}:"):
+            self.stmt(s.then)
+        if s.else_ is not None:
+            with self.w.block("else:"):
+                self.stmt(s.else_)
+
+    def st_SwitchStmt(self, s: ast.SwitchStmt) -> None:
+        self.hoist(s.expr)
+        val = self.w.tmp("sw")
+        self.w.line(f"{val} = {self.ex(s.expr)}")
+        action_run = isinstance(s.expr, ast.Member) and s.expr.member == "action_run"
+        table = s.expr.expr.decl if action_run else None
+        pending: list[str] = []
+        first = True
+        default_body = None
+        for case in s.cases:
+            labels = []
+            for label in case.labels:
+                if isinstance(label, (ast.DefaultExpr, ast.DontCare)):
+                    labels.append(None)
+                elif action_run:
+                    labels.append(str(self.action_index(table, label.decl)))
+                else:
+                    labels.append(self.ex(label))
+            if None in labels:
+                if case.body is None:
+                    continue
+                default_body = case.body
+                continue
+            pending.extend(labels)
+            if case.body is None:
+                continue
+            cond = " or ".join(f"{val} == {v}" for v in pending)
+            pending = []
+            with self.w.block(("if " if first else "elif ") + cond + ":"):
+                self.stmt(case.body)
+            first = False
+        if default_body is not None:
+            if first:
+                self.stmt(default_body)
+            else:
+                with self.w.block("else:"):
+                    self.stmt(default_body)
+
+    def st_ExitStmt(self, s: ast.ExitStmt) -> None:
+        self.w.line("raise _ExitBlock()")
+
+    def st_ReturnStmt(self, s: ast.ReturnStmt) -> None:
+        if self.return_mode == "break":
+            self.w.line("break")
+        elif s.value is not None:
+            self.hoist(s.value)
+            self.w.line(f"return {self.value(s.value)}")
+        else:
+            self.w.line("return")
+
+    def st_MethodCallStmt(self, s: ast.MethodCallStmt) -> None:
+        call = s.call
+        self.hoist(*[a for a in call.args if a is not None])
+        if call.kind == "table_apply":
+            self.apply_table(call, None, None)
+            return
+        code = self.call(call, statement=True)
+        if code:
+            self.w.line(code)
+
+    # ---- calls -----------------------------------------------------------------------------
+    def ex_MethodCall(self, e: ast.MethodCall) -> str:
+        code = self.call(e, statement=False)
+        if not code:
+            raise P4UnsupportedError(e.loc, f"call to {e.method} used as a value")
+        return code
+
+    def call(self, call: ast.MethodCall, statement: bool) -> str | None:
+        kind = call.kind
+        if kind == "builtin":
+            return self.builtin(call)
+        if kind == "action":
+            self.inline_action(call.decl, call.args, None)
+            return None
+        if kind == "function":
+            return self.function_call(call)
+        if kind == "extern_function":
+            return self.extern_function(call)
+        if kind == "extern_method":
+            return self.extern_method(call)
+        if kind == "control_apply":
+            return self.control_apply(call)
+        raise P4UnsupportedError(call.loc, f"call of kind {kind}")
+
+    def builtin(self, call: ast.MethodCall) -> str | None:
+        m = call.method
+        target = call.target
+        t = target.type
+        obj = self.ex(target)
+        if m == "isValid":
+            return f"{obj}._v"
+        if m == "setValid":
+            if isinstance(target, ast.Member) and isinstance(target.expr.type, ast.HeaderUnionT):
+                self.w.line(f"{self.ex(target.expr)}._setinvalid()")
+            return f"{obj}._v = True"
+        if m == "setInvalid":
+            return f"{obj}._setinvalid()"
+        if m in ("push_front", "pop_front"):
+            count = self.ex(call.args[0])
+            return f"_{m}({obj}, {count}, {self.classes.name(t.element)})"
+        if m in ("minSizeInBits", "maxSizeInBits"):
+            return str(ast.type_width(t))
+        if m in ("minSizeInBytes", "maxSizeInBytes"):
+            return str((ast.type_width(t) + 7) // 8)
+        raise P4UnsupportedError(call.loc, f"method {m}")
+
+    # ---- actions ---------------------------------------------------------------------------
+    def inline_action(self, decl: ast.ActionDecl, args: list[Any] | None, data: str | None) -> None:
+        """Inline ``decl``'s body; action data come from ``args`` (direct call) or, for
+        directionless params, from the tuple named ``data`` (table dispatch)."""
+        saved_env, saved_mode = self.env, self.return_mode
+        self.env = Env(saved_env)
+        writebacks: list[tuple[ast.Expression, str]] = []
+        data_i = 0
+        for i, p in enumerate(decl.params):
+            arg = args[i] if args is not None and i < len(args) else None
+            name = self.w.tmp("a_" + p.name[:12])
+            if p.direction == "" and arg is None and data is not None:
+                self.w.line(f"{name} = {data}[{data_i}]")
+                data_i += 1
+            elif p.direction == "out":
+                if isinstance(p.type, AGGREGATES) and arg is not None:
+                    self.w.line(f"{name} = {self.ex(arg)}")
+                    self.w.line(f"{name}._setinvalid()" if isinstance(p.type, (ast.HeaderT, ast.HeaderUnionT))
+                                else f"{name} = {default_value(p.type, self.classes)}")
+                    if not isinstance(p.type, (ast.HeaderT, ast.HeaderUnionT)):
+                        writebacks.append((arg, name))
+                else:
+                    self.w.line(f"{name} = {default_value(p.type, self.classes)}")
+                    if arg is not None:
+                        writebacks.append((arg, name))
+            elif arg is None:
+                self.w.line(f"{name} = {default_value(p.type, self.classes)}")
+            elif p.direction == "inout" or (isinstance(p.type, AGGREGATES) and p.direction == "in"):
+                self.w.line(f"{name} = {self.ex(arg)}")
+                if p.direction == "inout" and not isinstance(p.type, AGGREGATES):
+                    writebacks.append((arg, name))
+            else:
+                self.w.line(f"{name} = {self.value(arg)}")
+            if p.direction == "" and arg is not None:
+                data_i += 0
+            self.env.bind(p, name)
+        try:
+            if contains_return(decl.body):
+                self.return_mode = "break"
+                with self.w.block("for _ in _ONCE:"):
+                    self.stmts(decl.body.stmts)
+            else:
+                self.stmts(decl.body.stmts)
+        finally:
+            self.env, self.return_mode = saved_env, saved_mode
+        for arg, name in writebacks:
+            self.assign(arg, name)
+
+    # ---- tables ----------------------------------------------------------------------------
+    def action_index(self, table: ast.TableDecl, action: ast.ActionDecl) -> int:
+        for i, ref in enumerate(self.table_action_decls(table)):
+            if ref is action:
+                return i
+        raise P4CompileError(table.loc, f"action {action.name} is not an action of table {table.name}")
+
+    def table_action_decls(self, table: ast.TableDecl) -> list[ast.ActionDecl]:
+        decls = [ref.decl for ref in table.actions]
+        if table.default_action is not None and table.default_action.decl not in decls:
+            decls.append(table.default_action.decl)
+        return decls
+
+    def apply_table(self, call: ast.MethodCall, hit: str | None, act: str | None) -> None:
+        table: ast.TableDecl = call.decl
+        desc = self.table_desc(table)
+        w = self.w
+        e = w.tmp("e")
+        c = w.tmp("c")
+        keys = [self.as_int(k.expr) for k in table.keys]
+        if keys:
+            w.line(f"{e} = {desc.pyname}.lookup(({''.join(k + ', ' for k in keys)}))")
+        else:
+            w.line(f"{e} = None")
+        with w.block(f"if {e} is None:"):
+            w.line(f"{c} = {desc.pyname}.default_action")
+            if hit:
+                w.line(f"{hit} = False")
+        with w.block("else:"):
+            w.line(f"{c} = {e}.action")
+            if hit:
+                w.line(f"{hit} = True")
+            if desc.direct_counter:
+                w.line(f"{e}.packets += 1")
+                w.line(f"{e}.bytes += {self.packet_length_expr()}")
+            if desc.implementation:
+                self.resolve_profile_action(table, desc, e, c)
+        idx = w.tmp("ai")
+        args = w.tmp("ar")
+        w.line(f"{idx} = {desc.pyname}_A.get({c}.name, -1) if {c} is not None else -1")
+        if act:
+            w.line(f"{act} = {idx}")
+        decls = self.table_action_decls(table)
+        first = True
+        for i, decl in enumerate(decls):
+            if not decl.body.stmts and not any(p.direction == "" for p in decl.params):
+                continue
+            with w.block(("if " if first else "elif ") + f"{idx} == {i}:"):
+                w.line(f"{args} = {c}.args")
+                saved = self.current_entry
+                self.current_entry = (e, desc)
+                try:
+                    self.inline_action(decl, None, args)
+                finally:
+                    self.current_entry = saved
+            first = False

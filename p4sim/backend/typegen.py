@@ -1,0 +1,207 @@
+"""Generated Python classes for P4 headers, header unions and structs.
+
+Each P4 aggregate type becomes a class with ``__slots__`` (one int/bool/object per field, plus
+``_v`` for header validity) and specialised ``_copy``/``_eq`` methods; each fixed-size header also
+gets a module-level extract function (one ``int.from_bytes`` then shifts and masks) and an emit
+function (one big int, one ``to_bytes``). Field names that are Python keywords are mangled.
+"""
+
+from __future__ import annotations
+
+import keyword
+
+from p4sim.errors import P4UnsupportedError
+from p4sim.frontend import ast
+
+
+def pyfield(name: str) -> str:
+    """The Python attribute name for P4 field ``name``."""
+    if keyword.iskeyword(name) or name.startswith("_") or name in ("h", "n", "size"):
+        return f"f_{name}"
+    return name
+
+
+def ident(name: str) -> str:
+    """A Python identifier fragment derived from a P4 name."""
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
+def mask(width: int) -> int:
+    return (1 << width) - 1
+
+
+def default_value(t: ast.Type, classes: TypeClasses) -> str:
+    """Python expression for a fresh (zero / invalid) value of type ``t``."""
+    if isinstance(t, ast.BoolT):
+        return "False"
+    if isinstance(t, (ast.HeaderT, ast.StructT, ast.HeaderUnionT)):
+        return f"{classes.name(t)}()"
+    if isinstance(t, ast.HeaderStackT):
+        return f"_HeaderStack([{classes.name(t.element)}() for _ in range({t.size})])"
+    if isinstance(t, ast.TupleT):
+        return "(" + "".join(default_value(e, classes) + ", " for e in t.elements) + ")"
+    return "0"
+
+
+class TypeClasses:
+    """Collects the aggregate types a program uses and writes their classes."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._types: dict[str, ast.Type] = {}
+        self._order: list[str] = []
+        self.extra_slots: dict[str, tuple[str, ...]] = {}
+
+    def name(self, t: ast.Type) -> str:
+        key = f"{type(t).__name__}:{t.name}"
+        if key not in self._names:
+            prefix = {"HeaderT": "H_", "StructT": "S_", "HeaderUnionT": "U_"}[type(t).__name__]
+            self._names[key] = prefix + ident(t.name)
+            self._types[key] = t
+            for _, ft in t.fields:
+                self._touch(ft)
+            self._order.append(key)
+        return self._names[key]
+
+    def _touch(self, t: ast.Type) -> None:
+        if isinstance(t, (ast.HeaderT, ast.StructT, ast.HeaderUnionT)):
+            self.name(t)
+        elif isinstance(t, ast.HeaderStackT):
+            self.name(t.element)
+
+    def source(self) -> str:
+        out: list[str] = []
+        for key in self._order:
+            t = self._types[key]
+            cls = self._names[key]
+            if isinstance(t, ast.HeaderT):
+                out.append(self._header(cls, t))
+            elif isinstance(t, ast.HeaderUnionT):
+                out.append(self._union(cls, t))
+            else:
+                out.append(self._struct(cls, t))
+        return "\n".join(out)
+
+    # ---- headers ---------------------------------------------------------------------------
+    def _header(self, cls: str, t: ast.HeaderT) -> str:
+        fields = [(pyfield(n), ft) for n, ft in t.fields]
+        varbits = [f for f, ft in fields if isinstance(ft, ast.VarbitT)]
+        slots = ["_v"] + [f for f, _ in fields] + [f"{f}_len" for f in varbits]
+        lines = [f"class {cls}:", f"    __slots__ = {tuple(slots)!r}", "    def __init__(self):",
+                 "        self._v = False"]
+        lines += [f"        self.{s} = {'False' if _is_bool(t, s) else '0'}" for s in slots[1:]]
+        lines += ["    def _copy(self):", f"        n = _new({cls})"]
+        lines += [f"        n.{s} = self.{s}" for s in slots]
+        lines += ["        return n", "    def _eq(self, o):",
+                  "        if self._v != o._v: return False",
+                  "        return not self._v or (" + " and ".join(
+                      [f"self.{f} == o.{f}" for f, _ in fields] or ["True"]) + ")",
+                  "    def _setinvalid(self):", "        self._v = False",
+                  f"    def _mk(self, {', '.join(['v'] + [f'a{i}' for i in range(len(fields))])}):",
+                  "        self._v = v"]
+        lines += [f"        self.{f} = a{i}" for i, (f, _) in enumerate(fields)]
+        lines.append("        return self")
+        if not varbits:
+            lines += self._header_codec(cls, t, fields)
+        return "\n".join(lines) + "\n"
+
+    def _header_codec(self, cls: str, t: ast.HeaderT, fields: list[tuple[str, ast.Type]]) -> list[str]:
+        width = sum(ast.type_width(ft) for _, ft in fields)
+        lines: list[str] = []
+        if width % 8:
+            # p4c rejects such headers for BMv2; extracting/emitting one is an error at codegen.
+            return [f"_HW_{cls} = {width}"]
+        nbytes = width // 8
+        lines += [f"_HW_{cls} = {width}", f"def _x_{cls}(h, d, b):"]
+        if width == 0:
+            lines.append("    h._v = True")
+        else:
+            lines.append(f"    v = int.from_bytes(d[b:b + {nbytes}], 'big')")
+            shift = width
+            for f, ft in fields:
+                w = ast.type_width(ft)
+                shift -= w
+                e = "v" if shift == 0 else f"(v >> {shift})"
+                if shift + w != width:
+                    e = f"{e} & {hex(mask(w))}"
+                if isinstance(ft, ast.BoolT):
+                    e = f"({e}) != 0"
+                elif isinstance(ft, ast.BitT) and ft.signed:
+                    h = 1 << (w - 1)
+                    e = f"(({e}) ^ {hex(h)}) - {hex(h)}"
+                lines.append(f"    h.{f} = {e}")
+            lines.append("    h._v = True")
+        lines.append(f"def _e_{cls}(h):")
+        if width == 0:
+            lines.append("    return b''")
+        else:
+            parts = []
+            shift = width
+            for f, ft in fields:
+                w = ast.type_width(ft)
+                shift -= w
+                v = f"h.{f}"
+                if (isinstance(ft, ast.BitT) and ft.signed) or isinstance(ft, ast.BoolT):
+                    v = f"(int(h.{f}) & {hex(mask(w))})"
+                parts.append(v if shift == 0 else f"({v} << {shift})")
+            lines.append(f"    return ({' | '.join(parts)}).to_bytes({nbytes}, 'big')")
+        return lines
+
+    # ---- unions and structs ----------------------------------------------------------------
+    def _union(self, cls: str, t: ast.HeaderUnionT) -> str:
+        fields = [(pyfield(n), ft) for n, ft in t.fields]
+        lines = [f"class {cls}:", f"    __slots__ = {tuple(f for f, _ in fields)!r}", "    def __init__(self):"]
+        lines += [f"        self.{f} = {self.name(ft)}()" for f, ft in fields] or ["        pass"]
+        lines += ["    def _copy(self):", f"        n = _new({cls})"]
+        lines += [f"        n.{f} = self.{f}._copy()" for f, _ in fields]
+        lines += ["        return n", "    def _eq(self, o):",
+                  "        return " + " and ".join([f"self.{f}._eq(o.{f})" for f, _ in fields] or ["True"]),
+                  "    def _setinvalid(self):"]
+        lines += [f"        self.{f}._v = False" for f, _ in fields] or ["        pass"]
+        lines += ["    @property", "    def _v(self):",
+                  "        return " + " or ".join([f"self.{f}._v" for f, _ in fields] or ["False"])]
+        return "\n".join(lines) + "\n"
+
+    def _struct(self, cls: str, t: ast.StructT) -> str:
+        fields = [(pyfield(n), ft) for n, ft in t.fields]
+        extra = self.extra_slots.get(t.name, ())
+        slots = tuple(f for f, _ in fields) + tuple(s for s, _ in extra)
+        lines = [f"class {cls}:", f"    __slots__ = {slots!r}", "    def __init__(self):"]
+        lines += [f"        self.{f} = {default_value(ft, self)}" for f, ft in fields]
+        lines += [f"        self.{s} = {v}" for s, v in extra]
+        if not slots:
+            lines.append("        pass")
+        lines += ["    def _copy(self):", f"        n = _new({cls})"]
+        for f, ft in fields:
+            agg = isinstance(ft, (ast.HeaderT, ast.StructT, ast.HeaderUnionT, ast.HeaderStackT))
+            lines.append(f"        n.{f} = self.{f}._copy()" if agg else f"        n.{f} = self.{f}")
+        lines += [f"        n.{s} = self.{s}" for s, _ in extra]
+        lines += ["        return n", "    def _eq(self, o):"]
+        conds = []
+        for f, ft in fields:
+            agg = isinstance(ft, (ast.HeaderT, ast.StructT, ast.HeaderUnionT, ast.HeaderStackT))
+            conds.append(f"self.{f}._eq(o.{f})" if agg else f"self.{f} == o.{f}")
+        lines.append("        return " + (" and ".join(conds) or "True"))
+        lines.append("    def _setinvalid(self):")
+        inv = [f"        self.{f}._setinvalid()" for f, ft in fields
+               if isinstance(ft, (ast.HeaderT, ast.StructT, ast.HeaderUnionT))]
+        inv += [f"        self.{f}._invalidate()" for f, ft in fields if isinstance(ft, ast.HeaderStackT)]
+        lines += inv or ["        pass"]
+        params = ", ".join(f"a{i}" for i in range(len(fields)))
+        lines.append(f"    def _mk(self{', ' + params if params else ''}):")
+        lines += [f"        self.{f} = a{i}" for i, (f, _) in enumerate(fields)]
+        lines.append("        return self")
+        return "\n".join(lines) + "\n"
+
+
+def _is_bool(t: ast.HeaderT, slot: str) -> bool:
+    for n, ft in t.fields:
+        if pyfield(n) == slot:
+            return isinstance(ft, ast.BoolT)
+    return False
+
+
+def check_byte_aligned(t: ast.HeaderT, loc) -> None:
+    width = sum(ast.type_width(ft) for _, ft in t.fields)
+    if width % 8:
+        raise P4UnsupportedError(loc, f"header {t.name} is {width} bits, not a multiple of 8 (BMv2 rejects it)")

@@ -1,0 +1,1 @@
+"""The v1model architecture's packet path (BMv2 simple_switch semantics) over a compiled program."""

@@ -1,0 +1,320 @@
+"""The v1model packet path with BMv2 ``simple_switch`` semantics (Contract 3).
+
+``V1ModelPath.ingress`` runs parser, verifyChecksum and ingress (resubmissions loop inside) and
+returns what enters the traffic manager: the unicast packet, multicast replicas and
+ingress-to-egress clones. ``V1ModelPath.egress`` runs egress, computeChecksum and the deparser
+and returns transmissions, egress-to-egress clones to enqueue, and recirculations.
+
+The order of the decisions after each pipe, the ``instance_type`` values, what metadata clones
+keep, and ``egress_spec`` drop points follow simple_switch.cpp: after ingress come I2E clone,
+digest, resubmit, multicast, then the drop check; after egress come E2E clone, the drop check
+(``egress_spec`` starts at drop_port + 1), deparse, then recirculate or transmit.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from p4sim.backend.rt import AssertionFailed, ExitBlock
+
+log = logging.getLogger("p4sim.v1model")
+
+PKT_INSTANCE_TYPE_NORMAL = 0
+PKT_INSTANCE_TYPE_INGRESS_CLONE = 1
+PKT_INSTANCE_TYPE_EGRESS_CLONE = 2
+PKT_INSTANCE_TYPE_COALESCED = 3
+PKT_INSTANCE_TYPE_RECIRC = 4
+PKT_INSTANCE_TYPE_REPLICATION = 5
+PKT_INSTANCE_TYPE_RESUBMIT = 6
+
+MAX_RESUBMITS = 64
+
+
+@dataclass
+class QueuedPacket:
+    egress_port: int
+    priority: int
+    length: int
+    context: object        # opaque to the traffic manager
+
+
+@dataclass
+class QueueMetadata:
+    enq_timestamp: int
+    enq_qdepth: int
+    deq_qdepth: int
+    deq_timedelta: int
+    qid: int
+
+
+@dataclass
+class Transmit:
+    port: int
+    data: bytes
+
+
+@dataclass
+class Enqueue:
+    packet: QueuedPacket
+
+    @property
+    def pkt(self) -> QueuedPacket:
+        return self.packet
+
+
+@dataclass
+class RecircContext:
+    """What a recirculated packet carries back to ingress: preserved metadata."""
+
+    meta: Any
+    field_list: int
+
+
+class RecircData(bytes):
+    """Packet bytes that remember their recirculation context (so ``ingress(data, ...)`` works)."""
+
+    context: RecircContext | None = None
+
+
+@dataclass
+class Recirculate:
+    data: bytes
+    port: int                  # the original ingress port (BMv2 keeps it)
+    context: RecircContext
+
+    @property
+    def ingress_port(self) -> int:
+        return self.port
+
+
+class _Pkt:
+    """The per-packet state between ingress and egress (QueuedPacket.context)."""
+
+    __slots__ = ("h", "m", "s", "payload", "length")
+
+    def __init__(self, h: Any, m: Any, s: Any, payload: bytes, length: int) -> None:
+        self.h, self.m, self.s, self.payload, self.length = h, m, s, payload, length
+
+
+_M32 = 0xFFFFFFFF
+_M48 = (1 << 48) - 1
+_M19 = (1 << 19) - 1
+
+
+class V1ModelPath:
+    """Runs packets through one ``Pipeline`` with simple_switch semantics."""
+
+    def __init__(self, pipeline: Any, cpu_port: int | None = None, drop_port: int = 511) -> None:
+        self.pipeline = pipeline
+        self.cpu_port = cpu_port
+        self.drop_port = drop_port
+        self.drops: collections.Counter[str] = collections.Counter()
+        ns = pipeline.namespace
+        ns["_DROP_PORT"] = drop_port
+        self._parse = ns["_BLOCK_parser"]
+        self._verify = ns["_BLOCK_verify_checksum"]
+        self._ingress = ns["_BLOCK_ingress"]
+        self._egress = ns["_BLOCK_egress"]
+        self._compute = ns["_BLOCK_compute_checksum"]
+        self._deparse = ns["_BLOCK_deparser"]
+        self._new_h, self._new_m, self._new_s = ns["_NEW_H"], ns["_NEW_M"], ns["_NEW_S"]
+        self._ctx = pipeline.ctx
+        self._pre = pipeline.pre
+        probe = self._new_s()
+        self._sm_fields = {f for f in type(probe).__slots__ if not f.startswith("_")}
+        self._has_priority = "priority" in self._sm_fields
+        self._has_queueing = {"enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth"} <= self._sm_fields
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def _preserve(self, src: Any, dst: Any, field_list: int) -> None:
+        for name in self.pipeline.field_lists.get(field_list, ()):
+            setattr(dst, name, getattr(src, name))
+
+    def _run(self, block: Any, *args: Any) -> bool:
+        """Run a control block; False when an assert/assume failed (the packet is dropped)."""
+        try:
+            block(*args)
+        except ExitBlock:
+            pass
+        except AssertionFailed as err:
+            self.drops["assert"] += 1
+            log.warning("%s", err)
+            return False
+        return True
+
+    def _parse_into(self, data: bytes, port: int, itype: int, now_us: int, length: int) -> tuple[Any, Any, Any, bytes]:
+        h, m, s = self._new_h(), self._new_m(), self._new_s()
+        s.ingress_port = port
+        s.instance_type = itype
+        s.packet_length = length
+        s.ingress_global_timestamp = now_us & _M48
+        ctx = self._ctx
+        ctx.sm = s
+        ctx.length = length
+        ctx.now = now_us
+        try:
+            off = self._parse(data, h, m, s)
+        except ExitBlock:
+            off = 0
+        return h, m, s, data[off:]
+
+    # ---- ingress ---------------------------------------------------------------------------
+    def ingress(self, data: bytes, port: int, now_us: int, context: RecircContext | None = None) -> list[QueuedPacket]:
+        """Parser .. ingress for one packet arriving on ``port``; returns what enters the TM."""
+        out: list[QueuedPacket] = []
+        if context is None and isinstance(data, RecircData):
+            context = data.context
+        itype = PKT_INSTANCE_TYPE_NORMAL
+        carry, field_list = None, 0
+        if context is not None:
+            itype, carry, field_list = PKT_INSTANCE_TYPE_RECIRC, context.meta, context.field_list
+        data = bytes(data)
+        length = len(data)
+        ctx = self._ctx
+        for _ in range(MAX_RESUBMITS):
+            h, m, s, payload = self._parse_into(data, port, itype, now_us, length)
+            if carry is not None:
+                self._preserve(carry, m, field_list)
+            ctx.payload = payload
+            if not self._run(self._verify, h, m):
+                return out
+            if not self._run(self._ingress, h, m, s):
+                return out
+            clone = s._clone
+            if clone is not None:
+                s._clone = None
+                self._ingress_clone(data, port, now_us, length, m, clone, out)
+            if s._resubmit is not None:
+                carry, field_list, itype = m, s._resubmit, PKT_INSTANCE_TYPE_RESUBMIT
+                continue
+            mgid = s.mcast_grp
+            if mgid:
+                s.instance_type = PKT_INSTANCE_TYPE_REPLICATION
+                self._multicast(h, m, s, payload, length, mgid, out)
+                return out
+            spec = s.egress_spec
+            if spec == self.drop_port:
+                self.drops["ingress_drop"] += 1
+                return out
+            s.instance_type = PKT_INSTANCE_TYPE_NORMAL
+            s.egress_port = spec
+            out.append(QueuedPacket(spec, s.priority if self._has_priority else 0, length,
+                                    _Pkt(h, m, s, payload, length)))
+            return out
+        self.drops["resubmit_loop"] += 1
+        return out
+
+    def recirculate(self, rec: Recirculate, now_us: int) -> list[QueuedPacket]:
+        """Feed a ``Recirculate`` output back into ingress (keeps its preserved metadata)."""
+        return self.ingress(rec.data, rec.port, now_us, rec.context)
+
+    def _multicast(self, h: Any, m: Any, s: Any, payload: bytes, length: int, mgid: int,
+                   out: list[QueuedPacket]) -> None:
+        replicas = self._pre.replicate(mgid)
+        if not replicas:
+            self.drops["mcast_empty_group"] += 1
+        prio = s.priority if self._has_priority else 0
+        for rid, port in replicas:
+            s2 = s._copy()
+            s2.egress_rid = rid
+            s2.egress_port = port
+            out.append(QueuedPacket(port, prio, length, _Pkt(h._copy(), m._copy(), s2, payload, length)))
+
+    def _ingress_clone(self, data: bytes, port: int, now_us: int, length: int, m: Any,
+                       clone: tuple[int, int, int], out: list[QueuedPacket]) -> None:
+        _kind, session, field_list = clone
+        targets = self._pre.clone_targets(session)
+        sess = self._pre.session(session)
+        for rid, eport in targets:
+            h2, m2, s2, payload = self._parse_into(data, port, PKT_INSTANCE_TYPE_INGRESS_CLONE, now_us, length)
+            self._preserve(m, m2, field_list)
+            s2.egress_rid = rid
+            s2.egress_port = eport
+            if sess is not None and sess.truncate_length:
+                s2._trunc = sess.truncate_length
+            out.append(QueuedPacket(eport, 0, length, _Pkt(h2, m2, s2, payload, length)))
+
+    # ---- egress ----------------------------------------------------------------------------
+    def egress(self, pkt: QueuedPacket, qmeta: QueueMetadata, now_us: int) -> list[Any]:
+        """Egress .. deparser for one packet leaving the TM on ``pkt.egress_port``."""
+        st: _Pkt = pkt.context
+        h, m, s = st.h, st.m, st.s
+        port = pkt.egress_port
+        s.egress_port = port
+        s.egress_spec = self.drop_port + 1
+        s.packet_length = st.length
+        s.egress_global_timestamp = now_us & _M48
+        if self._has_queueing:
+            s.enq_timestamp = qmeta.enq_timestamp & _M32
+            s.enq_qdepth = qmeta.enq_qdepth & _M19
+            s.deq_timedelta = qmeta.deq_timedelta & _M32
+            s.deq_qdepth = qmeta.deq_qdepth & _M19
+        ctx = self._ctx
+        ctx.sm = s
+        ctx.length = st.length
+        ctx.now = now_us
+        ctx.payload = st.payload
+        outputs: list[Any] = []
+        if not self._run(self._egress, h, m, s):
+            return outputs
+        clone = s._clone
+        if clone is not None:
+            s._clone = None
+            self._egress_clone(h, m, st, clone, outputs)
+        if s.egress_spec == self.drop_port:
+            self.drops["egress_drop"] += 1
+            return outputs
+        if not self._run(self._compute, h, m):
+            return outputs
+        parts: list[bytes] = []
+        try:
+            self._deparse(parts, h)
+        except ExitBlock:
+            pass
+        parts.append(st.payload)
+        data = b"".join(parts)
+        if s._trunc:
+            data = data[:s._trunc]
+        if s._recirc is not None:
+            rec = RecircData(data)
+            rec.context = RecircContext(m, s._recirc)
+            outputs.append(Recirculate(rec, s.ingress_port, rec.context))
+            return outputs
+        outputs.append(Transmit(port, data))
+        return outputs
+
+    def _egress_clone(self, h: Any, m: Any, st: _Pkt, clone: tuple[int, int, int], outputs: list[Any]) -> None:
+        _kind, session, field_list = clone
+        sess = self._pre.session(session)
+        for rid, eport in self._pre.clone_targets(session):
+            m2, s2 = self._new_m(), self._new_s()
+            self._preserve(m, m2, field_list)
+            s2.instance_type = PKT_INSTANCE_TYPE_EGRESS_CLONE
+            s2.ingress_port = st.s.ingress_port
+            s2.egress_rid = rid
+            s2.egress_port = eport
+            if sess is not None and sess.truncate_length:
+                s2._trunc = sess.truncate_length
+            qp = QueuedPacket(eport, 0, st.length, _Pkt(h._copy(), m2, s2, st.payload, st.length))
+            outputs.append(Enqueue(qp))
+
+    # ---- convenience -----------------------------------------------------------------------
+    def process(self, data: bytes, port: int, now_us: int = 0, max_passes: int = 256) -> list[tuple[int, bytes]]:
+        """Run one packet to completion with empty queues: (port, bytes) per transmitted copy."""
+        sent: list[tuple[int, bytes]] = []
+        queue = collections.deque(self.ingress(data, port, now_us))
+        passes = 0
+        while queue and passes < max_passes:
+            passes += 1
+            qp = queue.popleft()
+            for o in self.egress(qp, QueueMetadata(now_us, 0, 0, 0, 0), now_us):
+                if isinstance(o, Transmit):
+                    sent.append((o.port, o.data))
+                elif isinstance(o, Enqueue):
+                    queue.append(o.packet)
+                else:
+                    queue.extend(self.recirculate(o, now_us))
+        return sent
