@@ -30,15 +30,22 @@ Match = tuple  # tuple of neutral field matches (see module docstring)
 _MAX_PRIORITY = (1 << 31) - 1
 
 
+def hexstr(data: bytes) -> str:
+    """0x... of a byte string for messages, shortened so hostile sizes cannot bloat a status."""
+    if len(data) > 16:
+        return f"0x{data[:16].hex()}...({len(data)} bytes)"
+    return f"0x{data.hex()}"
+
+
 def decode_int(data: bytes, bitwidth: int, what: str) -> int:
     """The int a canonical byte string carries; INVALID_ARGUMENT if empty, padded or too wide."""
     if not data:
         raise invalid(f"{what}: empty byte string")
     if len(data) > 1 and data[0] == 0:
-        raise invalid(f"{what}: byte string 0x{data.hex()} is not canonical (leading zero byte)")
+        raise invalid(f"{what}: byte string {hexstr(data)} is not canonical (leading zero byte)")
     value = int.from_bytes(data, "big")
     if bitwidth and value >> bitwidth:
-        raise invalid(f"{what}: value 0x{data.hex()} does not fit in {bitwidth} bits")
+        raise invalid(f"{what}: value {hexstr(data)} does not fit in {bitwidth} bits")
     return value
 
 
@@ -65,7 +72,7 @@ def _decode_field(key: KeyInfo, fm: p4runtime_pb2.FieldMatch, table: str) -> tup
             raise invalid(f"{what}: prefix length {plen} out of range 1..{width}")
         value = decode_int(fm.lpm.value, width, what)
         if value & ((1 << (width - plen)) - 1):
-            raise invalid(f"{what}: LPM value 0x{fm.lpm.value.hex()} has bits set beyond /{plen}")
+            raise invalid(f"{what}: LPM value {hexstr(fm.lpm.value)} has bits set beyond /{plen}")
         return ("lpm", value, plen)
     if kind == "ternary":
         value = decode_int(fm.ternary.value, width, what)
@@ -73,8 +80,8 @@ def _decode_field(key: KeyInfo, fm: p4runtime_pb2.FieldMatch, table: str) -> tup
         if mask == 0:
             raise invalid(f"{what}: a ternary mask of 0 is a don't-care and must be omitted")
         if value & ~mask:
-            raise invalid(f"{what}: ternary value 0x{fm.ternary.value.hex()} has bits outside "
-                          f"mask 0x{fm.ternary.mask.hex()}")
+            raise invalid(f"{what}: ternary value {hexstr(fm.ternary.value)} has bits outside "
+                          f"mask {hexstr(fm.ternary.mask)}")
         return ("ternary", value, mask)
     if kind == "range":
         low = decode_int(fm.range.low, width, what + " low")

@@ -24,6 +24,9 @@ __all__ = [
     "batch_status",
 ]
 
+MAX_MESSAGE = 500   # characters; statuses travel in HTTP/2 headers, which have a size limit
+MAX_DETAILS_BYTES = 11_000   # binary trailer, base64-encoded on the wire: stays under 16 KiB
+
 # Runtime (Contract 1-3) exception class names -> the code the spec gives that situation.
 _RUNTIME_ERROR_CODES = {
     "EntryExists": grpc.StatusCode.ALREADY_EXISTS,
@@ -39,7 +42,7 @@ class P4RuntimeError(UserError):
 
     def __init__(self, code: grpc.StatusCode, message: str) -> None:
         self.code = code
-        self.message = message
+        self.message = message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "..."
         super().__init__(message)
 
     def __str__(self) -> str:
@@ -72,20 +75,29 @@ def grpc_code_number(code: grpc.StatusCode) -> int:
 
 
 def batch_status(errors: list[P4RuntimeError | None]) -> status_pb2.Status:
-    """google.rpc.Status for a failed Write batch: UNKNOWN, one p4.v1.Error per update (OK ones too)."""
-    failed = [e for e in errors if e is not None]
-    status = status_pb2.Status(
-        code=grpc_code_number(grpc.StatusCode.UNKNOWN),
-        message=f"{len(failed)} of {len(errors)} updates failed; first: {failed[0]}" if failed else "",
-    )
-    for err in errors:
-        p4_error = p4runtime_pb2.Error()
-        if err is None:
-            p4_error.canonical_code = grpc_code_number(grpc.StatusCode.OK)
-        else:
-            p4_error.canonical_code = grpc_code_number(err.code)
-            p4_error.message = err.message
-        detail = any_pb2.Any()
-        detail.Pack(p4_error)
-        status.details.append(detail)
-    return status
+    """google.rpc.Status for a failed Write batch: UNKNOWN, one p4.v1.Error per update (OK ones too).
+
+    The status travels in the ``grpc-status-details-bin`` trailer, and gRPC clients refuse
+    trailers over 16 KiB by default. Messages are shortened until it fits; a batch too large
+    for even bare codes gets no details and says so (and where the first failure is).
+    """
+    failed = [(i, e) for i, e in enumerate(errors) if e is not None]
+    first = f"first at index {failed[0][0]}: {failed[0][1]}" if failed else ""
+    summary = f"{len(failed)} of {len(errors)} updates failed; {first}"
+    for limit in (MAX_MESSAGE, 60, 0):
+        status = status_pb2.Status(code=grpc_code_number(grpc.StatusCode.UNKNOWN), message=summary)
+        for err in errors:
+            p4_error = p4runtime_pb2.Error()
+            if err is None:
+                p4_error.canonical_code = grpc_code_number(grpc.StatusCode.OK)
+            else:
+                p4_error.canonical_code = grpc_code_number(err.code)
+                p4_error.message = err.message[:limit]
+            detail = any_pb2.Any()
+            detail.Pack(p4_error)
+            status.details.append(detail)
+        if status.ByteSize() <= MAX_DETAILS_BYTES:
+            return status
+    return status_pb2.Status(code=grpc_code_number(grpc.StatusCode.UNKNOWN),
+                             message=f"{summary} (per-update details omitted: {len(errors)} updates "
+                                     f"exceed the gRPC trailer size limit; send smaller batches)")

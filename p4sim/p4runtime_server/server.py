@@ -104,7 +104,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         if program is not None:   # started with a program on the command line
             self.session = PipelineSession(program.p4info, program.device_config(), None, program)
         self.digests = DigestEngine(lambda: self.session, self._send_to_primaries)
-        device.set_packet_in_handler(self._on_packet_in)
+        device.set_packet_in_handler(self.on_packet_in)
         device.set_digest_handler(self.digests.on_digest)
 
     def close(self) -> None:
@@ -220,7 +220,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         for c in self.arbitrator.primaries():
             c.send(msg)
 
-    def _on_packet_in(self, data: bytes) -> None:
+    def on_packet_in(self, data: bytes) -> None:
+        """Deliver a frame that egressed on the CPU port to the primary controllers."""
         session = self.session
         fields = session.index.packet_in if session is not None else None
         msg = p4runtime_pb2.StreamMessageResponse()
