@@ -1,0 +1,151 @@
+"""Packet tests of dlcp.p4 on p4sim's v1model path (Contract 3), packets built with scapy.
+
+What the STF files cannot show: the queue a packet is handed to the traffic manager with
+(standard_metadata.priority on the QueuedPacket), the member a sprayed packet takes, and
+many-packet statistics (chi-square uniformity of spraying).
+"""
+
+from __future__ import annotations
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from tests.dataplane.packets import dlcp_packet, host_ip, tcp_packet, udp_packet
+from tests.dataplane.tables import DlcpTables
+
+# Chi-square critical value, 3 degrees of freedom (4 members), significance 0.001.
+CHI2_3DOF_P001 = 16.266
+
+
+def ip_int(addr: str) -> int:
+    a, b, c, d = (int(x) for x in addr.split("."))
+    return (a << 24) | (b << 16) | (c << 8) | d
+
+
+@pytest.fixture
+def switch(dlcp_program):
+    """(path, tables): a fresh pipeline with routes 10.0.<p>.0/24 -> port p for p = 2..6."""
+    from p4sim.v1model.pipeline import V1ModelPath
+
+    pipeline = dlcp_program.instantiate()
+    tables = DlcpTables(pipeline)
+    for port in range(2, 7):
+        tables.nexthop(port, port)
+        tables.route(ip_int(host_ip(port)) & 0xFFFFFF00, 24, port)
+    return V1ModelPath(pipeline), tables
+
+
+def queued(path, data: bytes, port: int = 1):
+    return path.ingress(data, port, 0)
+
+
+def test_priority_table_puts_each_tag_in_the_queue_it_names(switch) -> None:
+    path, tables = switch
+    # One rule per layer class, queue = layer class; control messages to 7 above them.
+    tables.priority_rule(7, 100, is_dlcp=(1, 1), msg_type=(4, 0xF))
+    for layer in range(8):
+        tables.priority_rule(layer, 10, is_dlcp=(1, 1), layer_class=(layer, 7))
+    for layer in range(8):
+        out = queued(path, dlcp_packet(layer_class=layer, mag_class=3))
+        assert [(q.egress_port, q.priority) for q in out] == [(2, layer)]
+    out = queued(path, dlcp_packet(msg_type=4, layer_class=0, payload=b"x"))
+    assert [q.priority for q in out] == [7]
+    # non-DLCP traffic: table default, queue 0
+    assert [q.priority for q in queued(path, udp_packet())] == [0]
+    assert [q.priority for q in queued(path, tcp_packet())] == [0]
+
+
+def test_mag_class_and_flags_keys_select_queues(switch) -> None:
+    path, tables = switch
+    tables.priority_rule(5, 50, is_dlcp=(1, 1), flags=(0x10, 0x10))          # PULL
+    tables.priority_rule(3, 20, is_dlcp=(1, 1), mag_class=(12, 0xC))         # mag 12..15
+    tables.priority_rule(1, 10, is_dlcp=(1, 1))
+    assert [q.priority for q in queued(path, dlcp_packet(mag_class=13, flags=0x10))] == [5]
+    assert [q.priority for q in queued(path, dlcp_packet(mag_class=13))] == [3]
+    assert [q.priority for q in queued(path, dlcp_packet(mag_class=11))] == [1]
+
+
+def test_critical_packets_are_never_selectively_dropped(switch) -> None:
+    path, tables = switch
+    tables.priority_rule(4, 10, is_dlcp=(1, 1))
+    for mag in range(16):
+        tables.thresholds(4, mag, 0, 0)                   # drop at any depth above 0
+    registers = tables.pipeline.registers["queue_depth_reg"]
+    for mag in range(16):
+        registers.write(2 * 8 + 4, 1000)
+        assert queued(path, dlcp_packet(mag_class=mag, seq=mag)) == []            # dropped
+        registers.write(2 * 8 + 4, 1000)
+        for flags in (0x80, 0x80 | 0x20, 0x80 | 0x10 | 0x40):
+            out = queued(path, dlcp_packet(mag_class=mag, flags=flags, seq=mag))
+            assert [(q.egress_port, q.priority) for q in out] == [(2, 4)], (mag, flags)
+    counters = tables.pipeline.counters["DlcpIngress.selective_drops"]
+    assert sum(counters.cells[4 * 16 + mag][0] for mag in range(16)) == 16
+
+
+def members_hit(path, packets: list[bytes]) -> dict[int, int]:
+    hits: dict[int, int] = {}
+    for data in packets:
+        out = queued(path, data)
+        assert len(out) == 1
+        hits[out[0].egress_port] = hits.get(out[0].egress_port, 0) + 1
+    return hits
+
+
+def chi_square(counts: list[int]) -> float:
+    expected = sum(counts) / len(counts)
+    return sum((c - expected) ** 2 / expected for c in counts)
+
+
+def test_dlcp_data_is_sprayed_over_all_members_tcp_stays_on_one(switch) -> None:
+    path, tables = switch
+    tables.group(1, [3, 4, 5, 6], spray=True)
+    tables.route_group(ip_int("10.0.9.0"), 24, 1)
+    n = 800
+    sprayed = members_hit(path, [dlcp_packet(dst_port=9, seq=i, offset=i * 256, count=4)
+                                 for i in range(n)])
+    assert set(sprayed) == {3, 4, 5, 6}
+    stat = chi_square([sprayed[p] for p in (3, 4, 5, 6)])
+    assert stat < CHI2_3DOF_P001, (sprayed, stat)
+    tcp = members_hit(path, [tcp_packet(dst_port=9, seq=1000 + i * 1460) for i in range(200)])
+    assert len(tcp) == 1
+    # DLCP control messages are not sprayed either: per flow
+    ctl = members_hit(path, [dlcp_packet(dst_port=9, msg_type=4, seq=i, payload=b"c") for i in range(50)])
+    assert len(ctl) == 1
+    members = list(tables.pipeline.tables["DlcpIngress.ecmp_members"])
+    assert sum(e.packets for e in members) == n + 200 + 50     # direct counter ecmp_member_packets
+    assert all(e.packets > 0 for e in members)
+
+
+def test_group_without_spray_keeps_dlcp_per_flow(switch) -> None:
+    path, tables = switch
+    tables.group(1, [3, 4, 5, 6], spray=False)
+    tables.route_group(ip_int("10.0.9.0"), 24, 1)
+    hits = members_hit(path, [dlcp_packet(dst_port=9, seq=i, offset=i) for i in range(100)])
+    assert len(hits) == 1
+
+
+def test_group_membership_changes_apply_to_the_next_packet(switch) -> None:
+    path, tables = switch
+    tables.group(1, [3, 4, 5, 6], spray=True)
+    tables.route_group(ip_int("10.0.9.0"), 24, 1)
+    assert set(members_hit(path, [dlcp_packet(dst_port=9, seq=i) for i in range(200)])) == {3, 4, 5, 6}
+    tables.group(1, [5, 6], spray=True)
+    assert set(members_hit(path, [dlcp_packet(dst_port=9, seq=i) for i in range(200)])) == {5, 6}
+    tables.group(1, [4], spray=True)
+    assert set(members_hit(path, [dlcp_packet(dst_port=9, seq=i) for i in range(20)])) == {4}
+
+
+def test_routed_packet_bytes_through_egress(switch) -> None:
+    path, tables = switch
+    tables.priority_rule(6, 10, is_dlcp=(1, 1))
+    sent = path.process(dlcp_packet(layer_class=7, ttl=9, ecn=1), 1)
+    assert len(sent) == 1
+    port, data = sent[0]
+    pkt = Ether(data)
+    assert port == 2
+    assert pkt[IP].ttl == 8 and pkt[IP].tos == (48 << 2) | 1
+    clean = IP(bytes(pkt[IP]))
+    del clean.chksum
+    assert pkt[IP].chksum == IP(bytes(clean)).chksum
+    assert pkt[UDP].dport == 9290
