@@ -1,0 +1,1 @@
+"""Model profiles (per-layer parameter tensors and gradient scales) shipped as JSON data files."""

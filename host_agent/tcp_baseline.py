@@ -1,0 +1,119 @@
+"""Plain-TCP parameter server: the second baseline (kernel reliability, no tags, no loss).
+
+Same interface as collectives.PSServer/PSWorker (``step`` returns CommStats), so every experiment
+can run the identical workload over TCP. Framing per tensor: ``!HHI`` (tensor id, worker id,
+payload bytes) then the raw float32 bytes; parameters come back the same way.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from host_agent.collectives import CommStats
+from host_agent.errors import TransportError
+
+FRAME = struct.Struct("!HHI")
+
+
+def _recv_exact(sock: socket.socket, buf: memoryview) -> None:
+    got = 0
+    while got < len(buf):
+        n = sock.recv_into(buf[got:])
+        if n == 0:
+            raise TransportError("TCP peer closed the connection")
+        got += n
+
+
+def _send_tensor(sock: socket.socket, tid: int, wid: int, arr: np.ndarray) -> int:
+    data = np.ascontiguousarray(arr, np.float32)
+    sock.sendall(FRAME.pack(tid, wid, data.nbytes))
+    sock.sendall(memoryview(data).cast("B"))
+    return FRAME.size + data.nbytes
+
+
+def _recv_tensor(sock: socket.socket, out: np.ndarray) -> tuple[int, int]:
+    head = bytearray(FRAME.size)
+    _recv_exact(sock, memoryview(head))
+    tid, wid, nbytes = FRAME.unpack(head)
+    if nbytes != out.nbytes:
+        raise TransportError(f"TCP frame of {nbytes} bytes for a tensor of {out.nbytes}")
+    _recv_exact(sock, memoryview(out.reshape(-1)).cast("B"))
+    return tid, wid
+
+
+class TcpPSServer:
+    """Accepts ``n_workers`` connections on ``bind``; ``step`` sums, updates, sends parameters."""
+
+    def __init__(self, bind: tuple[str, int], shapes: Sequence[tuple[int, ...]], n_workers: int,
+                 update: Callable[[int, np.ndarray], np.ndarray] | None = None) -> None:
+        self.shapes, self.n_workers = list(shapes), n_workers
+        self.update = update or (lambda tid, s: s)
+        self.listener = socket.create_server(bind)
+        self.conns: list[socket.socket] = []
+        self.last_sum: list[np.ndarray] = []
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.listener.getsockname()
+
+    def accept_all(self, timeout: float = 30.0) -> None:
+        self.listener.settimeout(timeout)
+        while len(self.conns) < self.n_workers:
+            conn, _ = self.listener.accept()
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.conns.append(conn)
+
+    def step(self, iteration: int) -> CommStats:
+        if len(self.conns) < self.n_workers:
+            self.accept_all()
+        t0 = time.perf_counter()
+        stats = CommStats()
+        sums = [np.zeros(s, np.float32) for s in self.shapes]
+        buf = [np.empty(s, np.float32) for s in self.shapes]
+        for conn in self.conns:
+            for _ in self.shapes:
+                probe = bytearray(FRAME.size)
+                _recv_exact(conn, memoryview(probe))
+                tid, _wid, nbytes = FRAME.unpack(probe)
+                if tid >= len(self.shapes) or nbytes != buf[tid].nbytes:
+                    raise TransportError(f"TCP frame for unknown tensor {tid} ({nbytes} bytes)")
+                _recv_exact(conn, memoryview(buf[tid].reshape(-1)).cast("B"))
+                sums[tid] += buf[tid]
+        self.last_sum = sums
+        params = [self.update(tid, s) for tid, s in enumerate(sums)]
+        for conn in self.conns:
+            for tid, p in enumerate(params):
+                stats.bytes_sent += _send_tensor(conn, tid, 0xFFFF, p)
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+    def close(self) -> None:
+        for c in self.conns:
+            c.close()
+        self.listener.close()
+
+
+class TcpPSWorker:
+    def __init__(self, server: tuple[str, int], worker_id: int, params: Sequence[np.ndarray],
+                 timeout: float = 60.0) -> None:
+        self.sock = socket.create_connection(server, timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.worker_id, self.params = worker_id, list(params)
+
+    def step(self, iteration: int, grads: Sequence[np.ndarray]) -> CommStats:
+        t0 = time.perf_counter()
+        stats = CommStats()
+        for tid, g in enumerate(grads):
+            stats.bytes_sent += _send_tensor(self.sock, tid, self.worker_id, g)
+        for p in self.params:
+            _recv_tensor(self.sock, p)
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+    def close(self) -> None:
+        self.sock.close()
