@@ -194,7 +194,7 @@ def main() -> int:
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     from tests.switch.programs import missing_parts
 
-    why = missing_parts()
+    why = missing_parts(PROGRAM)
     if why:
         print(f"bench_switch_forwarding: skipped ({why})")
         return 0

@@ -67,6 +67,7 @@ class SwitchDevice:
         self._packet_in_handler: Callable[[bytes], None] | None = None
         self._digest_handler: Callable[[str, tuple[int, ...]], None] | None = None
         self._injected: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._recirc: collections.deque = collections.deque()    # Recirculate outputs
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._epoll = select.epoll()
         self._epoll.register(self._wake_fd, select.EPOLLIN)
@@ -91,6 +92,7 @@ class SwitchDevice:
             self._v1 = v1
             self.program, self.pipeline, self.path = program, pipeline, path
             self.tm.clear()
+            self._recirc.clear()
         self.log.info("loaded program %s", getattr(program, "name", "?"))
 
     def _on_digest(self, name: str, values: tuple[int, ...]) -> None:
@@ -243,7 +245,7 @@ class SwitchDevice:
         injected = self._injected
         while injected:
             rx.append(injected.popleft())
-        if not rx and not tm.size:
+        if not rx and not tm.size and not self._recirc:
             return
         self._process(rx)
 
@@ -262,6 +264,7 @@ class SwitchDevice:
             tm = self.tm
             if path is None:
                 counters["drop_no_pipeline"] += len(rx)
+                self._recirc.clear()
             else:
                 ingress = path.ingress
                 # egress runs after every ingress packet, as BMv2's concurrent egress threads
@@ -271,6 +274,12 @@ class SwitchDevice:
                         self._enqueue(qp, now_ns)
                     if tm.size:
                         self._egress(path, now_ns, now_us, tx)
+                if tm.size:
+                    self._egress(path, now_ns, now_us, tx)
+                recirc = self._recirc
+                while recirc:
+                    for qp in path.recirculate(recirc.popleft(), now_us):
+                        self._enqueue(qp, now_ns)
                 if tm.size:
                     self._egress(path, now_ns, now_us, tx)
         if tx:
@@ -307,10 +316,8 @@ class SwitchDevice:
                         self.log.error("unknown egress output %r", out)
 
     def _recirculate(self, out) -> None:
-        port = getattr(out, "port", None)
-        if port is None:
-            port = getattr(out, "ingress_port", 0)
-        self._injected.append((port, out.data))
+        """Feed a recirculated packet back into ingress on the next turn (BMv2's recirc queue)."""
+        self._recirc.append(out)
         os.eventfd_write(self._wake_fd, 1)
 
     def _transmit(self, tx: list[tuple[int, bytes]]) -> None:

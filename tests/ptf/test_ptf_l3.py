@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.switch.netns import have_netns, sh
-from tests.switch.programs import missing_parts
+from tests.switch.programs import needs_program
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUITE = os.path.join(HERE, "l3")
@@ -22,7 +22,7 @@ TESTS = ["ForwardTest", "LongestPrefixTest", "PayloadSizesTest", "DropNoRouteTes
          "DropBadChecksumTest", "DropNonIpTest"]
 
 pytestmark = [
-    pytest.mark.skipif(missing_parts() is not None, reason=str(missing_parts())),
+    needs_program(PROGRAM),
     pytest.mark.skipif(PTF is None, reason="the ptf runner is not installed"),
     pytest.mark.slow,
 ]
