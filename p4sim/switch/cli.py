@@ -62,6 +62,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("switch", help="run a p4sim switch (simple_switch_grpc's flags)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("program", nargs="?", help="compiled program (OUT/<name>.p4sim.json) or a .p4 source")
+    p.add_argument("target_options", nargs="*", metavar="-- TARGET_OPTION",
+                   help="simple_switch_grpc's target options after '--' (--grpc-server-addr, --cpu-port, "
+                        "--priority-queues, --drop-port) are accepted there too")
     p.add_argument("--no-p4", action="store_true", help="start without a program; wait for one over P4Runtime")
     p.add_argument("--device-id", type=_int_arg(0), default=0, help="P4Runtime device id (default 0)")
     p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
@@ -130,8 +133,39 @@ def load_program_file(path: str, include_dirs: list[str]):
         return CompiledProgram.from_device_config(f.read())
 
 
+def _target_parser() -> argparse.ArgumentParser:
+    t = argparse.ArgumentParser(prog="p4sim switch ... --", add_help=False, exit_on_error=False)
+    t.add_argument("--grpc-server-addr")
+    t.add_argument("--cpu-port", type=_int_arg(0, 510))
+    t.add_argument("--priority-queues", type=_int_arg(1, 32))
+    t.add_argument("--drop-port", type=_int_arg(0, 511))
+    return t
+
+
+def merge_target_options(args: argparse.Namespace) -> None:
+    """``p4sim switch prog.json -- --cpu-port 255`` as simple_switch_grpc takes it."""
+    extra = list(args.target_options or [])
+    if args.program and args.program.startswith("-"):     # everything came after '--'
+        extra.insert(0, args.program)
+        args.program = None
+    if not args.program and extra and not extra[0].startswith("-"):
+        args.program = extra.pop(0)
+    if not extra:
+        return
+    try:
+        parsed, unknown = _target_parser().parse_known_args(extra)
+    except argparse.ArgumentError as err:
+        raise UserError(f"target option: {err}") from None
+    if unknown:
+        raise UserError(f"unknown target option(s) after '--': {' '.join(unknown)}")
+    for key, value in vars(parsed).items():
+        if value is not None:
+            setattr(args, key, value)
+
+
 def build_switch(args: argparse.Namespace):
     """Device, control server and P4Runtime server from parsed flags; nothing left open on error."""
+    merge_target_options(args)
     if args.program and args.no_p4:
         raise UserError("give either a PROGRAM or --no-p4, not both")
     if not args.program and not args.no_p4:
@@ -140,7 +174,7 @@ def build_switch(args: argparse.Namespace):
     program = load_program_file(args.program, args.include_dir) if args.program else None
     device = SwitchDevice(device_id=args.device_id, cpu_port=args.cpu_port,
                           priority_queues=args.priority_queues, queue_depth=args.queue_depth,
-                          name=args.name, pcap_dir=args.pcap)
+                          name=args.name, pcap_dir=args.pcap, drop_port=getattr(args, "drop_port", None) or 511)
     ctl = grpc = None
     try:
         device.tm.set_queue_rate(args.queue_rate)

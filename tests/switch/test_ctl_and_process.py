@@ -144,3 +144,17 @@ def test_ctl_port_in_use_is_a_user_error():
         busy.close()
 
 
+
+
+def test_simple_switch_target_options_after_double_dash():
+    proc, line = start_switch("--no-p4", "--", "--priority-queues", "4", "--cpu-port", "64")
+    try:
+        addr = line.split("ctl=")[1].split()[0]
+        with CtlClient(addr) as c:
+            assert c.show_queues()["priority_queues"] == 4
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    r = subprocess.run([PY, "-m", "p4sim.cli", "switch", "--no-p4", "--no-grpc", "--", "--bogus", "1"],
+                       capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stderr.strip()) == (1, "p4sim: unknown target option(s) after '--': --bogus 1")
