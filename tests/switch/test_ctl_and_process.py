@@ -158,3 +158,26 @@ def test_simple_switch_target_options_after_double_dash():
     r = subprocess.run([PY, "-m", "p4sim.cli", "switch", "--no-p4", "--no-grpc", "--", "--bogus", "1"],
                        capture_output=True, text=True, timeout=30)
     assert (r.returncode, r.stderr.strip()) == (1, "p4sim: unknown target option(s) after '--': --bogus 1")
+
+
+def test_switch_process_serves_p4runtime():
+    grpc = pytest.importorskip("grpc")
+    server_mod = pytest.importorskip("p4sim.p4runtime_server", reason="P4Runtime server not built yet")
+    assert server_mod.P4RuntimeServer
+    from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+    proc = subprocess.Popen([PY, "-m", "p4sim.cli", "switch", "--no-p4", "--ctl-addr", "127.0.0.1:0",
+                             "--grpc-server-addr", "127.0.0.1:0", "--device-id", "5"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "ready" in line, proc.stderr.read()
+        addr = line.split("grpc=")[1].split()[0]
+        assert addr.startswith("127.0.0.1:") and not addr.endswith(":0")
+        with grpc.insecure_channel(addr) as channel:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+            caps = stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=10)
+            assert caps.p4runtime_api_version.startswith("1.")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
