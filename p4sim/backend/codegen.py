@@ -30,7 +30,7 @@ from p4sim.backend.rt import (ParserReject as _ParserReject, ExitBlock as _ExitB
     AssertionFailed as _AssertionFailed, HeaderStack as _HeaderStack, stack_at as _stack_at,
     stack_last as _stack_last, push_front as _push_front, pop_front as _pop_front,
     lookahead_bits as _lookahead, format_log as _format_log, ONCE as _ONCE,
-    extract_generic as _extract_generic, emit_generic as _emit_generic)
+    extract_generic as _extract_generic, emit_generic as _emit_generic, csum16_int as _csum16_int)
 from p4sim.runtime.hashes import v1model_hash as _v1model_hash, compute as _hash_compute, pack_fields as _pack_fields
 from p4sim.runtime.checksums import verify_checksum as _verify_checksum, compute_checksum as _compute_checksum
 _new = object.__new__
@@ -77,9 +77,12 @@ def key_source(e: ast.Expression) -> str:
         return f"{key_source(e.target)}.{e.method}()"
     if isinstance(e, ast.Cast):
         return key_source(e.expr)
-    if isinstance(e, ast.Binary):
-        return f"{key_source(e.left)} {e.op} {key_source(e.right)}"
-    return type(e).__name__
+    if isinstance(e, ast.Binary) and e.op == "&":    # p4c: `bits & 0x3` is named after `bits`
+        if isinstance(e.right, ast.IntLiteral):
+            return key_source(e.left)
+        if isinstance(e.left, ast.IntLiteral):
+            return key_source(e.right)
+    raise P4CompileError(e.loc, "complex key expression requires a @name annotation")
 
 
 class BlockGen(ExternGen, StmtGen):

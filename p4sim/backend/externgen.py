@@ -59,6 +59,18 @@ class ExternGen:
             return out
         return [(self.as_int(e), width_of(t))]
 
+    def csum16_inline(self, e: ast.Expression) -> str:
+        """csum16 of a field list as one big int folded in 16-bit words (no bytes built)."""
+        fields = self.flatten(e)
+        total = sum(w for _, w in fields)
+        padded = (total + 15) // 16 * 16     # pack_fields pads to bytes, csum16 to 16-bit words
+        parts = []
+        shift = padded
+        for code, w in fields:
+            shift -= w
+            parts.append(code if shift == 0 else f"({code} << {shift})")
+        return f"_csum16_int({' | '.join(parts) or '0'})"
+
     def fields_code(self, e: ast.Expression) -> str:
         return "[" + ", ".join(f"({c}, {w})" for c, w in self.flatten(e)) + "]"
 
@@ -111,7 +123,10 @@ class ExternGen:
             payload = "_CTX.payload" if name.endswith("payload") else "b''"
             ck_w = width_of(a[2].type)
             with self.w.block(f"if {self.ex(a[0])}:"):
-                self.out_assign(a[2], f"_compute_checksum({algo!r}, {self.fields_code(a[1])}, {payload}, {ck_w})")
+                if algo == "csum16" and not name.endswith("payload"):
+                    self.out_assign(a[2], self.csum16_inline(a[1]))
+                else:
+                    self.out_assign(a[2], f"_compute_checksum({algo!r}, {self.fields_code(a[1])}, {payload}, {ck_w})")
             return None
         if name in ("clone", "clone_preserving_field_list", "clone3"):
             kind = enum_member(a[0])

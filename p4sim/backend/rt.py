@@ -199,3 +199,15 @@ def emit_generic(h: Any, layout: tuple) -> bytes:
         acc = (acc << w) | (int(getattr(h, name)) & ((1 << w) - 1))
         total += w
     return acc.to_bytes(total >> 3, "big")
+
+
+def csum16_int(value: int) -> int:
+    """The ones' complement checksum (v1model ``csum16``) of a bit string held as an int whose
+    width is a multiple of 16; equal to ``hashes.csum16`` over the same bytes."""
+    s = 0
+    while value:
+        s += value & 0xFFFF
+        value >>= 16
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF

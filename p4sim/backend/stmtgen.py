@@ -294,8 +294,6 @@ class StmtGen(ExprGen):
                     writebacks.append((arg, name))
             else:
                 self.w.line(f"{name} = {self.value(arg)}")
-            if p.direction == "" and arg is not None:
-                data_i += 0
             self.env.bind(p, name)
         try:
             if contains_return(decl.body):

@@ -171,7 +171,8 @@ class V1ModelPath:
         carry, field_list = None, 0
         if context is not None:
             itype, carry, field_list = PKT_INSTANCE_TYPE_RECIRC, context.meta, context.field_list
-        data = bytes(data)
+        if type(data) is not bytes:
+            data = bytes(data)
         length = len(data)
         ctx = self._ctx
         for _ in range(MAX_RESUBMITS):
