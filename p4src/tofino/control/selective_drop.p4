@@ -83,19 +83,21 @@ control SelectiveDrop(inout dlcp_tna_headers_t hdr,
             drop_thresholds.apply();
         }
 #if __TARGET_TOFINO__ == 2
-        if (meta.has_thresholds == 1 && ghost_queue_base.apply().hit) {
-            meta.observed_depth = (qdepth_t)read_depth.execute(ghost_qid);
-            if (meta.msg_type == DLCP_MSG_DATA
-                    && (meta.flags & DLCP_FLAG_CRITICAL) == 0
-                    && meta.observed_depth > meta.drop_depth) {
-                meta.drop = 1;
-                ig_dprsr_md.drop_ctl = 1;
-                selective_drops.count(meta.queue ++ meta.mag_class);
-            } else if ((meta.flags & DLCP_FLAG_ECN_CAPABLE) != 0
-                    && hdr.ipv4.ecn != ECN_NOT_ECT
-                    && meta.observed_depth > meta.ecn_depth) {
-                hdr.ipv4.ecn = ECN_CE;
-                ecn_marks.count(meta.queue ++ meta.mag_class);
+        if (meta.has_thresholds == 1) {
+            if (ghost_queue_base.apply().hit) {
+                meta.observed_depth = (qdepth_t)read_depth.execute(ghost_qid);
+                if (meta.msg_type == DLCP_MSG_DATA
+                        && (meta.flags & DLCP_FLAG_CRITICAL) == 0
+                        && meta.observed_depth > meta.drop_depth) {
+                    meta.drop = 1;
+                    ig_dprsr_md.drop_ctl = 1;
+                    selective_drops.count(meta.queue ++ meta.mag_class);
+                } else if ((meta.flags & DLCP_FLAG_ECN_CAPABLE) != 0
+                        && hdr.ipv4.ecn != ECN_NOT_ECT
+                        && meta.observed_depth > meta.ecn_depth) {
+                    hdr.ipv4.ecn = ECN_CE;
+                    ecn_marks.count(meta.queue ++ meta.mag_class);
+                }
             }
         }
 #endif
