@@ -19,6 +19,7 @@ to a whole number of bytes. ``HashAlgorithm.random`` is not a BMv2 hash and is r
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -94,9 +95,30 @@ def _crc_table(width: int, polynomial: int) -> tuple[int, ...]:
     return tuple(table)
 
 
+@lru_cache(maxsize=16)
+def _crc_table_reflected(width: int, polynomial: int) -> tuple[int, ...]:
+    rpoly = _reflect(polynomial, width)
+    table = []
+    for dividend in range(256):
+        rem = dividend
+        for _ in range(8):
+            rem = (rem >> 1) ^ rpoly if rem & 1 else rem >> 1
+        table.append(rem)
+    return tuple(table)
+
+
 def crc(config: CrcConfig, data: bytes) -> int:
-    """Table-driven CRC exactly as BMv2's ``crc_custom`` computes it."""
+    """Table-driven CRC giving exactly what BMv2's ``crc_custom`` computes."""
+    if config == CRC32_DEFAULT:
+        return zlib.crc32(data)
     width = config.width
+    if config.data_reflected and config.remainder_reflected:
+        # the reflected (LSB-first) form of the same CRC: one table lookup per byte, no reflects
+        table = _crc_table_reflected(width, config.polynomial)
+        rem = _reflect(config.initial_remainder, width)
+        for byte in data:
+            rem = (rem >> 8) ^ table[(rem ^ byte) & 0xFF]
+        return rem ^ config.final_xor_value
     mask = (1 << width) - 1
     shift = width - 8
     table = _crc_table(width, config.polynomial)

@@ -136,6 +136,13 @@ class Table:
             self._mode = _MODE_SCAN
         self.needs_priority = self._mode == _MODE_SCAN
         self._full = tuple((1 << k.bitwidth) - 1 for k in keys)
+        # bit offset of each key field when the whole key is packed into one int (scan mode)
+        self._shifts = []
+        off = 0
+        for k in reversed(keys):
+            self._shifts.append(off)
+            off += k.bitwidth
+        self._shifts.reverse()
         self._seq = itertools.count()
         self._clear_structures()
 
@@ -146,7 +153,7 @@ class Table:
         self._exact: dict[tuple, TableEntry] = {}
         self._by_len: dict[int, dict[tuple, TableEntry]] = {}
         self._lens: list[int] = []
-        # scan: list of (sort key, masks, values, ranges, entry)
+        # scan: list of (sort key, packed mask, packed value, ranges, entry)
         self._scan: list[tuple] = []
         self._memo: dict[tuple, TableEntry | None] = {}
 
@@ -326,7 +333,11 @@ class Table:
         else:
             seq = next(self._seq)
             masks, values, ranges = self._compile(norm)
-            self._scan.append(((-entry.priority, seq), masks, values, ranges, entry))
+            pm = pv = 0
+            for sh, m, v in zip(self._shifts, masks, values, strict=True):
+                pm |= m << sh
+                pv |= v << sh
+            self._scan.append(((-entry.priority, seq), pm, pv, ranges, entry))
             self._scan.sort(key=lambda row: row[0])
             self._memo.clear()
 
@@ -392,17 +403,22 @@ class Table:
         if key in memo:
             return memo[key]
         found = None
-        for _, masks, values, ranges, entry in self._scan:
-            for k, m, v in zip(key, masks, values, strict=False):
-                if k & m != v:
-                    break
-            else:
+        packed = 0
+        for sh, k in zip(self._shifts, key, strict=True):
+            packed |= k << sh
+        for _, pm, pv, ranges, entry in self._scan:
+            if packed & pm != pv:
+                continue
+            if ranges:
                 for i, lo, hi in ranges:
                     if not lo <= key[i] <= hi:
                         break
                 else:
                     found = entry
                     break
+            else:
+                found = entry
+                break
         if len(memo) >= _MEMO_LIMIT:
             memo.clear()
         memo[key] = found

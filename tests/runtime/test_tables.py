@@ -198,3 +198,57 @@ def test_100k_exact_entries_memory_under_100mb():
     assert len(t) == 100_000
     assert t.lookup((99_999,)).action.args == (99_999 & 0x1FF,)
     assert peak < 100 * 1024 * 1024
+
+
+def _reference_lookup(entries, keys, key):
+    """Brute force: every entry checked field by field; highest priority, then first inserted."""
+    best = None
+    for e in entries:
+        ok = True
+        for kf, m, k in zip(keys, e.match, key, strict=True):
+            full = (1 << kf.bitwidth) - 1
+            if m is None:
+                continue
+            if isinstance(m, Exact) or isinstance(m, Optional_):
+                ok = k == m.value
+            elif isinstance(m, Ternary):
+                ok = k & m.mask == m.value
+            elif isinstance(m, Lpm):
+                mask = (((1 << m.prefix_len) - 1) << (kf.bitwidth - m.prefix_len)) & full
+                ok = k & mask == m.value
+            elif isinstance(m, Range):
+                ok = m.low <= k <= m.high
+            if not ok:
+                break
+        if ok and (best is None or e.priority > best.priority):
+            best = e
+    return best
+
+
+def test_scan_matches_brute_force_reference():
+    import random
+
+    rng = random.Random(7)
+    keys = [KeyField("a", "ternary", 4), KeyField("b", "exact", 3), KeyField("c", "range", 10),
+            KeyField("d", "lpm", 12), KeyField("e", "optional", 2)]
+    t = table(keys, size=10_000)
+    entries = []
+    for i in range(300):
+        am = rng.getrandbits(4)
+        lo = rng.randrange(1024)
+        plen = rng.randrange(13)
+        dmask = ((1 << plen) - 1) << (12 - plen)
+        match = (Ternary(rng.getrandbits(4) & am, am) if rng.random() < 0.8 else None,
+                 Exact(rng.randrange(8)),
+                 Range(lo, rng.randrange(lo, 1024)) if rng.random() < 0.7 else None,
+                 Lpm(rng.getrandbits(12) & dmask, plen),
+                 Optional_(rng.randrange(4)) if rng.random() < 0.5 else None)
+        e = TableEntry(match, A, priority=rng.randrange(1, 50))
+        try:
+            t.insert(e)
+        except EntryExists:
+            continue
+        entries.append(e)
+    for _ in range(2000):
+        key = (rng.getrandbits(4), rng.randrange(8), rng.randrange(1024), rng.getrandbits(12), rng.randrange(4))
+        assert t.lookup(key) is _reference_lookup(entries, keys, key)
