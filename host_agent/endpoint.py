@@ -115,6 +115,7 @@ class Endpoint:
         self._buf = bytearray(65536)
         self._mv = memoryview(self._buf)
         self.ecn_echoes_received = 0
+        self.ready_peers: set[tuple[str, int]] = set()
         self.packets_received = 0
 
     def _size_buffers(self) -> None:
@@ -147,6 +148,9 @@ class Endpoint:
             raise TransportError(f"tensor {pt.tensor_id} to {dest[0]}:{dest[1]} is already in flight")
         self.outgoing[key] = tx
         self._active.append(tx)
+        if dest not in self.ready_peers:         # first contact: wait for OPEN_ACK before DATA
+            tx.state = SendState.OPENING
+            tx.probe_due = now + tx.rto
         self._sendto(tx.open_message(), dest)
         return SendHandle(tx)
 
@@ -243,7 +247,18 @@ class Endpoint:
         wait = 0.05
         keep = []
         for tx in self._active:
-            if tx.state is SendState.PROBING:
+            if tx.state is SendState.OPENING:
+                if now - tx.last_heard > self.cfg.give_up_after:
+                    tx.state = SendState.FAILED
+                    tx.error = (f"no answer from {tx.dest[0]}:{tx.dest[1]} to the OPEN of tensor "
+                                f"{tx.pt.tensor_id} in {self.cfg.give_up_after:.1f}s")
+                elif now >= tx.probe_due:
+                    tx.rto = min(tx.rto * 2, self.cfg.rto_max)
+                    tx.probe_due = now + tx.rto
+                    self._sendto(tx.open_message(), tx.dest)
+                if tx.state is SendState.OPENING:
+                    wait = min(wait, max(0.0, tx.probe_due - now))
+            elif tx.state is SendState.PROBING:
                 if now - tx.last_heard > self.cfg.give_up_after:
                     tx.state = SendState.FAILED
                     tx.error = (f"no answer from {tx.dest[0]}:{tx.dest[1]} for tensor {tx.pt.tensor_id} "
@@ -257,7 +272,7 @@ class Endpoint:
                         self._sendto(tx.probe_message(), tx.dest)
                 if tx.state is SendState.PROBING:
                     wait = min(wait, max(0.0, tx.probe_due - now))
-            if tx.state in (SendState.SENDING, SendState.PROBING):
+            if tx.state in (SendState.OPENING, SendState.SENDING, SendState.PROBING):
                 keep.append(tx)
         self._active = keep
         if self.cfg.receive_deadline is not None:
@@ -343,7 +358,12 @@ class Endpoint:
             (sub,) = P.CONTROL_HEAD.unpack_from(body)
             rest = body[P.CONTROL_HEAD.size:]
             if sub == P.CTRL_OPEN:
-                self._open(layer, dtype, worker, it, tid, rest, addr)
+                if self._open(layer, dtype, worker, it, tid, rest, addr) is not None:
+                    hdr = P.DlcpHeader(msg_type=P.MSG_CONTROL, flags=P.FLAG_CRITICAL, dtype=dtype,
+                                       job_id=self.cfg.job_id, worker_id=worker, iteration=it, tensor_id=tid)
+                    self._sendto(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_OPEN_ACK), addr)
+            elif sub == P.CTRL_OPEN_ACK:
+                self._peer_ready(addr)
             elif sub == P.CTRL_ECN_ECHO:
                 tx = self.outgoing.get((addr, tid))
                 if tx is not None and tx.pt.iteration == it:
@@ -378,6 +398,17 @@ class Endpoint:
             tx.on_done(body, now)
         else:
             self.drops["bad_msg_type"] += 1
+
+    def _peer_ready(self, addr: tuple[str, int]) -> None:
+        if addr in self.ready_peers:
+            return
+        self.ready_peers.add(addr)
+        now = time.monotonic()
+        for tx in self._active:
+            if tx.state is SendState.OPENING and tx.dest == addr:
+                tx.state = SendState.SENDING
+                tx.rto = tx.rto_initial
+                tx.last_heard = now
 
     def _open(self, layer: int, dtype: int, worker: int, it: int, tid: int, body: bytes,
               addr: tuple[str, int]) -> TensorAssembly | None:

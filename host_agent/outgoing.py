@@ -1,6 +1,7 @@
 """Sender side of one tensor: send queue, probe rounds, selective-retransmit planning.
 
-State machine (docs/transport.md): SENDING (DATA paced out of the queue) -> PROBING (PROBE sent,
+State machine (docs/transport.md): [OPENING, first contact with a peer only: OPEN repeated until
+OPEN_ACK] -> SENDING (DATA paced out of the queue) -> PROBING (PROBE sent,
 waiting for BITMAP or DONE) -> SENDING again with the retransmit plan, or DONE. The retransmit plan
 from a round's BITMAP: every missing CRITICAL packet first, then the missing non-critical packets
 with the largest magnitudes, as many as the receiver's reported deficit.
@@ -18,6 +19,7 @@ from host_agent.packetizer import PacketizedTensor
 
 
 class SendState(enum.Enum):
+    OPENING = "opening"     # first contact with this peer: OPEN repeated until OPEN_ACK
     SENDING = "sending"
     PROBING = "probing"
     DONE = "done"

@@ -147,6 +147,7 @@ class DlcpHeader:
 CONTROL_HEAD = struct.Struct("!B3x")
 CTRL_OPEN = 1       # body: TensorDescriptor; announces a tensor before its DATA
 CTRL_ECN_ECHO = 2   # body: ECN_ECHO_BODY; receiver saw CE marks on this tensor
+CTRL_OPEN_ACK = 3   # no body; receiver accepted an OPEN (first contact: sender waits for it)
 ECN_ECHO_BODY = struct.Struct("!I")  # cumulative CE-marked packets of this tensor
 
 # Kind of payload a tensor carries (decides loss semantics at the receiver).

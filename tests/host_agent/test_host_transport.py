@@ -176,29 +176,39 @@ def test_sender_before_receiver_is_staged(endpoints):
 def test_lost_open_and_lost_done_recover(endpoints):
     tx, rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1)
     g = grad(362 * 20)
-    pt = packetize(g, tensor_id=1, policy=TagPolicy(loss_bound=0.0), job_id=1, worker_id=2, iteration=1)
-    state = {"open": 0, "done": 0}
+    dropped_open: set[int] = set()
+    dropped_done: set[int] = set()
 
-    def drop_first_open(h):
-        if h.msg_type == P.MSG_CONTROL and state["open"] == 0:
-            state["open"] += 1
+    def drop_first_open(h):          # the first OPEN of every iteration
+        if h.msg_type == P.MSG_CONTROL and h.iteration not in dropped_open:
+            dropped_open.add(h.iteration)
             return True
         return False
 
     def drop_first_done(h):
-        if h.msg_type == P.MSG_DONE and state["done"] == 0:
-            state["done"] += 1
+        if h.msg_type == P.MSG_DONE and h.iteration not in dropped_done:
+            dropped_done.add(h.iteration)
             return True
         return False
-    out = np.zeros_like(g)
     with LossyRelay(rx.address, drop_first_open, reverse_rule=drop_first_done) as relay:
-        r = rx.expect(2, 1, 1, out)
-        s = tx.send(pt, relay.address)
-        run_both(tx, [s], rx, [r])
-    assert relay.dropped["CONTROL_critical"] == 1 and relay.dropped["DONE_critical"] == 1
-    assert np.array_equal(out, g)
-    assert rx.drops["unknown_tensor"] == pt.n_packets      # data before the (lost) OPEN
-    assert s.stats.retransmitted == pt.n_packets
+        # iteration 1, first contact: the sender waits for OPEN_ACK, repeats the OPEN, loses no data
+        out1 = np.zeros_like(g)
+        pt = packetize(g, tensor_id=1, policy=TagPolicy(loss_bound=0.0), job_id=1, worker_id=2, iteration=1)
+        r1 = rx.expect(2, 1, 1, out1)
+        s1 = tx.send(pt, relay.address)
+        run_both(tx, [s1], rx, [r1])
+        assert s1.stats.retransmitted == 0 and rx.drops["unknown_tensor"] == 0
+        # iteration 2, peer known: DATA follows the (lost) OPEN at once and is dropped as unknown;
+        # the PROBE carries the descriptor, so the receiver asks for everything again
+        out2 = np.zeros_like(g)
+        pt = packetize(g, tensor_id=1, policy=TagPolicy(loss_bound=0.0), job_id=1, worker_id=2, iteration=2)
+        r2 = rx.expect(2, 2, 1, out2)
+        s2 = tx.send(pt, relay.address)
+        run_both(tx, [s2], rx, [r2])
+    assert relay.dropped["CONTROL_critical"] == 2 and relay.dropped["DONE_critical"] == 2
+    assert np.array_equal(out1, g) and np.array_equal(out2, g)
+    assert rx.drops["wrong_iteration"] == pt.n_packets     # the iteration-1 assembly still holds the key
+    assert s2.stats.retransmitted == pt.n_packets
 
 
 def test_ecn_marks_are_echoed_and_slow_the_sender(endpoints):
@@ -224,5 +234,5 @@ def test_silent_receiver_fails_cleanly(endpoints):
     dead.sock.close()
     pt = packetize(grad(1000), tensor_id=1, policy=TagPolicy(), job_id=1, worker_id=2, iteration=1)
     s = tx.send(pt, addr)
-    with pytest.raises(TransportError, match="no answer from 127.0.0.1"):
+    with pytest.raises(TransportError, match="no answer from 127.0.0.1:.* OPEN of tensor 1"):
         tx.run([s], timeout=5)

@@ -1,0 +1,329 @@
+"""``dlcp-agent``: the host agent as processes (run by experiments inside Mininet hosts).
+
+Subcommands: ``recv`` (accept any tensors, report each), ``gen`` (send synthetic profile traffic),
+``ps-server`` / ``worker`` (parameter-server push/pull), ``allreduce`` (one ring rank), ``train``
+(the whole digits job in one process). Results are JSON lines (``--out``, default stdout); bad
+input gives one ``dlcp-agent: error: ...`` line and exit status 1 (argparse usage errors: 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import socket
+import sys
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from host_agent.collectives import PS_SERVER_ID, PSServer, PSWorker, ring_allreduce
+from host_agent.endpoint import Endpoint, EndpointConfig, RecvHandle
+from host_agent.errors import HostAgentError, UserError
+from host_agent.packetizer import packetize
+from host_agent.policy import BASELINE_POLICY, TagPolicy, load_policy
+from host_agent.ratecontrol import RateConfig
+from host_agent.tcp_baseline import FRAME, TcpPSServer, TcpPSWorker, _recv_exact, _send_tensor
+from host_agent.training import TrainConfig, train, write_jsonl
+from host_agent.workloads import make_workload
+
+MODES = ("dlcp", "baseline", "tcp")
+
+
+def hostport(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+def fraction(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return v
+
+
+def _common(p: argparse.ArgumentParser, bind_default: str = "0.0.0.0:9290") -> None:
+    p.add_argument("--bind", type=hostport, default=hostport(bind_default),
+                   help=f"local UDP (tcp mode: TCP) address HOST:PORT (default {bind_default})")
+    p.add_argument("--job", type=int, default=1, help="DLCP job id (default 1)")
+    p.add_argument("--mode", choices=MODES, default="dlcp",
+                   help="dlcp: tagged, bounded loss; baseline: same packets untagged, fully reliable; tcp")
+    p.add_argument("--policy", help="tag policy file (JSON or YAML; fields of host_agent.policy.TagPolicy)")
+    p.add_argument("--loss-bound", type=fraction, help="p: share of non-critical packets allowed lost (default 0.1)")
+    p.add_argument("--rate", type=float, help="initial sending rate in Mbit/s (default: unpaced until ECN/loss)")
+    p.add_argument("--mtu", type=int, default=1500, help="IP MTU used to size packets (default 1500)")
+    p.add_argument("--out", default="-", help="JSON-lines output file (default stdout)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds before giving up (default 60)")
+    p.add_argument("--seed", type=int, default=0, help="seed of synthetic data (default 0)")
+
+
+def _workload_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workload", default="digits",
+                   help="digits (real MLP training) or a model profile: resnet50, vgg16, bert-base, gpt2-small")
+    p.add_argument("--scale", type=float, default=1.0, help="profile size factor in (0, 1] (default 1)")
+    p.add_argument("--iterations", type=int, default=10, help="training iterations (default 10)")
+    p.add_argument("--workers", type=int, required=True, help="number of workers in the job")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="dlcp-agent", description=__doc__.splitlines()[0])
+    ap.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("recv", help="receive tensors from any sender, one JSON line per tensor")
+    _common(p)
+    p.add_argument("--count", type=int, default=0, help="exit after this many tensors (0: until --timeout idle)")
+    p.set_defaults(func=cmd_recv)
+    p = sub.add_parser("gen", help="send synthetic gradient traffic of a model profile")
+    _common(p, "0.0.0.0:0")
+    p.add_argument("--dest", type=hostport, required=True, help="receiver HOST:PORT")
+    p.add_argument("--profile", default="resnet50", help="model profile name or JSON file (default resnet50)")
+    p.add_argument("--scale", type=float, default=0.01, help="profile size factor in (0, 1] (default 0.01)")
+    p.add_argument("--iterations", type=int, default=1, help="iterations to send (default 1)")
+    p.add_argument("--worker", type=int, default=0, help="worker id put in the packets (default 0)")
+    p.set_defaults(func=cmd_gen)
+    p = sub.add_parser("ps-server", help="parameter server: sum gradients, push parameters back")
+    _common(p)
+    _workload_args(p)
+    p.set_defaults(func=cmd_ps_server)
+    p = sub.add_parser("worker", help="parameter-server worker: push gradients, pull parameters")
+    _common(p, "0.0.0.0:0")
+    _workload_args(p)
+    p.add_argument("--server", type=hostport, required=True, help="ps-server HOST:PORT")
+    p.add_argument("--rank", type=int, required=True, help="this worker's rank (0..workers-1)")
+    p.add_argument("--save-npz", help="write the final parameters to this .npz file")
+    p.set_defaults(func=cmd_worker)
+    p = sub.add_parser("allreduce", help="one rank of a ring all-reduce of profile gradients")
+    _common(p)
+    p.add_argument("--rank", type=int, required=True, help="this rank (index into --peers)")
+    p.add_argument("--peers", required=True, help="comma-separated HOST:PORT of every rank, in ring order")
+    p.add_argument("--workload", default="resnet50", help="model profile (default resnet50)")
+    p.add_argument("--scale", type=float, default=0.01, help="profile size factor (default 0.01)")
+    p.add_argument("--iterations", type=int, default=1, help="all-reduces to run (default 1)")
+    p.add_argument("--save-npz", help="write the reduced gradients of the last iteration to this .npz")
+    p.set_defaults(func=cmd_allreduce)
+    p = sub.add_parser("train", help="whole digits data-parallel job in this process (threads, loopback)")
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--epochs", type=int, default=8)
+    p.add_argument("--mode", choices=MODES, default="dlcp")
+    p.add_argument("--loss-rate", type=fraction, default=0.0, help="random loss of non-critical gradient packets")
+    p.add_argument("--loss-bound", type=fraction, default=0.1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="-")
+    p.set_defaults(func=cmd_train)
+    return ap
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def make_policy(args) -> TagPolicy:
+    if args.mode == "baseline":
+        return BASELINE_POLICY
+    pol = load_policy(args.policy) if args.policy else TagPolicy()
+    if args.loss_bound is not None:
+        pol = replace(pol, loss_bound=args.loss_bound)
+    return pol
+
+
+def make_endpoint(args, worker_id: int) -> Endpoint:
+    rate = RateConfig(initial_rate=args.rate * 1e6 / 8) if args.rate else RateConfig()
+    try:
+        return Endpoint(EndpointConfig(job_id=args.job, worker_id=worker_id, bind=args.bind, rate=rate,
+                                       give_up_after=min(args.timeout, 30.0)))
+    except OSError as exc:
+        raise UserError(f"--bind {args.bind[0]}:{args.bind[1]}: {exc.strerror}") from None
+
+
+def tensor_record(h: RecvHandle, arr: np.ndarray) -> dict:
+    s = h.stats
+    assert s is not None
+    return {"event": "tensor", "worker": h.worker_id, "iteration": h.iteration, "tensor_id": h.tensor_id,
+            "elements": int(arr.size), "sha256": hashlib.sha256(arr.tobytes()).hexdigest(),
+            "layer_class": h.layer_class, "packets": s.n_packets, "received": s.received,
+            "zero_filled_packets": s.zero_filled_packets, "zero_filled_elements": s.zero_filled_elements,
+            "duplicates": s.duplicates, "ce_marks": s.ce_marks}
+
+
+# -- subcommands --------------------------------------------------------------------------------
+def cmd_recv(args) -> int:
+    out = write_jsonl(args.out)
+    if args.mode == "tcp":
+        return _recv_tcp(args, out)
+    ep = make_endpoint(args, 0)
+    done: list[RecvHandle] = []
+    ep.on_unexpected = done.append
+    out({"event": "listening", "address": f"{ep.address[0]}:{ep.address[1]}"})
+    last = time.monotonic()
+    n = seen = 0
+    while not args.count or n < args.count:
+        ep.poll(0.05)
+        while done:
+            h = done.pop(0)
+            assert h.assembly is not None
+            out(tensor_record(h, h.assembly.out))
+            n += 1
+        activity = ep.packets_received + sum(ep.drops.values()) + n
+        if activity != seen:                      # idle timeout: --timeout without any packet
+            seen, last = activity, time.monotonic()
+        elif time.monotonic() - last > args.timeout:
+            break
+    out({"event": "summary", "tensors": n, "drops": dict(ep.drops)})
+    ep.close(linger=0.5)
+    return 0 if not args.count or n >= args.count else 1
+
+
+def _recv_tcp(args, out) -> int:
+    srv = socket.create_server(args.bind)
+    srv.settimeout(args.timeout)
+    out({"event": "listening", "address": "{}:{}".format(*srv.getsockname())})
+    conn, _ = srv.accept()
+    n = 0
+    head = bytearray(FRAME.size)
+    while not args.count or n < args.count:
+        try:
+            _recv_exact(conn, memoryview(head))
+        except HostAgentError:
+            break
+        tid, wid, nbytes = FRAME.unpack(head)
+        arr = np.empty(nbytes // 4, np.float32)
+        _recv_exact(conn, memoryview(arr).cast("B"))
+        out({"event": "tensor", "worker": wid, "tensor_id": tid, "elements": int(arr.size),
+             "sha256": hashlib.sha256(arr.tobytes()).hexdigest()})
+        n += 1
+    conn.close()
+    srv.close()
+    return 0
+
+
+def cmd_gen(args) -> int:
+    from host_agent.workloads import ProfileWorkload
+    out = write_jsonl(args.out)
+    wl = ProfileWorkload(args.profile, args.scale, args.seed)
+    n = len(wl.shapes)
+    if args.mode == "tcp":
+        sock = socket.create_connection(args.dest, timeout=args.timeout)
+        for it in range(args.iterations):
+            t0 = time.perf_counter()
+            grads = wl.gradients(args.worker, it, [])
+            nbytes = sum(_send_tensor(sock, tid, args.worker, g) for tid, g in enumerate(grads))
+            out({"event": "iteration", "iteration": it, "mode": "tcp", "bytes_sent": nbytes,
+                 "comm_seconds": round(time.perf_counter() - t0, 6),
+                 "sha256": [hashlib.sha256(g.tobytes()).hexdigest() for g in grads]})
+        sock.close()
+        return 0
+    policy = make_policy(args)
+    ep = make_endpoint(args, args.worker)
+    for it in range(args.iterations):
+        grads = wl.gradients(args.worker, it, [])
+        t0 = time.perf_counter()
+        sends = [ep.send(packetize(g, tensor_id=tid, policy=policy, position=tid, num_layers=n, job_id=args.job,
+                                   worker_id=args.worker, iteration=it, mtu=args.mtu), args.dest)
+                 for tid, g in enumerate(grads)]
+        ep.run(sends, timeout=args.timeout)
+        out({"event": "iteration", "iteration": it, "mode": args.mode,
+             "comm_seconds": round(time.perf_counter() - t0, 6),
+             "bytes_sent": sum(h.stats.bytes for h in sends),
+             "retransmissions": sum(h.stats.retransmitted for h in sends),
+             "zero_filled_elements": sum(h.stats.zero_filled_elements for h in sends),
+             "ce_marks": sum(h.stats.ce_marks for h in sends),
+             "sha256": [hashlib.sha256(g.tobytes()).hexdigest() for g in grads]})
+    ep.close()
+    return 0
+
+
+def cmd_ps_server(args) -> int:
+    out = write_jsonl(args.out)
+    wl = make_workload(args.workload, args.workers, args.scale, args.seed)
+    update = wl.server_update(args.workers)
+    if args.mode == "tcp":
+        srv = TcpPSServer(args.bind, wl.shapes, args.workers, update)
+        out({"event": "listening", "address": "{}:{}".format(*srv.address)})
+        srv.accept_all(args.timeout)
+    else:
+        ep = make_endpoint(args, PS_SERVER_ID)
+        out({"event": "listening", "address": "{}:{}".format(*ep.address)})
+        srv = PSServer(ep, wl.shapes, args.workers, make_policy(args), update, args.mtu, args.timeout)
+    for it in range(args.iterations):
+        st = srv.step(it)
+        out({"event": "iteration", "role": "ps-server", "iteration": it, "mode": args.mode, **st.as_record()})
+    if args.mode == "tcp":
+        srv.close()
+    else:
+        ep.close(linger=0.5)
+    return 0
+
+
+def cmd_worker(args) -> int:
+    if not 0 <= args.rank < args.workers:
+        raise UserError(f"--rank {args.rank}: must be in 0..{args.workers - 1}")
+    out = write_jsonl(args.out)
+    wl = make_workload(args.workload, args.workers, args.scale, args.seed)
+    params = wl.initial_params()
+    if args.mode == "tcp":
+        w = TcpPSWorker(args.server, args.rank, params, args.timeout)
+    else:
+        ep = make_endpoint(args, args.rank)
+        w = PSWorker(ep, args.server, params, make_policy(args), args.mtu, args.timeout)
+    for it in range(args.iterations):
+        st = w.step(it, wl.gradients(args.rank, it, params))
+        out({"event": "iteration", "role": "worker", "rank": args.rank, "iteration": it, "mode": args.mode,
+             **st.as_record(), **wl.evaluate(params)})
+    if args.save_npz:
+        np.savez(args.save_npz, *params)
+    if args.mode == "tcp":
+        w.close()
+    else:
+        ep.close(linger=0.5)
+    return 0
+
+
+def cmd_allreduce(args) -> int:
+    if args.mode == "tcp":
+        raise UserError("allreduce: --mode tcp is not supported (use dlcp or baseline)")
+    try:
+        peers = [hostport(x) for x in args.peers.split(",")]
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"--peers: {exc}") from None
+    if not 0 <= args.rank < len(peers):
+        raise UserError(f"--rank {args.rank}: must be in 0..{len(peers) - 1}")
+    out = write_jsonl(args.out)
+    wl = make_workload(args.workload, len(peers), args.scale, args.seed)
+    ep = make_endpoint(args, args.rank)
+    data = np.empty(0, np.float32)
+    for it in range(args.iterations):
+        data = np.concatenate([g.reshape(-1) for g in wl.gradients(args.rank, it, [])])
+        st = ring_allreduce(ep, args.rank, peers, data, it, make_policy(args), args.mtu, args.timeout)
+        out({"event": "iteration", "role": "allreduce", "rank": args.rank, "iteration": it, "mode": args.mode,
+             **st.as_record(), "sha256": hashlib.sha256(data.tobytes()).hexdigest()})
+    if args.save_npz:
+        np.savez(args.save_npz, data)
+    ep.close(linger=0.5)
+    return 0
+
+
+def cmd_train(args) -> int:
+    acc = train(TrainConfig(workers=args.workers, epochs=args.epochs, mode=args.mode, loss_rate=args.loss_rate,
+                            loss_bound=args.loss_bound, seed=args.seed), write_jsonl(args.out))
+    write_jsonl(args.out)({"event": "final", "accuracy": acc, "mode": args.mode, "loss_rate": args.loss_rate})
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="dlcp-agent %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except (HostAgentError, OSError) as exc:
+        print(f"dlcp-agent: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

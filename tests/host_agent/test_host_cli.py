@@ -1,0 +1,129 @@
+"""The dlcp-agent CLI as real processes: recv/gen, ps-server + 4 workers, 4-rank allreduce, errors."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from host_agent.workloads import ProfileWorkload
+
+AGENT = [sys.executable, "-m", "host_agent.cli"]
+
+
+def free_udp_ports(n: int) -> list[int]:
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def wait_listening(path: Path, timeout: float = 20.0) -> str:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if path.exists() and path.read_text().strip():
+            return json.loads(path.read_text().splitlines()[0])["address"]
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never announced its address")
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_recv_and_gen_checksums_match(tmp_path):
+    rx_out, tx_out = tmp_path / "rx.jsonl", tmp_path / "tx.jsonl"
+    rx = subprocess.Popen(AGENT + ["recv", "--bind", "127.0.0.1:0", "--count", "161", "--timeout", "20",
+                                   "--out", str(rx_out)])
+    try:
+        addr = wait_listening(rx_out)
+        subprocess.run(AGENT + ["gen", "--dest", addr, "--profile", "resnet50", "--scale", "0.002", "--worker", "3",
+                                "--out", str(tx_out)], check=True, timeout=60)
+        assert rx.wait(30) == 0
+    finally:
+        rx.kill()
+    sent = records(tx_out)[0]
+    got = {r["tensor_id"]: r for r in records(rx_out) if r["event"] == "tensor"}
+    assert len(got) == len(sent["sha256"]) == 161
+    for tid, digest in enumerate(sent["sha256"]):
+        assert got[tid]["sha256"] == digest and got[tid]["worker"] == 3
+    assert records(rx_out)[-1] == {"event": "summary", "tensors": 161, "drops": {}}
+
+
+@pytest.mark.parametrize("mode", ["dlcp", "tcp"])
+def test_ps_server_and_four_workers_processes(tmp_path, mode):
+    n, iters, scale = 4, 2, 0.001
+    srv_out = tmp_path / "srv.jsonl"
+    bind = "127.0.0.1:0"
+    common = ["--workload", "resnet50", "--scale", str(scale), "--iterations", str(iters), "--workers", str(n),
+              "--mode", mode, "--timeout", "30"]
+    srv = subprocess.Popen(AGENT + ["ps-server", "--bind", bind, "--out", str(srv_out)] + common)
+    procs = []
+    try:
+        addr = wait_listening(srv_out)
+        for r in range(n):
+            procs.append(subprocess.Popen(AGENT + ["worker", "--server", addr, "--rank", str(r), "--bind", bind,
+                                                   "--out", str(tmp_path / f"w{r}.jsonl"),
+                                                   "--save-npz", str(tmp_path / f"w{r}.npz")] + common))
+        assert [p.wait(60) for p in procs] == [0] * n
+        assert srv.wait(30) == 0
+    finally:
+        for p in [srv, *procs]:
+            p.kill()
+    wl = ProfileWorkload("resnet50", scale)
+    exact = [sum(wl.gradients(r, iters - 1, [])[t] for r in range(n)) for t in range(len(wl.shapes))]
+    for r in range(n):
+        saved = np.load(tmp_path / f"w{r}.npz")
+        for t in range(len(exact)):
+            np.testing.assert_allclose(saved[f"arr_{t}"], exact[t], rtol=1e-6, atol=1e-9)
+        recs = records(tmp_path / f"w{r}.jsonl")
+        assert [x["iteration"] for x in recs] == list(range(iters))
+    assert len(records(srv_out)) == 1 + iters
+
+
+def test_allreduce_four_rank_processes(tmp_path):
+    ports = free_udp_ports(4)
+    peers = ",".join(f"127.0.0.1:{p}" for p in ports)
+    procs = [subprocess.Popen(AGENT + ["allreduce", "--rank", str(r), "--peers", peers, "--bind",
+                                       f"127.0.0.1:{ports[r]}", "--workload", "gpt2-small", "--scale", "0.0005",
+                                       "--save-npz", str(tmp_path / f"r{r}.npz"), "--out",
+                                       str(tmp_path / f"r{r}.jsonl"), "--timeout", "30"]) for r in range(4)]
+    try:
+        assert [p.wait(60) for p in procs] == [0] * 4
+    finally:
+        for p in procs:
+            p.kill()
+    wl = ProfileWorkload("gpt2-small", 0.0005)
+    exact = sum(np.concatenate([g.reshape(-1) for g in wl.gradients(r, 0, [])]) for r in range(4))
+    results = [np.load(tmp_path / f"r{r}.npz")["arr_0"] for r in range(4)]
+    for r in range(4):
+        np.testing.assert_allclose(results[r], exact, rtol=1e-5, atol=1e-9)
+        assert np.array_equal(results[r], results[0])
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["gen", "--dest", "127.0.0.1:9", "--profile", "nosuch"], "profile 'nosuch' not found"),
+    (["gen", "--dest", "127.0.0.1:9", "--scale", "3"], "--scale 3.0: must be in (0, 1]"),
+    (["worker", "--server", "127.0.0.1:9", "--rank", "7", "--workers", "2"], "--rank 7: must be in 0..1"),
+    (["gen", "--dest", "127.0.0.1:9", "--policy", "/nonexistent.json"], "/nonexistent.json: cannot read policy file"),
+    (["allreduce", "--rank", "0", "--peers", "a:1,b"], "--peers: expected HOST:PORT, got 'b'"),
+])
+def test_bad_input_is_one_line_exit_1(argv, message):
+    r = subprocess.run(AGENT + argv, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dlcp-agent: error: ") and message in lines[0]
+
+
+def test_usage_error_exit_2():
+    r = subprocess.run(AGENT + ["gen", "--dest", "nocolon"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "expected HOST:PORT" in r.stderr
