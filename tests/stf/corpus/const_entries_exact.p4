@@ -47,7 +47,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
             0x01: set_port(3);
             0x02: set_port(4);
         }
-        default_action = NoAction;
+        default_action = NoAction();
     }
     apply {
         t.apply();

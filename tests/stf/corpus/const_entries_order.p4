@@ -48,7 +48,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
             0x11 &&& 0xFF: set_port(3);
             0x01 &&& 0x0F: set_port(2);
         }
-        default_action = NoAction;
+        default_action = NoAction();
     }
     apply {
         t.apply();

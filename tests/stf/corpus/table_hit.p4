@@ -44,7 +44,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         key = { hdr.h.a: exact; }
         actions = { set_port; drop; NoAction; }
         
-        default_action = NoAction;
+        default_action = NoAction();
     }
     apply {
         if (t.apply().hit) { sm.egress_spec = 2; } else { sm.egress_spec = 3; }

@@ -47,7 +47,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
             1..10: set_port(1);
             11..20: set_port(2);
         }
-        default_action = NoAction;
+        default_action = NoAction();
     }
     apply {
         t.apply();

@@ -44,7 +44,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         key = { hdr.h.c: ternary; }
         actions = { set_port; drop; NoAction; }
         
-        default_action = NoAction;
+        default_action = NoAction();
     }
     apply {
         t.apply();
