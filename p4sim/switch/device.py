@@ -98,7 +98,11 @@ class SwitchDevice:
     def _on_digest(self, name: str, values: tuple[int, ...]) -> None:
         handler = self._digest_handler
         if handler is not None:
-            handler(name, values)
+            try:
+                handler(name, values)
+            except Exception:
+                self.counters["digest_errors"] += 1
+                self.log.exception("digest handler failed")
         else:
             self.counters["digests_dropped"] += 1
 
@@ -270,7 +274,12 @@ class SwitchDevice:
                 # egress runs after every ingress packet, as BMv2's concurrent egress threads
                 # would: a packet that may leave at once does so before the next one is queued
                 for port, data in rx:
-                    for qp in ingress(data, port, now_us):
+                    try:
+                        queued = ingress(data, port, now_us)
+                    except Exception:
+                        self._pipeline_error("ingress", port)
+                        continue
+                    for qp in queued:
                         self._enqueue(qp, now_ns)
                     if tm.size:
                         self._egress(path, now_ns, now_us, tx)
@@ -278,7 +287,13 @@ class SwitchDevice:
                     self._egress(path, now_ns, now_us, tx)
                 recirc = self._recirc
                 while recirc:
-                    for qp in path.recirculate(recirc.popleft(), now_us):
+                    rec = recirc.popleft()
+                    try:
+                        queued = path.recirculate(rec, now_us)
+                    except Exception:
+                        self._pipeline_error("recirculation", getattr(rec, "port", -1))
+                        continue
+                    for qp in queued:
                         self._enqueue(qp, now_ns)
                 if tm.size:
                     self._egress(path, now_ns, now_us, tx)
@@ -304,7 +319,12 @@ class SwitchDevice:
             for d in ready:
                 qmeta = v1.QueueMetadata(enq_timestamp=d.enq_timestamp - start_us, enq_qdepth=d.enq_qdepth,
                                          deq_qdepth=d.deq_qdepth, deq_timedelta=d.deq_timedelta, qid=d.qid)
-                for out in path.egress(d.packet, qmeta, now_us):
+                try:
+                    outs = path.egress(d.packet, qmeta, now_us)
+                except Exception:
+                    self._pipeline_error("egress", d.port)
+                    continue
+                for out in outs:
                     kind = type(out).__name__
                     if kind == "Transmit":
                         tx.append((out.port, out.data))
@@ -314,6 +334,14 @@ class SwitchDevice:
                         self._recirculate(out)
                     else:
                         self.log.error("unknown egress output %r", out)
+            if not tm.size:
+                return
+
+    def _pipeline_error(self, stage: str, port: int) -> None:
+        """A bug in the program's generated code must cost one packet, not the switch."""
+        self.counters[f"{stage}_errors"] += 1
+        if self.counters[f"{stage}_errors"] <= 10:
+            self.log.exception("%s failed on a packet from port %d; packet dropped", stage, port)
 
     def _recirculate(self, out) -> None:
         """Feed a recirculated packet back into ingress on the next turn (BMv2's recirc queue)."""
@@ -330,7 +358,11 @@ class SwitchDevice:
             if port == cpu:
                 handler = self._packet_in_handler
                 if handler is not None:
-                    handler(data)
+                    try:
+                        handler(data)
+                    except Exception:
+                        self.counters["packet_in_errors"] += 1
+                        self.log.exception("packet-in handler failed")
                 else:
                     self.counters["packet_in_dropped"] += 1
                 continue

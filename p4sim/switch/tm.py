@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from p4sim.errors import UserError
 
@@ -39,8 +40,7 @@ class TrafficManagerError(UserError):
     """A bad traffic-manager setting (negative depth, priority out of range, ...)."""
 
 
-@dataclass(frozen=True)
-class Dequeued:
+class Dequeued(NamedTuple):
     """One packet leaving the TM, with the queueing metadata the egress pipeline sees."""
 
     port: int
@@ -79,6 +79,10 @@ class _Port:
     free_at_ns: int = 0
     size: int = 0             # packets in all queues (BMv2's egress_buffers.size(port))
     sent_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        # highest priority first, for the scheduler's scan
+        self.by_priority = [(qid, q) for qid, q in reversed(list(enumerate(self.queues)))]
 
 
 class TrafficManager:
@@ -184,15 +188,13 @@ class TrafficManager:
             while p.size and len(out) < limit:
                 if p.rate_bps and p.free_at_ns > now_ns:
                     break
-                chosen = None
-                for qid in range(self.nb_queues - 1, -1, -1):
-                    q = p.queues[qid]
+                chosen = -1
+                for qid, q in p.by_priority:
                     if q.items and q.items[0][1] <= now_ns:
                         chosen = qid
                         break
-                if chosen is None:
+                if chosen < 0:
                     break
-                q = p.queues[chosen]
                 packet, _send, enq_ns, enq_depth = q.items.popleft()
                 q.dequeued += 1
                 p.size -= 1
