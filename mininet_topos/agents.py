@@ -1,0 +1,90 @@
+"""Command lines of the processes an experiment runs on Mininet hosts, and their records' conversion.
+
+Every ``dlcp-agent``, ``dlcpctl`` and background-traffic command line is built here and nowhere
+else, so a change of those CLIs is one edit. ``iteration_records`` turns the agents' JSON lines into
+the runner's per-iteration records (``report.py`` documents those).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from mininet_topos.topologies import HostSpec
+
+PS_PORT = 9290
+ALLREDUCE_PORT = 9291
+PROFILE_PORT = 9292
+
+
+def _script(name: str) -> str:
+    """A console script of this venv (Mininet hosts share our filesystem, not our PATH)."""
+    return str(Path(sys.executable).parent / name)
+
+
+def _agent(*args: str) -> list[str]:
+    return [_script("dlcp-agent"), *args]
+
+
+def _common(mode: str, out: Path, loss_bound: float, seed: int, timeout: float, rate_mbps: float | None) -> list[str]:
+    args = ["--mode", mode, "--out", str(out), "--loss-bound", str(loss_bound), "--seed", str(seed),
+            "--timeout", str(timeout)]
+    if rate_mbps:
+        args += ["--rate", str(rate_mbps)]
+    return args
+
+
+def ps_server(host: HostSpec, workers: int, workload: str, iterations: int, mode: str, out: Path,
+              loss_bound: float, seed: int, timeout: float, rate_mbps: float | None = None) -> list[str]:
+    return _agent("ps-server", "--bind", f"{host.ip}:{PS_PORT}", "--workers", str(workers),
+                  "--workload", workload, "--iterations", str(iterations),
+                  *_common(mode, out, loss_bound, seed, timeout, rate_mbps))
+
+
+def ps_worker(server: HostSpec, rank: int, workers: int, workload: str, iterations: int, mode: str,
+              out: Path, loss_bound: float, seed: int, timeout: float, rate_mbps: float | None = None) -> list[str]:
+    return _agent("worker", "--server", f"{server.ip}:{PS_PORT}", "--rank", str(rank), "--workers", str(workers),
+                  "--workload", workload, "--iterations", str(iterations),
+                  *_common(mode, out, loss_bound, seed, timeout, rate_mbps))
+
+
+def allreduce_rank(peers: list[HostSpec], rank: int, workload: str, iterations: int, mode: str, out: Path,
+                   loss_bound: float, seed: int, timeout: float, scale: float = 0.01,
+                   rate_mbps: float | None = None) -> list[str]:
+    ring = ",".join(f"{p.ip}:{ALLREDUCE_PORT}" for p in peers)
+    return _agent("allreduce", "--bind", f"{peers[rank].ip}:{ALLREDUCE_PORT}", "--rank", str(rank),
+                  "--peers", ring, "--workload", workload, "--scale", str(scale),
+                  "--iterations", str(iterations), *_common(mode, out, loss_bound, seed, timeout, rate_mbps))
+
+
+def background(dst: HostSpec, rate_mbps: float, duration: float, burst: int = 0, burst_every: float = 0.5) -> list[str]:
+    return [sys.executable, "-m", "mininet_topos.background", "--dst", dst.ip, "--rate-mbps", str(rate_mbps),
+            "--duration", str(duration), "--burst", str(burst), "--burst-every", str(burst_every)]
+
+
+def dlcpctl(config: Path, *args: str) -> list[str]:
+    return [_script("dlcpctl"), "-c", str(config), *args]
+
+
+def iteration_records(path: Path, mode: str, workload: str, worker: str) -> list[dict]:
+    """The agent's per-iteration JSON lines as the runner's records (see ``report.py``)."""
+    records = []
+    if not path.exists():
+        return records
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if rec.get("event") != "iteration" or rec.get("role") == "ps-server":
+            continue
+        loss = rec.get("loss_by_class") or {}
+        records.append({
+            "mode": mode, "workload": workload, "worker": worker, "iteration": rec["iteration"],
+            "comm_time_s": rec.get("comm_seconds", 0.0), "bytes": rec.get("bytes_sent", 0),
+            "retransmissions": rec.get("retransmissions", 0),
+            "lost_fraction": (sum(loss.values()) / len(loss)) if loss else 0.0,
+            "loss_by_class": loss, "accuracy": rec.get("accuracy"),
+        })
+    return records

@@ -1,0 +1,273 @@
+"""The experiment runner: one topology, several modes, same seed, an honest comparison.
+
+For each mode (``dlcp``, ``baseline``, ``tcp``) it starts the emulated network, applies the
+controller configuration, runs the workload's agents and the background traffic on the hosts,
+collects per-iteration records and the switches' counters, and tears everything down — also on
+failure or Ctrl-C. Then it writes ``results/<run>/`` (raw JSON lines, ``report.md``, plots).
+
+    dlcp-exp --topo leaf-spine --workload ps --mode dlcp,baseline,tcp --background --iterations 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+from mininet_topos import agents
+from mininet_topos.network import EmulatedNetwork, leftovers
+from mininet_topos.p4switch import SwitchStartError, target_available
+from mininet_topos.progress import Progress
+from mininet_topos.report import summarise, summary_table, write_report
+from mininet_topos.topologies import Topology, build
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parent.parent
+PROGRAM = REPO / "p4src" / "bmv2" / "dlcp.p4"
+MODES = ("dlcp", "baseline", "tcp")
+
+
+class ExperimentError(RuntimeError):
+    """The experiment could not run (a switch died, the controller failed, ...): one clear line."""
+
+
+@dataclass
+class ExperimentConfig:
+    topo: str = "leaf-spine"
+    topo_params: dict = field(default_factory=lambda: {"spines": 2, "leaves": 2, "hosts_per_leaf": 2})
+    workload: str = "ps"                 # ps | allreduce | profile:MODEL
+    model: str = "digits"                # what ps trains (digits = real MLP) or allreduce reduces
+    modes: tuple[str, ...] = MODES
+    background: bool = True
+    background_mbps: float = 8.0
+    iterations: int = 10
+    loss_bound: float = 0.1
+    target: str = "p4sim"
+    seed: int = 1
+    link_mbps: float = 20.0
+    queue_depth: int = 64
+    timeout_s: float = 120.0
+    out: str = "results"
+    pcap: bool = False
+
+
+def compile_pipeline(build_dir: Path) -> dict[str, Path]:
+    """Compile the DLCP program once for p4sim; returns the files the controller pushes."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "p4sim.cli", "compile", str(PROGRAM), "-o", str(build_dir),
+                           "-I", str(REPO / "p4src" / "include")], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise ExperimentError(f"p4sim compile {PROGRAM}: {proc.stderr.strip().splitlines()[-1:]}")
+    return {"p4info": build_dir / "dlcp.p4info.txtpb", "config": build_dir / "dlcp.p4sim.json"}
+
+
+def netconfig(topo: Topology, net: EmulatedNetwork, pipeline: dict[str, Path], cfg: ExperimentConfig) -> dict:
+    """The controller's network YAML for this running emulation (routes derived by the controller)."""
+    grpc = net.grpc_addresses()
+    doc: dict = {
+        "defaults": {"target": cfg.target, "pipeline": {k: str(v) for k, v in pipeline.items()}},
+        "switches": {name: {"grpc": grpc[name], "device_id": sw.device_id, "mac": sw.port_mac(0),
+                            "runtime_addr": f"127.0.0.1:{net.switch(name).ctl_port}"}
+                     for name, sw in topo.switches.items()},
+        "hosts": {name: {"ip": h.ip, "mac": h.mac, "switch": h.switch, "port": h.switch_port}
+                  for name, h in topo.hosts.items()},
+        "links": [[f"{link.a}:{link.a_port}", f"{link.b}:{link.b_port}"] for link in topo.links
+                  if link.a in topo.switches],
+        "derive_routes": True,
+    }
+    return doc
+
+
+def _run(cmd: list[str], what: str, timeout: float = 60.0) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ["(no output)"]
+        raise ExperimentError(f"{what} failed (exit {proc.returncode}): {last[0]}")
+    return proc.stdout
+
+
+def workload_commands(cfg: ExperimentConfig, topo: Topology, mode: str, out_dir: Path) -> dict[str, list[str]]:
+    """Host name -> agent command for this workload (the first host serves / is rank 0)."""
+    hosts = list(topo.hosts.values())
+    common = dict(mode=mode, loss_bound=cfg.loss_bound, seed=cfg.seed, timeout=cfg.timeout_s)
+    if cfg.workload == "ps":
+        server, workers = hosts[0], hosts[1:]
+        cmds = {server.name: agents.ps_server(server, len(workers), cfg.model, cfg.iterations,
+                                              out=out_dir / f"{server.name}.jsonl", **common)}
+        for rank, w in enumerate(workers):
+            cmds[w.name] = agents.ps_worker(server, rank, len(workers), cfg.model, cfg.iterations,
+                                            out=out_dir / f"{w.name}.jsonl", **common)
+        return cmds
+    if cfg.workload == "allreduce" or cfg.workload.startswith("profile:"):
+        model = cfg.workload.split(":", 1)[1] if ":" in cfg.workload else "resnet50"
+        return {h.name: agents.allreduce_rank(hosts, rank, model, cfg.iterations, out=out_dir / f"{h.name}.jsonl",
+                                              **common) for rank, h in enumerate(hosts)}
+    raise ExperimentError(f"--workload {cfg.workload!r}: use ps, allreduce or profile:MODEL")
+
+
+def run_mode(cfg: ExperimentConfig, mode: str, run_dir: Path, pipeline: dict[str, Path],
+             progress: Progress) -> tuple[list[dict], dict]:
+    topo = build(cfg.topo, **cfg.topo_params)
+    for link in topo.links:
+        link.rate_bps = int(cfg.link_mbps * 1e6)
+    mode_dir = run_dir / mode
+    mode_dir.mkdir(parents=True, exist_ok=True)
+    procs: list[subprocess.Popen] = []
+    net = EmulatedNetwork(topo, mode_dir, target=cfg.target, pcap=cfg.pcap, queue_depth=cfg.queue_depth)
+    try:
+        net.start()
+        config_path = mode_dir / "net.yaml"
+        config_path.write_text(yaml.safe_dump(netconfig(topo, net, pipeline, cfg), sort_keys=False))
+        _run(agents.dlcpctl(config_path, "apply"), "dlcpctl apply")
+        hosts = list(topo.hosts.values())
+        if cfg.background:
+            # Bulk + incast towards the first host (the PS / rank 0) from the last host: a shared bottleneck.
+            cmd = agents.background(hosts[0], cfg.background_mbps, cfg.timeout_s, burst=32, burst_every=0.3)
+            procs.append(net.host(hosts[-1].name).popen(cmd, stdout=open(mode_dir / "background.jsonl", "w"),
+                                                        stderr=subprocess.STDOUT))
+        agent_procs = {}
+        for name, cmd in workload_commands(cfg, topo, mode, mode_dir).items():
+            with open(mode_dir / f"{name}.log", "w") as logf:
+                agent_procs[name] = net.host(name).popen(cmd, stdout=logf, stderr=subprocess.STDOUT)
+            procs.append(agent_procs[name])
+            if name == hosts[0].name:
+                time.sleep(0.5)  # the server binds before workers send (agents retry; this only avoids noise)
+        deadline = time.monotonic() + cfg.timeout_s + 30
+        while any(p.poll() is None for p in agent_procs.values()):
+            dead = net.dead_switches()
+            if dead:
+                raise ExperimentError(f"switch {', '.join(dead)} died during the {mode} run; "
+                                      f"see {mode_dir}/{dead[0]}.log")
+            if time.monotonic() > deadline:
+                raise ExperimentError(f"{mode}: agents still running after {cfg.timeout_s + 30:.0f} s")
+            done = _iterations_done(mode_dir, [h.name for h in hosts[1:]] or [hosts[0].name])
+            progress.update(mode, done)
+            time.sleep(0.25)
+        failed = {n: p.returncode for n, p in agent_procs.items() if p.returncode}
+        if failed:
+            name = next(iter(failed))
+            raise ExperimentError(f"{mode}: agent on {name} exited {failed[name]}; see {mode_dir}/{name}.log")
+        stats_out = _run(agents.dlcpctl(config_path, "stats", "--json"), "dlcpctl stats")
+        stats = {"mode": mode, **_switch_stats(json.loads(stats_out) if stats_out.strip() else {})}
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        net.stop()
+    records = []
+    for h in topo.hosts.values():
+        records += agents.iteration_records(mode_dir / f"{h.name}.jsonl", mode, cfg.workload, h.name)
+    return records, stats
+
+
+def _iterations_done(mode_dir: Path, hosts: list[str]) -> int:
+    counts = []
+    for name in hosts:
+        path = mode_dir / f"{name}.jsonl"
+        counts.append(path.read_text().count('"event": "iteration"') if path.exists() else 0)
+    return min(counts) if counts else 0
+
+
+def _switch_stats(raw: dict) -> dict:
+    """Sum the controller's per-switch counters into per-class totals for the report."""
+    drops: dict[str, int] = {}
+    marks: dict[str, int] = {}
+    for sw in raw.get("switches", {}).values() if isinstance(raw.get("switches"), dict) else []:
+        for key, val in (sw.get("selective_drops") or {}).items():
+            drops[key] = drops.get(key, 0) + int(val.get("packets", val) if isinstance(val, dict) else val)
+        for key, val in (sw.get("ecn_marks") or {}).items():
+            marks[key] = marks.get(key, 0) + int(val.get("packets", val) if isinstance(val, dict) else val)
+    return {"selective_drops": drops, "ecn_marks": marks, "raw": raw}
+
+
+def run_experiment(cfg: ExperimentConfig) -> Path:
+    ok, why = target_available(cfg.target)
+    if not ok:
+        raise ExperimentError(why)
+    for mode in cfg.modes:
+        if mode not in MODES:
+            raise ExperimentError(f"--mode {mode!r}: choose from {', '.join(MODES)}")
+    run_dir = Path(cfg.out) / time.strftime("%Y%m%d-%H%M%S")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(asdict(cfg), indent=2))
+    pipeline = compile_pipeline(run_dir / "build")
+    all_records: list[dict] = []
+    progress = Progress(cfg.modes, cfg.iterations)
+    with open(run_dir / "iterations.jsonl", "w") as it_f, open(run_dir / "switch_stats.jsonl", "w") as st_f:
+        for mode in cfg.modes:
+            records, stats = run_mode(cfg, mode, run_dir, pipeline, progress)
+            all_records += records
+            it_f.write("".join(json.dumps(r) + "\n" for r in records))
+            st_f.write(json.dumps(stats) + "\n")
+            it_f.flush()
+            st_f.flush()
+    progress.close()
+    write_report(run_dir, asdict(cfg))
+    return run_dir
+
+
+def parse_args(argv: list[str] | None) -> ExperimentConfig:
+    p = argparse.ArgumentParser(prog="dlcp-exp", description="DLCP versus the status quo in Mininet")
+    p.add_argument("--topo", default="leaf-spine", help="star | dumbbell | leaf-spine | fat-tree")
+    p.add_argument("--workload", default="ps", help="ps | allreduce | profile:MODEL")
+    p.add_argument("--model", default="digits", help="what ps trains: digits (real MLP) or a profile name")
+    p.add_argument("--mode", default="dlcp,baseline,tcp", help="comma-separated modes, run in this order")
+    p.add_argument("--background", action=argparse.BooleanOptionalAction, default=True,
+                   help="competing bulk flows and incast bursts")
+    p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--loss-bound", type=float, default=0.1)
+    p.add_argument("--target", default="p4sim", help="p4sim | bmv2")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--link-mbps", type=float, default=20.0, help="emulated link speed (in the switches)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per mode before giving up")
+    p.add_argument("--out", default="results")
+    p.add_argument("--pcap", action="store_true", help="per-port pcaps in the run directory")
+    a = p.parse_args(argv)
+    if a.iterations < 1:
+        p.error(f"--iterations {a.iterations}: must be >= 1")
+    if not 0 <= a.loss_bound < 1:
+        p.error(f"--loss-bound {a.loss_bound}: must be in [0, 1)")
+    return ExperimentConfig(topo=a.topo, workload=a.workload, model=a.model,
+                            modes=tuple(m.strip() for m in a.mode.split(",") if m.strip()),
+                            background=a.background, iterations=a.iterations, loss_bound=a.loss_bound,
+                            target=a.target, seed=a.seed, link_mbps=a.link_mbps, timeout_s=a.timeout,
+                            out=a.out, pcap=a.pcap)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    cfg = parse_args(argv)
+    try:
+        run_dir = run_experiment(cfg)
+    except (ExperimentError, SwitchStartError, ValueError) as err:
+        print(f"dlcp-exp: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("dlcp-exp: interrupted; network torn down", file=sys.stderr)
+        return 130
+    finally:
+        left = leftovers(build(cfg.topo, **cfg.topo_params))
+        if left:
+            print(f"dlcp-exp: warning: left behind: {'; '.join(left)}", file=sys.stderr)
+    from mininet_topos.report import read_jsonl
+    print(summary_table(summarise(read_jsonl(run_dir / "iterations.jsonl"),
+                                  read_jsonl(run_dir / "switch_stats.jsonl"))))
+    print(f"report: {run_dir / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
