@@ -281,7 +281,7 @@ class ExprGen:
         sw = width_of(src_t)
         if is_signed(dst):
             h = 1 << (dw - 1)
-            return f"((({v}) & {hex(mask(dw))}) ^ {hex(h)}) - {hex(h)}"
+            return f"(((({v}) & {hex(mask(dw))}) ^ {hex(h)}) - {hex(h)})"
         if isinstance(src_t, (ast.BitT, ast.SerEnumT)) and not is_signed(src_t) and sw and sw <= dw:
             return v
         return f"({v} & {hex(mask(dw))})"

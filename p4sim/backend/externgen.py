@@ -83,7 +83,7 @@ class ExternGen:
             code = f"({code}) & {hex(mask(w))}"
         elif w:
             h = 1 << (w - 1)
-            code = f"((({code}) & {hex(mask(w))}) ^ {hex(h)}) - {hex(h)}"
+            code = f"(((({code}) & {hex(mask(w))}) ^ {hex(h)}) - {hex(h)})"
         self.assign(target, code)
 
     # ---- functions -------------------------------------------------------------------------

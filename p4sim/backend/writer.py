@@ -33,6 +33,8 @@ class Writer:
         return f"_{hint}{self._tmp}"
 
     def text(self) -> str:
+        if not self.lines:
+            return "    " * max(self.level, 1) + "pass\n"
         return "\n".join(self.lines) + "\n"
 
 

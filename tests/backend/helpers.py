@@ -23,7 +23,13 @@ EMPTY = "apply { }"
 
 
 def frontend_ready() -> bool:
-    return importlib.util.find_spec("p4sim.frontend.typecheck") is not None
+    if importlib.util.find_spec("p4sim.frontend.typecheck") is None:
+        return False
+    try:
+        from p4sim.frontend.typecheck import check_program  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 needs_frontend = pytest.mark.skipif(not frontend_ready(),
@@ -44,10 +50,10 @@ def simple_program(tmp_path, header: str, ingress: str, meta: str = "bit<8> x;",
     """A v1model program: header ``hdr_t { header }``, struct headers_t { headers },
     metadata ``meta_t { meta }``, the given parser states and ingress/egress bodies."""
     src = f"""
+    {extra}
     header hdr_t {{ {header} }}
     struct meta_t {{ {meta} }}
     struct headers_t {{ {headers} }}
-    {extra}
     parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
         {parser}
     }}

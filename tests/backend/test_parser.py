@@ -17,7 +17,7 @@ PARSER = """
             0x00 &&& 0xF0: accept;
             0x10 .. 0x1F: parse_stack;
             0x20: parse_la;
-            0x30: check;
+            0x30 &&& 0xF0: check;
         }
     }
     state parse_stack {
@@ -50,7 +50,7 @@ INGRESS = """
         if (sm.parser_error == error.PacketTooShort) { hdr.h.err = 1; }
         if (sm.parser_error == error.NoMatch) { hdr.h.err = 2; }
         if (sm.parser_error == error.StackOutOfBounds) { hdr.h.err = 3; }
-        hdr.h.depth = (bit<8>)hdr.s.nextIndex;
+        hdr.h.depth = (bit<8>)(hdr.s.lastIndex + 1);
         sm.egress_spec = 1;
     }
 """
