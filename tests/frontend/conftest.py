@@ -23,8 +23,8 @@ def compile_text(tmp_path: Path, text: str, name: str = "prog.p4", require_main:
     path.write_text(text)
     if require_main:
         return load_program(str(path))
-    from p4sim.frontend.typecheck import check_program
     from p4sim.frontend import parse_source
+    from p4sim.frontend.typecheck import check_program
     return check_program(parse_source(text, str(path)), require_main=False)
 
 
