@@ -1,4 +1,4 @@
-// recirculate: the deparsed packet re-enters ingress with instance_type 4; the original is not sent
+// recirculate: the deparsed packet re-enters ingress with instance_type 4; the original is not sent (egress sees instance_type 0 again for unicast, as simple_switch resets it, so a header bit stops the loop)
 #include <core.p4>
 #include <v1model.p4>
 
@@ -44,7 +44,10 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
 
 control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     
-    apply { if (sm.instance_type == 0) { recirculate_preserving_field_list(0); } }
+    apply { if (hdr.h.b == 0) {
+            hdr.h.b = 1;
+            recirculate_preserving_field_list(0);
+        } }
 }
 
 control CC(inout headers_t hdr, inout meta_t meta) {
