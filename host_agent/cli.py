@@ -107,6 +107,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=int, default=1, help="all-reduces to run (default 1)")
     p.add_argument("--save-npz", help="write the reduced gradients of the last iteration to this .npz")
     p.set_defaults(func=cmd_allreduce)
+    p = sub.add_parser("relay", help="lossy UDP relay: drop non-critical DLCP DATA at random, mark CE")
+    p.add_argument("--bind", type=hostport, required=True, help="address clients send to HOST:PORT")
+    p.add_argument("--target", type=hostport, required=True, help="receiver HOST:PORT")
+    p.add_argument("--drop-noncritical", type=fraction, default=0.0, help="drop probability (default 0)")
+    p.add_argument("--mark-ce", action="store_true", help="set ECN CE on every forwarded packet")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--duration", type=float, default=0.0, help="seconds to run (0: until SIGTERM/SIGINT)")
+    p.add_argument("--out", default="-")
+    p.set_defaults(func=cmd_relay)
     p = sub.add_parser("train", help="whole digits data-parallel job in this process (threads, loopback)")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--epochs", type=int, default=8)
@@ -302,6 +311,29 @@ def cmd_allreduce(args) -> int:
     if args.save_npz:
         np.savez(args.save_npz, data)
     ep.close(linger=0.5)
+    return 0
+
+
+def cmd_relay(args) -> int:
+    import signal
+    import threading
+
+    from host_agent.relay import LossyRelay, drop_noncritical
+    out = write_jsonl(args.out)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    rule = drop_noncritical(args.drop_noncritical, args.seed) if args.drop_noncritical else None
+    try:
+        relay = LossyRelay(args.target, rule, mark_ce=args.mark_ce, bind=args.bind)
+    except OSError as exc:
+        raise UserError(f"--bind {args.bind[0]}:{args.bind[1]}: {exc.strerror}") from None
+    with relay:
+        out({"event": "listening", "address": "{}:{}".format(*relay.address)})
+        try:
+            stop.wait(args.duration or None)
+        except KeyboardInterrupt:
+            pass
+    out({"event": "summary", "forwarded": relay.forwarded, "dropped": dict(relay.dropped)})
     return 0
 
 
