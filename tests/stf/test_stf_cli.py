@@ -1,0 +1,106 @@
+"""``p4sim stf`` as a user runs it: pairs, several pairs, directories, totals line, exit status."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from p4sim.cli import main
+from p4sim.errors import UserError
+from p4sim.stf.cli import collect_pairs
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def test_collect_pairs_forms(tmp_path):
+    (tmp_path / "a.p4").write_text("")
+    (tmp_path / "a.stf").write_text("")
+    (tmp_path / "b.p4").write_text("")
+    (tmp_path / "b.stf").write_text("")
+    (tmp_path / "orphan.stf").write_text("")
+    a, b = str(tmp_path / "a.p4"), str(tmp_path / "b.p4")
+    assert collect_pairs([a, a[:-3] + ".stf"]) == [(a, a[:-3] + ".stf")]
+    assert collect_pairs([a, a[:-3] + ".stf", b, b[:-3] + ".stf"]) == [(a, a[:-3] + ".stf"),
+                                                                       (b, b[:-3] + ".stf")]
+    assert collect_pairs([str(tmp_path)]) == [(a, a[:-3] + ".stf"), (b, b[:-3] + ".stf")]
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["x.p4"], "no such file"),
+    (["{d}/a.p4"], "program has no STF file after it"),
+    (["{d}/a.stf"], "STF file without a program before it"),
+    (["{d}/empty"], "directory holds no .stf files"),
+])
+def test_collect_pairs_errors(tmp_path, args, fragment):
+    (tmp_path / "a.p4").write_text("")
+    (tmp_path / "a.stf").write_text("")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match=fragment):
+        collect_pairs([a.format(d=tmp_path) for a in args])
+
+
+def test_bad_arguments_exit_1_with_one_line(tmp_path, capsys):
+    rc = main(["stf", str(tmp_path / "missing.p4"), str(tmp_path / "missing.stf")])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert err.count("\n") == 1 and "no such file" in err
+
+
+def test_malformed_stf_is_a_failed_test_not_a_crash(tmp_path, capsys):
+    shutil.copy(CORPUS / "untouched_port0.p4", tmp_path / "u.p4")
+    (tmp_path / "u.stf").write_text("packet 0 0g\n")
+    rc = main(["stf", str(tmp_path / "u.p4"), str(tmp_path / "u.stf")])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 1
+    assert out[0].startswith("FAIL u: ") and "u.stf:1: error: invalid packet data character 'G'" in out[0]
+    assert out[-1] == "0 passed, 1 failed"
+
+
+def _mutated_copy(src: str, dst_dir: Path, name: str) -> None:
+    """A corpus pair whose last expected packet has one wrong nibble."""
+    shutil.copy(CORPUS / f"{src}.p4", dst_dir / f"{name}.p4")
+    lines = (CORPUS / f"{src}.stf").read_text().splitlines()
+    i = max(n for n, line in enumerate(lines) if line.startswith("expect "))
+    lines[i] = lines[i].replace("00", "0F", 1)
+    (dst_dir / f"{name}.stf").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.usefixtures("need_compiler")
+def test_directory_run_prints_each_test_and_totals(tmp_path):
+    for name in ("table_exact", "multicast"):
+        shutil.copy(CORPUS / f"{name}.p4", tmp_path)
+        shutil.copy(CORPUS / f"{name}.stf", tmp_path)
+    _mutated_copy("arith_wrap", tmp_path, "zz_wrong")
+    proc = subprocess.run([sys.executable, "-m", "p4sim.cli", "stf", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "PASS multicast" in lines and "PASS table_exact" in lines
+    assert any(line.startswith("FAIL zz_wrong: port 1: packet #1: packet differs") for line in lines)
+    assert lines[-1] == "2 passed, 1 failed"
+
+
+@pytest.mark.usefixtures("need_compiler")
+def test_several_pairs_all_pass_exit_0(capsys):
+    args = []
+    for name in ("clone_i2e", "hash_crc32", "register_counter"):
+        args += [str(CORPUS / f"{name}.p4"), str(CORPUS / f"{name}.stf")]
+    rc = main(["stf", *args])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert out == ["PASS clone_i2e", "PASS hash_crc32", "PASS register_counter", "3 passed, 0 failed"]
+
+
+@pytest.mark.usefixtures("need_compiler")
+def test_compile_error_is_a_failed_test(tmp_path, capsys):
+    (tmp_path / "bad.p4").write_text("control C() { apply { x = ; } }\n")
+    (tmp_path / "bad.stf").write_text("packet 0 00\n")
+    rc = main(["stf", str(tmp_path / "bad.p4"), str(tmp_path / "bad.stf")])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 1
+    assert out[0].startswith("FAIL bad: ") and "bad.p4:1:" in out[0]
+    assert out[-1] == "0 passed, 1 failed"
