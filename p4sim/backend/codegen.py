@@ -490,6 +490,15 @@ class BlockGen(ExternGen, StmtGen):
         fl = self.field_lists(m_t)
         tail = [f"_NEW_H = {self.classes.name(h_t)}", f"_NEW_M = {self.classes.name(m_t)}",
                 f"_NEW_S = {self.classes.name(sm_t)}"]
+        if any(_has_exit(d) for d in self.program.decls):
+            # `exit` ends the top-level block only: catch it at the block boundary, so the
+            # architecture path never pays for it
+            arity = {"verify_checksum": 2, "ingress": 3, "egress": 3, "compute_checksum": 2, "deparser": 2}
+            for role, n in arity.items():
+                params = ", ".join(f"a{i}" for i in range(n))
+                self.functions.append(f"def _X_{role}({params}):\n    try:\n        {blocks[role]}({params})\n"
+                                      f"    except _ExitBlock:\n        pass\n")
+                blocks[role] = f"_X_{role}"
         tail += [f"_BLOCK_{role} = {fn}" for role, fn in blocks.items()]
         src = "\n".join([PRELUDE, self.classes.source(), *self.functions, *tail]) + "\n"
         return GeneratedModule(src, self.manifest, blocks, fl, list(self.program.errors))
@@ -503,6 +512,23 @@ class BlockGen(ExternGen, StmtGen):
                     for arg in a.args:
                         out.setdefault(self.const_value(arg), []).append(pyfield(f.name))
         return out
+
+
+def _has_exit(node: Any) -> bool:
+    """Whether a control/action/function body anywhere contains ``exit``."""
+    if isinstance(node, ast.ExitStmt):
+        return True
+    if isinstance(node, ast.BlockStmt):
+        return any(_has_exit(s) for s in node.stmts)
+    if isinstance(node, ast.IfStmt):
+        return _has_exit(node.then) or _has_exit(node.else_)
+    if isinstance(node, ast.SwitchStmt):
+        return any(_has_exit(c.body) for c in node.cases)
+    if isinstance(node, (ast.ActionDecl, ast.FunctionDecl)):
+        return _has_exit(node.body)
+    if isinstance(node, ast.ControlDecl):
+        return _has_exit(node.apply) or any(_has_exit(d) for d in node.locals)
+    return False
 
 
 def generate(program: ast.Program) -> GeneratedModule:

@@ -355,7 +355,8 @@ class StmtGen(ExprGen):
             if not decl.body.stmts and not any(p.direction == "" for p in decl.params):
                 continue
             with w.block(("if " if first else "elif ") + f"{idx} == {i}:"):
-                w.line(f"{args} = {c}.args")
+                if any(p.direction == "" for p in decl.params):
+                    w.line(f"{args} = {c}.args")
                 saved = self.current_entry
                 self.current_entry = (e, desc)
                 try:

@@ -167,7 +167,16 @@ class TypeClasses:
         extra = self.extra_slots.get(t.name, ())
         slots = tuple(f for f, _ in fields) + tuple(s for s, _ in extra)
         lines = [f"class {cls}:", f"    __slots__ = {slots!r}", "    def __init__(self):"]
-        lines += [f"        self.{f} = {default_value(ft, self)}" for f, ft in fields]
+        for f, ft in fields:
+            if isinstance(ft, ast.HeaderT):    # inline the header's construction (hot path)
+                hcls = self.name(ft)
+                hslots = ["_v"] + [pyfield(n) for n, _ in ft.fields] + \
+                    [f"{pyfield(n)}_len" for n, t2 in ft.fields if isinstance(t2, ast.VarbitT)]
+                lines.append(f"        h = _new({hcls})")
+                lines += [f"        h.{x} = {'False' if x == '_v' or _is_bool(ft, x) else '0'}" for x in hslots]
+                lines.append(f"        self.{f} = h")
+            else:
+                lines.append(f"        self.{f} = {default_value(ft, self)}")
         lines += [f"        self.{s} = {v}" for s, v in extra]
         if not slots:
             lines.append("        pass")

@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from p4sim.backend.rt import AssertionFailed, ExitBlock
+from p4sim.backend.rt import AssertionFailed
 
 log = logging.getLogger("p4sim.v1model")
 
@@ -33,7 +33,7 @@ PKT_INSTANCE_TYPE_RESUBMIT = 6
 MAX_RESUBMITS = 64
 
 
-@dataclass
+@dataclass(slots=True)
 class QueuedPacket:
     egress_port: int
     priority: int
@@ -133,17 +133,9 @@ class V1ModelPath:
         for name in self.pipeline.field_lists.get(field_list, ()):
             setattr(dst, name, getattr(src, name))
 
-    def _run(self, block: Any, *args: Any) -> bool:
-        """Run a control block; False when an assert/assume failed (the packet is dropped)."""
-        try:
-            block(*args)
-        except ExitBlock:
-            pass
-        except AssertionFailed as err:
-            self.drops["assert"] += 1
-            log.warning("%s", err)
-            return False
-        return True
+    def _assert_failed(self, err: Exception) -> None:
+        self.drops["assert"] += 1
+        log.warning("%s", err)
 
     def _parse_into(self, data: bytes, port: int, itype: int, now_us: int, length: int) -> tuple[Any, Any, Any, bytes]:
         h, m, s = self._new_h(), self._new_m(), self._new_s()
@@ -155,57 +147,67 @@ class V1ModelPath:
         ctx.sm = s
         ctx.length = length
         ctx.now = now_us
-        try:
-            off = self._parse(data, h, m, s)
-        except ExitBlock:
-            off = 0
-        return h, m, s, data[off:]
+        return h, m, s, data[self._parse(data, h, m, s):]
 
     # ---- ingress ---------------------------------------------------------------------------
     def ingress(self, data: bytes, port: int, now_us: int, context: RecircContext | None = None) -> list[QueuedPacket]:
         """Parser .. ingress for one packet arriving on ``port``; returns what enters the TM."""
-        out: list[QueuedPacket] = []
-        if context is None and isinstance(data, RecircData):
-            context = data.context
+        if type(data) is not bytes:
+            if context is None and isinstance(data, RecircData):
+                context = data.context
+            data = bytes(data)
         itype = PKT_INSTANCE_TYPE_NORMAL
-        carry, field_list = None, 0
+        carry = None
+        field_list = 0
         if context is not None:
             itype, carry, field_list = PKT_INSTANCE_TYPE_RECIRC, context.meta, context.field_list
-        if type(data) is not bytes:
-            data = bytes(data)
         length = len(data)
         ctx = self._ctx
-        for _ in range(MAX_RESUBMITS):
-            h, m, s, payload = self._parse_into(data, port, itype, now_us, length)
+        out: list[QueuedPacket] = []
+        resubmits = 0
+        while True:
+            h, m, s = self._new_h(), self._new_m(), self._new_s()
+            s.ingress_port = port
+            s.instance_type = itype
+            s.packet_length = length
+            s.ingress_global_timestamp = now_us & _M48
             if carry is not None:
                 self._preserve(carry, m, field_list)
-            ctx.payload = payload
-            if not self._run(self._verify, h, m):
-                return out
-            if not self._run(self._ingress, h, m, s):
+            ctx.sm = s
+            ctx.length = length
+            ctx.now = now_us
+            try:
+                payload = data[self._parse(data, h, m, s):]
+                ctx.payload = payload
+                self._verify(h, m)
+                self._ingress(h, m, s)
+            except AssertionFailed as err:
+                self._assert_failed(err)
                 return out
             clone = s._clone
             if clone is not None:
                 s._clone = None
                 self._ingress_clone(data, port, now_us, length, m, clone, out)
-            if s._resubmit is not None:
-                carry, field_list, itype = m, s._resubmit, PKT_INSTANCE_TYPE_RESUBMIT
-                continue
-            mgid = s.mcast_grp
-            if mgid:
-                s.instance_type = PKT_INSTANCE_TYPE_REPLICATION
-                self._multicast(h, m, s, payload, length, mgid, out)
+            if s._resubmit is None:
+                break
+            carry, field_list, itype = m, s._resubmit, PKT_INSTANCE_TYPE_RESUBMIT
+            resubmits += 1
+            if resubmits > MAX_RESUBMITS:
+                self.drops["resubmit_loop"] += 1
                 return out
-            spec = s.egress_spec
-            if spec == self.drop_port:
-                self.drops["ingress_drop"] += 1
-                return out
-            s.instance_type = PKT_INSTANCE_TYPE_NORMAL
-            s.egress_port = spec
-            out.append(QueuedPacket(spec, s.priority if self._has_priority else 0, length,
-                                    _Pkt(h, m, s, payload, length)))
+        mgid = s.mcast_grp
+        if mgid:
+            s.instance_type = PKT_INSTANCE_TYPE_REPLICATION
+            self._multicast(h, m, s, payload, length, mgid, out)
             return out
-        self.drops["resubmit_loop"] += 1
+        spec = s.egress_spec
+        if spec == self.drop_port:
+            self.drops["ingress_drop"] += 1
+            return out
+        s.instance_type = PKT_INSTANCE_TYPE_NORMAL
+        s.egress_port = spec
+        out.append(QueuedPacket(spec, s.priority if self._has_priority else 0, length,
+                                _Pkt(h, m, s, payload, length)))
         return out
 
     def recirculate(self, rec: Recirculate, now_us: int) -> list[QueuedPacket]:
@@ -259,22 +261,21 @@ class V1ModelPath:
         ctx.now = now_us
         ctx.payload = st.payload
         outputs: list[Any] = []
-        if not self._run(self._egress, h, m, s):
-            return outputs
-        clone = s._clone
-        if clone is not None:
-            s._clone = None
-            self._egress_clone(h, m, st, clone, outputs)
-        if s.egress_spec == self.drop_port:
-            self.drops["egress_drop"] += 1
-            return outputs
-        if not self._run(self._compute, h, m):
-            return outputs
-        parts: list[bytes] = []
         try:
+            self._egress(h, m, s)
+            clone = s._clone
+            if clone is not None:
+                s._clone = None
+                self._egress_clone(h, m, st, clone, outputs)
+            if s.egress_spec == self.drop_port:
+                self.drops["egress_drop"] += 1
+                return outputs
+            self._compute(h, m)
+            parts: list[bytes] = []
             self._deparse(parts, h)
-        except ExitBlock:
-            pass
+        except AssertionFailed as err:
+            self._assert_failed(err)
+            return outputs
         parts.append(st.payload)
         data = b"".join(parts)
         if s._trunc:
