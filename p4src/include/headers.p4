@@ -129,6 +129,8 @@ struct dlcp_metadata_t {
     qdepth_t    drop_depth;
     qdepth_t    ecn_depth;
     qdepth_t    observed_depth;
+    /* Tofino: parser's IPv4 checksum verdict (BMv2 uses checksum_error) */
+    bool        ipv4_checksum_err;
 }
 
 #endif /* _DLCP_HEADERS_P4_ */

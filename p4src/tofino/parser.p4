@@ -12,6 +12,8 @@ parser DlcpIngressParser(packet_in pkt,
                          out dlcp_metadata_t meta,
                          out ingress_intrinsic_metadata_t ig_intr_md) {
 
+    Checksum() ipv4_checksum;
+
     /* Same P4Info name as on BMv2.  Installed by the controller. */
     @name(".DlcpParser.dlcp_udp_ports")
     value_set<bit<16>>(DLCP_UDP_PORTS_SIZE) dlcp_udp_ports;
@@ -19,7 +21,8 @@ parser DlcpIngressParser(packet_in pkt,
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
-        meta = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        /* every dlcp_metadata_t field, in order: Tofino does not zero metadata */
+        meta = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false};
         transition select(ig_intr_md.ingress_port) {
             DLCP_CPU_PORT: parse_packet_out;
             default: parse_ethernet;
@@ -41,6 +44,8 @@ parser DlcpIngressParser(packet_in pkt,
 
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
+        ipv4_checksum.add(hdr.ipv4);
+        meta.ipv4_checksum_err = !ipv4_checksum.verify();
         transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
             (IPV4_IHL_MIN, 0, IP_PROTO_TCP): parse_tcp;
             (IPV4_IHL_MIN, 0, IP_PROTO_UDP): parse_udp;

@@ -102,10 +102,18 @@ def forwarding() -> Stf:
     stf.send(1, udp_packet(dst_port=9), None)
     stf.comment("ARP (non-IPv4): dropped, the switch is an L3 router")
     stf.send(1, arp_packet(), None)
+    stf.comment("a corrupt IPv4 header checksum: dropped")
+    stf.send(1, bad_ipv4_checksum(udp_packet()), None)
     stf.comment("the last packet proves the drops above left nothing behind")
     pkt = udp_packet(sport=1, dport=2)
     stf.send(1, pkt, (2, routed(pkt, 2)))
     return stf
+
+
+def bad_ipv4_checksum(data: bytes) -> bytes:
+    """``data`` with its IPv4 header checksum off by one."""
+    checksum = int.from_bytes(data[24:26], "big") ^ 0x0001
+    return data[:24] + checksum.to_bytes(2, "big") + data[26:]
 
 
 def priority() -> Stf:

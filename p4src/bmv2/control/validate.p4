@@ -35,6 +35,11 @@ control DlcpValidate(inout dlcp_headers_t hdr,
             }
             return;
         }
+        if (standard_metadata.checksum_error == 1) {
+            meta.drop = 1;                  /* corrupt IPv4 header */
+            mark_to_drop(standard_metadata);
+            return;
+        }
         if (hdr.tcp.isValid()) {
             meta.l4_src_port = hdr.tcp.src_port;
             meta.l4_dst_port = hdr.tcp.dst_port;

@@ -36,6 +36,11 @@ control DlcpValidate(inout dlcp_tna_headers_t hdr,
             }
             return;
         }
+        if (meta.ipv4_checksum_err) {
+            meta.drop = 1;                  /* corrupt IPv4 header */
+            ig_dprsr_md.drop_ctl = 1;
+            return;
+        }
         if (hdr.tcp.isValid()) {
             meta.l4_src_port = hdr.tcp.src_port;
             meta.l4_dst_port = hdr.tcp.dst_port;
