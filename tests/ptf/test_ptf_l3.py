@@ -18,8 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SUITE = os.path.join(HERE, "l3")
 PROGRAM = os.path.join(SUITE, "l3_router.p4")
 PTF = shutil.which("ptf", path=os.path.dirname(sys.executable)) or shutil.which("ptf")
-TESTS = ["ForwardTest", "LongestPrefixTest", "PayloadSizesTest", "DropNoRouteTest", "DropTtlTest",
-         "DropBadChecksumTest", "DropNonIpTest"]
+TESTS = [f"l3_tests.{t}" for t in ("ForwardTest", "LongestPrefixTest", "PayloadSizesTest", "DropNoRouteTest", "DropTtlTest",
+         "DropBadChecksumTest", "DropNonIpTest")]
 
 pytestmark = [
     needs_program(PROGRAM),

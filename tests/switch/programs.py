@@ -63,7 +63,7 @@ needs_compiler = needs_program(TM_PROBE_P4)
 def probe_frame(seq: int, prio: int = 0, size: int = 100, src_mac: str = "02:77:00:00:00:01",
                 dst_mac: str = "02:77:00:00:00:02") -> bytes:
     """An IPv4/UDP probe to port 9999 whose DSCP top bits select the priority queue."""
-    pkt = Ether(src=src_mac, dst=dst_mac) / IP(src="10.77.0.1", dst="10.77.0.2", tos=prio << 5) / \
+    pkt = Ether(src=src_mac, dst=dst_mac) / IP(src="10.77.0.1", dst="10.77.0.200", tos=prio << 5) / \
         UDP(sport=4000, dport=PROBE_PORT) / Raw(_PROBE.pack(seq, 0, 0, 0, 0, 0, 0))
     pad = max(0, size - len(pkt))
     return bytes(pkt / Raw(bytes(pad)))

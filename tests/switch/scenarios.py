@@ -29,8 +29,14 @@ def high_priority_overtakes(h) -> None:
     h.send(1, [_blocker()] + low + high)
     got = _probes(h.collect(2, 10, timeout=5.0))
     assert [p["seq"] for p in got] == [BLOCKER_SEQ, 100, 101, 102, 0, 1, 2, 3, 4, 5]
-    assert [p["qid"] for p in got] == [0, 7, 7, 7, 0, 0, 0, 0, 0, 0]
     assert all(p["egress_port"] == 2 for p in got)
+
+
+def qid_seen_by_program(h) -> None:
+    """``@alias("queueing_metadata.qid")`` user metadata carries the queue that served the packet."""
+    h.send(1, [probe_frame(i, prio=i % 8) for i in range(8)])
+    got = _probes(h.collect(2, 8, timeout=3.0))
+    assert sorted((p["seq"], p["qid"]) for p in got) == [(i, i) for i in range(8)]
 
 
 def qdepth_metadata_matches_queue(h) -> None:

@@ -27,11 +27,12 @@ class VirtualHarness:
             self.peers[port].send(f)
 
     def collect(self, port: int, n: int, timeout: float) -> list[bytes]:
+        """Up to ``n`` probe frames leaving ``port`` (other frames are ignored)."""
         out: list[bytes] = []
         end = time.monotonic() + timeout
         while len(out) < n and (left := end - time.monotonic()) > 0:
             f = self.peers[port].recv(left)
-            if f is not None:
+            if f is not None and read_probe(f) is not None:
                 out.append(f)
         return out
 
@@ -62,6 +63,12 @@ def test_forwarding_and_counters(harness):
 
 def test_high_priority_overtakes(harness):
     scenarios.high_priority_overtakes(harness)
+
+
+@pytest.mark.xfail(reason="V1ModelPath does not map @alias(\"queueing_metadata.qid\") user metadata yet",
+                   strict=False)
+def test_qid_seen_by_program(harness):
+    scenarios.qid_seen_by_program(harness)
 
 
 def test_qdepth_metadata_matches_queue(harness):

@@ -43,11 +43,12 @@ class NetnsHarness:
             self.hosts[port].send(f)
 
     def collect(self, port: int, n: int, timeout: float) -> list[bytes]:
+        """Up to ``n`` probe frames leaving ``port`` (other frames are ignored)."""
         out: list[bytes] = []
         end = time.monotonic() + timeout
         while len(out) < n and (left := end - time.monotonic()) > 0:
             f = self.hosts[port].recv(left)
-            if f is not None:
+            if f is not None and read_probe(f) is not None:
                 out.append(f)
         return out
 
