@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4sim.backend.exprgen import width_of
-from p4sim.backend.typegen import check_byte_aligned, mask, pyfield
+from p4sim.backend.typegen import check_byte_aligned, emit_expr, extract_lines, mask, pyfield
 from p4sim.errors import P4CompileError, P4UnsupportedError
 from p4sim.frontend import ast
 from p4sim.runtime import hashes
@@ -221,14 +221,18 @@ class ExternGen:
         t = e.type
         if isinstance(t, ast.HeaderT):
             obj = self.ex(e)
-            cls = self.classes.name(t)
+            self.classes.name(t)
             if any(isinstance(ft, ast.VarbitT) for _, ft in t.fields):
                 with self.w.block(f"if {obj}._v:"):
                     self.w.line(f"{out}.append(_emit_generic({obj}, {self.layout(t)}))")
                 return
             check_byte_aligned(t, e.loc)
+            if not isinstance(e, (ast.PathExpr, ast.Member)):
+                tmp = self.w.tmp("eh")
+                self.w.line(f"{tmp} = {obj}")
+                obj = tmp
             with self.w.block(f"if {obj}._v:"):
-                self.w.line(f"{out}.append(_e_{cls}({obj}))")
+                self.w.line(f"{out}.append({emit_expr(t, obj)})")
         elif isinstance(t, ast.HeaderStackT):
             for i in range(t.size):
                 self.emit(ast.Index(e, ast.IntLiteral(i, type=ast.InfIntT()), type=t.element), out)
@@ -309,7 +313,7 @@ class ExternGen:
 
     def _extract_into(self, obj: str, t: ast.HeaderT, size: ast.Expression | None, loc: Any, too_short: int) -> None:
         w = self.w
-        cls = self.classes.name(t)
+        self.classes.name(t)
         if any(isinstance(ft, ast.VarbitT) for _, ft in t.fields):
             vb = next(ft for _, ft in t.fields if isinstance(ft, ast.VarbitT))
             fixed = sum(ast.type_width(ft) for _, ft in t.fields if not isinstance(ft, ast.VarbitT))
@@ -319,7 +323,11 @@ class ExternGen:
                    f"{self.error_index['ParserInvalidArgument']})")
             return
         check_byte_aligned(t, loc)
-        with w.block(f"if _p + _HW_{cls} > _n:"):
+        width = ast.type_width(t)
+        with w.block(f"if _p + {width} > _n:"):
             w.line(f"raise _ParserReject({too_short})")
-        w.line(f"_x_{cls}({obj}, _d, _p >> 3)")
-        w.line(f"_p += _HW_{cls}")
+        b = w.tmp("b")
+        w.line(f"{b} = _p >> 3")
+        for line in extract_lines(t, obj, "_d", b, w.tmp("v")):
+            w.line(line)
+        w.line(f"_p += {width}")

@@ -203,11 +203,12 @@ def emit_generic(h: Any, layout: tuple) -> bytes:
 
 def csum16_int(value: int) -> int:
     """The ones' complement checksum (v1model ``csum16``) of a bit string held as an int whose
-    width is a multiple of 16; equal to ``hashes.csum16`` over the same bytes."""
-    s = 0
-    while value:
-        s += value & 0xFFFF
-        value >>= 16
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
+    width is a multiple of 16; equal to ``hashes.csum16`` over the same bytes.
+
+    Since 2**16 == 1 (mod 0xFFFF), the end-around-carry sum of the 16-bit words is the value
+    modulo 0xFFFF, except that a non-zero multiple of 0xFFFF sums to 0xFFFF, not 0.
+    """
+    r = value % 0xFFFF
+    if r == 0 and value:
+        r = 0xFFFF
+    return ~r & 0xFFFF

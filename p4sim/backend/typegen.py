@@ -107,44 +107,12 @@ class TypeClasses:
 
     def _header_codec(self, cls: str, t: ast.HeaderT, fields: list[tuple[str, ast.Type]]) -> list[str]:
         width = sum(ast.type_width(ft) for _, ft in fields)
-        lines: list[str] = []
         if width % 8:
             # p4c rejects such headers for BMv2; extracting/emitting one is an error at codegen.
             return [f"_HW_{cls} = {width}"]
-        nbytes = width // 8
-        lines += [f"_HW_{cls} = {width}", f"def _x_{cls}(h, d, b):"]
-        if width == 0:
-            lines.append("    h._v = True")
-        else:
-            lines.append(f"    v = int.from_bytes(d[b:b + {nbytes}], 'big')")
-            shift = width
-            for f, ft in fields:
-                w = ast.type_width(ft)
-                shift -= w
-                e = "v" if shift == 0 else f"(v >> {shift})"
-                if shift + w != width:
-                    e = f"{e} & {hex(mask(w))}"
-                if isinstance(ft, ast.BoolT):
-                    e = f"({e}) != 0"
-                elif isinstance(ft, ast.BitT) and ft.signed:
-                    h = 1 << (w - 1)
-                    e = f"(({e}) ^ {hex(h)}) - {hex(h)}"
-                lines.append(f"    h.{f} = {e}")
-            lines.append("    h._v = True")
-        lines.append(f"def _e_{cls}(h):")
-        if width == 0:
-            lines.append("    return b''")
-        else:
-            parts = []
-            shift = width
-            for f, ft in fields:
-                w = ast.type_width(ft)
-                shift -= w
-                v = f"h.{f}"
-                if (isinstance(ft, ast.BitT) and ft.signed) or isinstance(ft, ast.BoolT):
-                    v = f"(int(h.{f}) & {hex(mask(w))})"
-                parts.append(v if shift == 0 else f"({v} << {shift})")
-            lines.append(f"    return ({' | '.join(parts)}).to_bytes({nbytes}, 'big')")
+        lines = [f"_HW_{cls} = {width}", f"def _x_{cls}(h, d, b):"]
+        lines += ["    " + x for x in extract_lines(t, "h", "d", "b", "v")]
+        lines += [f"def _e_{cls}(h):", f"    return {emit_expr(t, 'h')}"]
         return lines
 
     # ---- unions and structs ----------------------------------------------------------------
@@ -214,3 +182,45 @@ def check_byte_aligned(t: ast.HeaderT, loc) -> None:
     width = sum(ast.type_width(ft) for _, ft in t.fields)
     if width % 8:
         raise P4UnsupportedError(loc, f"header {t.name} is {width} bits, not a multiple of 8 (BMv2 rejects it)")
+
+
+def extract_lines(t: ast.HeaderT, obj: str, data: str, byte: str, tmp: str) -> list[str]:
+    """Statements that fill header ``obj`` from ``data`` at byte offset ``byte`` and validate it."""
+    fields = [(pyfield(n), ft) for n, ft in t.fields]
+    width = sum(ast.type_width(ft) for _, ft in fields)
+    if width == 0:
+        return [f"{obj}._v = True"]
+    lines = [f"{tmp} = int.from_bytes({data}[{byte}:{byte} + {width // 8}], 'big')"]
+    shift = width
+    for f, ft in fields:
+        w = ast.type_width(ft)
+        shift -= w
+        e = tmp if shift == 0 else f"({tmp} >> {shift})"
+        if shift + w != width:
+            e = f"{e} & {hex(mask(w))}"
+        if isinstance(ft, ast.BoolT):
+            e = f"({e}) != 0"
+        elif isinstance(ft, ast.BitT) and ft.signed:
+            h = 1 << (w - 1)
+            e = f"((({e}) ^ {hex(h)}) - {hex(h)})"
+        lines.append(f"{obj}.{f} = {e}")
+    lines.append(f"{obj}._v = True")
+    return lines
+
+
+def emit_expr(t: ast.HeaderT, obj: str) -> str:
+    """An expression giving the wire bytes of valid header ``obj``."""
+    fields = [(pyfield(n), ft) for n, ft in t.fields]
+    width = sum(ast.type_width(ft) for _, ft in fields)
+    if width == 0:
+        return "b''"
+    parts = []
+    shift = width
+    for f, ft in fields:
+        w = ast.type_width(ft)
+        shift -= w
+        v = f"{obj}.{f}"
+        if (isinstance(ft, ast.BitT) and ft.signed) or isinstance(ft, ast.BoolT):
+            v = f"(int({obj}.{f}) & {hex(mask(w))})"
+        parts.append(v if shift == 0 else f"({v} << {shift})")
+    return f"({' | '.join(parts)}).to_bytes({width // 8}, 'big')"
