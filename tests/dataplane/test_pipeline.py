@@ -149,3 +149,41 @@ def test_routed_packet_bytes_through_egress(switch) -> None:
     del clean.chksum
     assert pkt[IP].chksum == IP(bytes(clean)).chksum
     assert pkt[UDP].dport == 9290
+
+
+def install_default_policy(tables: DlcpTables) -> None:
+    """What the controller does with controller/data/default_policy.yaml (docs/dataplane.md)."""
+    from tests.dataplane.test_default_policy import KEY_WIDTHS, load, ternary
+
+    policy = load()
+    rules = policy["priority_map"]
+    for i, rule in enumerate(rules):
+        fields = {k: ternary(v, KEY_WIDTHS[k]) for k, v in rule["match"].items()}
+        tables.priority_rule(rule["queue"], len(rules) - i, **fields)
+    for block in policy["thresholds"]:
+        for q in block["queues"]:
+            for c in block["mag_classes"]:
+                tables.thresholds(q, c, block["drop_depth"], block["ecn_depth"])
+
+
+def test_default_policy_gives_the_documented_queues_and_dscp(switch) -> None:
+    path, tables = switch
+    install_default_policy(tables)
+    assert len(tables.pipeline.tables["DlcpIngress.drop_thresholds"]) == 96
+    # docs/protocol.md, "DSCP mirror of the queue", default mapping table
+    rows = [(dict(msg_type=m, layer_class=3, payload=b"ctl"), 7) for m in (1, 2, 3, 4)]
+    rows += [(dict(layer_class=0, flags=0x80), 7), (dict(layer_class=5, flags=0xA0), 7)]
+    rows += [(dict(layer_class=c), q) for c, q in ((7, 6), (6, 5), (5, 4), (4, 3), (3, 2), (2, 1), (1, 1), (0, 1))]
+    for fields, queue in rows:
+        sent = path.process(dlcp_packet(dscp=0, **fields), 1)
+        assert len(sent) == 1, fields
+        assert Ether(sent[0][1])[IP].tos >> 2 == queue << 3, (fields, queue)
+        assert [q.priority for q in queued(path, dlcp_packet(dscp=0, **fields))] == [queue]
+    sent = path.process(udp_packet(dscp=10), 1)
+    assert Ether(sent[0][1])[IP].tos >> 2 == 10
+    # the top magnitude band is never dropped, the lowest is above 16 packets
+    registers = tables.pipeline.registers["queue_depth_reg"]
+    registers.write(2 * 8 + 6, 17)
+    assert queued(path, dlcp_packet(layer_class=7, mag_class=0)) == []
+    registers.write(2 * 8 + 6, 500_000)
+    assert len(queued(path, dlcp_packet(layer_class=7, mag_class=15))) == 1
