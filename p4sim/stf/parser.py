@@ -10,7 +10,9 @@ An STF file is one command a line, ``#`` starts a comment. Commands, as p4c's
 * ``wait``, ``remove all``, ``check_counter NAME(INDEX) [packets|bytes OP N]``
 * BMv2 CLI pass-through: ``mirroring_add``, ``mirroring_add_mc``, ``mc_mgrp_create``,
   ``mc_node_create``, ``mc_node_associate``, ``register_write``, ``register_reset``,
-  ``counter_write``, ``counter_reset``, ``meter_set_rates`` ...
+  ``counter_write``, ``counter_reset``, ``meter_set_rates`` ..., and (a p4sim extension, in
+  simple_switch_CLI syntax) ``table_add``, ``act_prof_create_member``, ``act_prof_create_group``,
+  ``act_prof_add_member_to_group``, ``table_indirect_add[_with_group]``, ``pvs_add``.
 
 Key values are kept as text here; ``key_value`` turns one into a runtime match item once the
 field's match kind and width are known (``*`` digits make ternary masks and lpm prefix
@@ -32,6 +34,11 @@ PASS_THROUGH = frozenset({
     "mc_node_destroy", "register_write", "register_reset", "register_read", "counter_write",
     "counter_reset", "counter_read", "meter_set_rates", "meter_array_set_rates",
     "table_set_default", "set_crc16_parameters", "set_crc32_parameters",
+    # BMv2 CLI commands p4c's harness does not pass through; p4sim accepts them so a test can
+    # program action profiles, selectors and value sets (handles are 0, 1, 2... as BMv2 prints)
+    "table_add", "act_prof_create_member", "act_prof_create_group", "act_prof_add_member_to_group",
+    "act_prof_remove_member_from_group", "table_indirect_add", "table_indirect_add_with_group",
+    "table_indirect_set_default", "pvs_add", "pvs_clear",
 })
 
 

@@ -170,7 +170,7 @@ class StfRun:
         self.errors: list[str] = []
         self.handles: dict[str, tuple[Table, TableEntry]] = {}
         self.table_entries: dict[str, list[TableEntry]] = {}
-        self.mc_handles: dict[int, int] = {}
+        self.cli_handles: dict[tuple[str, str], int] = {}
         self.action_params = _action_params(pipeline)
 
     # -- command dispatch -----------------------------------------------------------------
@@ -265,8 +265,7 @@ class StfRun:
             priority = 0
         action = self._action(table, cmd.action, cmd.args)
         entry = TableEntry(tuple(match), action, priority=priority)
-        table.insert(entry)
-        self.table_entries.setdefault(table.name, []).append(entry)
+        self._insert(table, entry)
         if cmd.handle:
             self.handles[cmd.handle] = (table, entry)
 
@@ -376,12 +375,105 @@ class StfRun:
                 raise ValueError(f"action {full} takes {len(params)} argument(s), got {len(rest)}")
             table.set_default(ActionCall(full, tuple(parse_int(x) & ((1 << wd) - 1)
                                                      for x, (_, wd) in zip(rest, params, strict=True))))
+        elif k in _PROFILE_COMMANDS:
+            self._profile_cli(k, w)
+        elif k in ("pvs_add", "pvs_clear"):
+            need(1)
+            vs = self._extern("value_sets", w[0])
+            if k == "pvs_clear":
+                vs.clear()
+            else:
+                need(2)
+                vs.add(_split_concat(parse_int(w[1]), vs.bitwidths))
         elif k in ("set_crc16_parameters", "set_crc32_parameters"):
             need(6)
             algo = "crc16_custom" if k == "set_crc16_parameters" else "crc32_custom"
             hashes.set_crc_parameters(algo, parse_int(w[1]), parse_int(w[2]), parse_int(w[3]),
                                       w[4].lower() in ("true", "1"), w[5].lower() in ("true", "1"))
         # register_read / counter_read print in BMv2's CLI and change nothing
+
+    # -- BMv2 CLI: table_add and action profiles (a p4sim extension to p4c's STF) ----------------
+
+    def _cli_match(self, table: Table, words: list[str]) -> tuple:
+        if len(words) != len(table.keys):
+            raise ValueError(f"table {table.name} has {len(table.keys)} key field(s), got {len(words)}")
+        return tuple(key_value(v, k.match_kind, k.bitwidth) for v, k in zip(words, table.keys, strict=True))
+
+    def _cli_entry(self, table: Table, words: list[str]) -> tuple[tuple, list[str], int]:
+        """Split ``MATCH... => DATA... [PRIORITY]`` into (match, data words, priority)."""
+        if "=>" not in words:
+            raise ValueError("expected '=>' between the match fields and the action data")
+        i = words.index("=>")
+        match = self._cli_match(table, words[:i])
+        data = words[i + 1:]
+        priority = 0
+        if table.needs_priority:
+            if not data:
+                raise ValueError(f"table {table.name} needs a priority")
+            priority = parse_int(data[-1])
+            data = data[:-1]
+        return match, data, priority
+
+    def _profile_cli(self, k: str, w: list[str]) -> None:
+        if len(w) < 1:
+            raise ValueError(f"{k} needs arguments")
+        if k == "table_add":
+            table = self._table(w[0])
+            if len(w) < 2:
+                raise ValueError("table_add needs TABLE ACTION MATCH... => DATA...")
+            match, data, prio = self._cli_entry(table, w[2:])
+            full = resolve_name(w[1], table.actions or self.action_params, "action")
+            params = self.action_params.get(full, [])
+            if len(data) != len(params):
+                raise ValueError(f"action {full} takes {len(params)} argument(s), got {len(data)}")
+            args = tuple(parse_int(x) & ((1 << wd) - 1) for x, (_, wd) in zip(data, params, strict=True))
+            self._insert(table, TableEntry(match, ActionCall(full, args), priority=prio))
+            return
+        if k in ("table_indirect_add", "table_indirect_add_with_group"):
+            table = self._table(w[0])
+            match, data, prio = self._cli_entry(table, w[1:])
+            if len(data) != 1:
+                raise ValueError(f"{k}: expected one {'group' if k.endswith('group') else 'member'} handle")
+            handle = parse_int(data[0])
+            if k.endswith("group"):
+                entry = TableEntry(match, None, priority=prio, group_id=handle)
+            else:
+                entry = TableEntry(match, None, priority=prio, member_id=handle)
+            self._insert(table, entry)
+            return
+        if k == "table_indirect_set_default":
+            raise ValueError("table_indirect_set_default is not supported by p4sim's STF runner")
+        prof = self._extern("action_profiles", w[0])
+        if k == "act_prof_create_member":
+            if len(w) < 2:
+                raise ValueError("act_prof_create_member needs PROFILE ACTION [PARAMS...]")
+            full = resolve_name(w[1], prof.actions or self.action_params, "action")
+            params = self.action_params.get(full, [])
+            data = w[2:]
+            if len(data) != len(params):
+                raise ValueError(f"action {full} takes {len(params)} argument(s), got {len(data)}")
+            handle = self._next_handle(("member", prof.name))
+            prof.add_member(handle, ActionCall(full, tuple(parse_int(x) & ((1 << wd) - 1)
+                                                         for x, (_, wd) in zip(data, params, strict=True))))
+        elif k == "act_prof_create_group":
+            prof.add_group(self._next_handle(("group", prof.name)))
+        elif k == "act_prof_add_member_to_group":
+            if len(w) < 3:
+                raise ValueError(f"{k} needs PROFILE MEMBER_HANDLE GROUP_HANDLE")
+            prof.add_member_to_group(parse_int(w[2]), parse_int(w[1]))
+        elif k == "act_prof_remove_member_from_group":
+            if len(w) < 3:
+                raise ValueError(f"{k} needs PROFILE MEMBER_HANDLE GROUP_HANDLE")
+            prof.remove_member_from_group(parse_int(w[2]), parse_int(w[1]))
+
+    def _next_handle(self, key: tuple[str, str]) -> int:
+        n = self.cli_handles.get(key, 0)
+        self.cli_handles[key] = n + 1
+        return n
+
+    def _insert(self, table: Table, entry: TableEntry) -> None:
+        table.insert(entry)
+        self.table_entries.setdefault(table.name, []).append(entry)
 
     def _meter_set_rates(self, w: list[str]) -> None:
         if len(w) < 4:
@@ -440,6 +532,22 @@ class StfRun:
             return list(fn(out, self.now_us))
         port = getattr(out, "port", getattr(out, "ingress_port", 0))
         return list(self.path.ingress(out.data, port, self.now_us))
+
+
+_PROFILE_COMMANDS = frozenset({
+    "table_add", "act_prof_create_member", "act_prof_create_group", "act_prof_add_member_to_group",
+    "act_prof_remove_member_from_group", "table_indirect_add", "table_indirect_add_with_group",
+    "table_indirect_set_default",
+})
+
+
+def _split_concat(value: int, widths: list[int]) -> tuple[tuple[int, int], ...]:
+    """A value-set member given as one number: the fields concatenated, first field highest."""
+    out = []
+    for width in reversed(widths):
+        out.append((value & ((1 << width) - 1), (1 << width) - 1))
+        value >>= width
+    return tuple(reversed(out))
 
 
 def _queued_of(out: object) -> object:
