@@ -1,0 +1,100 @@
+"""The P4Info p4sim produces for dlcp.p4 is exactly the control API of docs/contracts-dlcp.md:
+table keys (name, width, match kind), actions and parameter widths, defaults, counters and
+their sizes, the direct counter, the register, the value set and the controller headers. The
+controller engineer codes against these names; this test is what keeps them stable.
+"""
+
+from __future__ import annotations
+
+import pytest
+from p4.config.v1 import p4info_pb2
+
+MK = p4info_pb2.MatchField
+TABLES = {
+    "DlcpIngress.ipv4_routes": ([("ipv4_dst", 32, MK.LPM)],
+                                {"DlcpIngress.route_to_nexthop", "DlcpIngress.route_to_group", "DlcpIngress.drop"}),
+    "DlcpIngress.nexthops": ([("nexthop_id", 16, MK.EXACT)], {"DlcpIngress.set_nexthop", "DlcpIngress.drop"}),
+    "DlcpIngress.ecmp_groups": ([("group_id", 16, MK.EXACT)], {"DlcpIngress.set_ecmp_group", "DlcpIngress.drop"}),
+    "DlcpIngress.ecmp_members": ([("group_id", 16, MK.EXACT), ("member_index", 8, MK.EXACT)],
+                                 {"DlcpIngress.route_to_nexthop", "DlcpIngress.drop"}),
+    "DlcpIngress.priority_map": ([("is_dlcp", 1, MK.TERNARY), ("msg_type", 4, MK.TERNARY),
+                                  ("layer_class", 3, MK.TERNARY), ("mag_class", 4, MK.TERNARY),
+                                  ("flags", 8, MK.TERNARY)], {"DlcpIngress.set_queue"}),
+    "DlcpIngress.drop_thresholds": ([("queue", 3, MK.EXACT), ("mag_class", 4, MK.EXACT)],
+                                    {"DlcpIngress.set_thresholds", "NoAction"}),
+}
+ACTIONS = {
+    "DlcpIngress.route_to_nexthop": [("nexthop_id", 16)],
+    "DlcpIngress.route_to_group": [("group_id", 16)],
+    "DlcpIngress.drop": [],
+    "DlcpIngress.set_nexthop": [("port", 9), ("smac", 48), ("dmac", 48)],
+    "DlcpIngress.set_ecmp_group": [("num_members", 8), ("spray", 1)],
+    "DlcpIngress.set_queue": [("queue", 3)],
+    "DlcpIngress.set_thresholds": [("drop_depth", 19), ("ecn_depth", 19)],
+}
+COUNTERS = {
+    "DlcpEgress.port_queue_tx": 512 * 8,
+    "DlcpIngress.selective_drops": 8 * 16,
+    "DlcpIngress.ecn_marks": 8 * 16,
+    "DlcpIngress.malformed": 4,
+    "DlcpEgress.egress_safety_drops": 8 * 16,
+}
+
+
+@pytest.fixture(scope="module")
+def p4info(dlcp_program):
+    return dlcp_program.p4info
+
+
+def by_name(items) -> dict:
+    return {i.preamble.name: i for i in items}
+
+
+def test_tables_keys_and_actions(p4info) -> None:
+    tables = by_name(p4info.tables)
+    actions = {a.preamble.id: a.preamble.name for a in p4info.actions}
+    assert set(TABLES) <= set(tables)
+    for name, (keys, acts) in TABLES.items():
+        t = tables[name]
+        assert [(m.name, m.bitwidth, m.match_type) for m in t.match_fields] == keys, name
+        assert {actions[r.id] for r in t.action_refs} == acts, name
+
+
+def test_action_parameters(p4info) -> None:
+    actions = by_name(p4info.actions)
+    for name, params in ACTIONS.items():
+        assert [(p.name, p.bitwidth) for p in actions[name].params] == params, name
+
+
+def test_default_actions(dlcp_program) -> None:
+    """Contract defaults: drop for routing tables, set_queue(0), and no thresholds."""
+    pipeline = dlcp_program.instantiate()
+    defaults = {name: pipeline.tables[name].default_action for name in TABLES}
+    for name in ("DlcpIngress.ipv4_routes", "DlcpIngress.nexthops", "DlcpIngress.ecmp_groups",
+                 "DlcpIngress.ecmp_members"):
+        assert defaults[name].name == "DlcpIngress.drop", name
+    assert (defaults["DlcpIngress.priority_map"].name, tuple(defaults["DlcpIngress.priority_map"].args)) == \
+        ("DlcpIngress.set_queue", (0,))
+    assert defaults["DlcpIngress.drop_thresholds"].name == "NoAction"
+    assert not any(pipeline.tables[name].default_is_const for name in TABLES)   # controller may change them
+
+
+def test_counters_direct_counter_register_value_set(p4info) -> None:
+    counters = by_name(p4info.counters)
+    for name, size in COUNTERS.items():
+        assert counters[name].size == size, name
+        assert counters[name].spec.unit == p4info_pb2.CounterSpec.BOTH, name
+    direct = by_name(p4info.direct_counters)["DlcpIngress.ecmp_member_packets"]
+    assert direct.spec.unit == p4info_pb2.CounterSpec.BOTH
+    tables = {t.preamble.id: t.preamble.name for t in p4info.tables}
+    assert tables[direct.direct_table_id] == "DlcpIngress.ecmp_members"
+    reg = by_name(p4info.registers)["queue_depth_reg"]
+    assert reg.size == 512 * 8 and reg.type_spec.bitstring.bit.bitwidth == 19
+    vs = by_name(p4info.value_sets)["DlcpParser.dlcp_udp_ports"]
+    assert vs.size == 4 and [m.bitwidth for m in vs.match] == [16]
+
+
+def test_controller_packet_metadata(p4info) -> None:
+    meta = by_name(p4info.controller_packet_metadata)
+    assert [(m.name, m.bitwidth) for m in meta["packet_in"].metadata] == [("ingress_port", 9), ("_pad", 7)]
+    assert [(m.name, m.bitwidth) for m in meta["packet_out"].metadata] == [("egress_port", 9), ("_pad", 7)]
