@@ -24,7 +24,7 @@ from p4.config.v1 import p4info_pb2
 from p4sim.backend import resources as res
 from p4sim.backend.codegen import GeneratedModule, generate
 from p4sim.backend.rt import ValueSet
-from p4sim.errors import UserError
+from p4sim.errors import P4CompileError, SourceLocation, UserError
 from p4sim.runtime import externs as rtx
 from p4sim.runtime.action_profiles import ActionProfile
 from p4sim.runtime.pre import PacketReplicationEngine
@@ -220,6 +220,8 @@ def _collect_sources(path: str, include_dirs: Sequence[str]) -> tuple[dict[str, 
                 if os.path.isfile(cand):
                     todo.append(cand)
                     break
+    if main not in found:
+        raise P4CompileError(SourceLocation(path, 1, 1), "cannot read file")
     common = os.path.commonpath(list(found))
     if os.path.isfile(common):
         common = os.path.dirname(common)

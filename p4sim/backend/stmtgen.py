@@ -326,7 +326,7 @@ class StmtGen(ExprGen):
         w = self.w
         e = w.tmp("e")
         c = w.tmp("c")
-        keys = [self.as_int(k.expr) for k in table.keys]
+        keys = [self.as_int(k.expr) for k in table.keys if k.match_kind != "selector"]
         if keys:
             w.line(f"{e} = {desc.pyname}.lookup(({''.join(k + ', ' for k in keys)}))")
         else:
