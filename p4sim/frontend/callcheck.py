@@ -139,6 +139,11 @@ class CallChecker(ExprChecker):
     def _pick(self, decls: list[Any], args: list[A.Argument], mc: A.MethodCall,
               what: str) -> Any:
         fitting = [d for d in decls if _fits(d.params, args)]
+        if not fitting and any(a.name for a in args):
+            names = {p.name for d in decls for p in d.params}
+            bad = next((a for a in args if a.name and a.name not in names), None)
+            if bad is not None:
+                raise self.err(bad, f"'{what}' has no parameter named '{bad.name}'")
         if not fitting:
             counts = sorted({len(d.params) for d in decls})
             want = " or ".join(str(c) for c in counts)

@@ -200,15 +200,15 @@ class TableChecker:
             raise self.unsupported(v, f"inline extern instance in table property '{p.name}' "
                                       f"(declare the instance and name it)")
         if not isinstance(v, A.PathExpr):
-            raise self.err(v, f"table property '{p.name}' must name a {' or '.join(kinds)} "
+            raise self.err(v, f"table property '{p.name}' must name an {' or an '.join(kinds)} "
                               f"instance")
         v = self.expr(v, scope)
         p.value = v
         inst = v.decl
         if not isinstance(inst, A.Instantiation) or not isinstance(inst.type, A.ExternT) or \
                 inst.type.name not in kinds:
-            raise self.err(v, f"table property '{p.name}' must name a {' or '.join(kinds)} "
-                              f"instance, '{v.name}' is not one")
+            raise self.err(v, f"table property '{p.name}' must name an {' or an '.join(kinds)} "
+                              f"instance; '{v.name}' is not one")
         return inst
 
     def _table_properties(self: Any, t: A.TableDecl, scope: Scope) -> None:

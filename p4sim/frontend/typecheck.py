@@ -442,6 +442,10 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
     def stmt(self, s: A.Statement, scope: Scope) -> None:
         self.cur_loc = s.loc or self.cur_loc
         if isinstance(s, A.AssignStmt):
+            if isinstance(s.lhs, A.PathExpr):
+                target = self.lookup_value(s.lhs, scope)
+                if isinstance(target, A.ConstDecl):
+                    raise self.err(s.lhs, f"assignment: cannot write to constant '{target.name}'")
             s.lhs = self.expr(s.lhs, scope)
             self.check_lvalue(s.lhs, "assignment")
             s.rhs = self.coerce(self.expr(s.rhs, scope, s.lhs.type), s.lhs.type,
