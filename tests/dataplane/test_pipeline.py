@@ -187,3 +187,17 @@ def test_default_policy_gives_the_documented_queues_and_dscp(switch) -> None:
     assert queued(path, dlcp_packet(layer_class=7, mag_class=0)) == []
     registers.write(2 * 8 + 6, 500_000)
     assert len(queued(path, dlcp_packet(layer_class=7, mag_class=15))) == 1
+
+
+def test_controller_installed_udp_port_carries_dlcp(switch) -> None:
+    path, tables = switch
+    tables.priority_rule(6, 10, is_dlcp=(1, 1))
+    other = 9400
+    # before: a DLCP header on port 9400 is plain UDP (queue 0, DSCP kept)
+    assert [q.priority for q in queued(path, dlcp_packet(udp_dport=other, layer_class=7))] == [0]
+    tables.pipeline.value_sets["DlcpParser.dlcp_udp_ports"].set([((other, 0xFFFF),)])
+    assert [q.priority for q in queued(path, dlcp_packet(udp_dport=other, layer_class=7))] == [6]
+    # the built-in default port keeps working, and a malformed DLCP packet on the new port is dropped
+    assert [q.priority for q in queued(path, dlcp_packet(layer_class=7))] == [6]
+    assert queued(path, dlcp_packet(udp_dport=other, count=4, payload=bytes(3))) == []
+    assert tables.pipeline.counters["DlcpIngress.malformed"].cells[1][0] == 1
