@@ -9,8 +9,8 @@
  *    queue (true early drop, before the packet takes buffer), with the
  *    egress safety check against enq_qdepth;
  *  - Tofino1: ingress cannot see queue depth, so the whole rule runs in
- *    egress against enq_qdepth (the packet already took buffer, but it is
- *    freed at once and never reaches the wire).
+ *    egress against enq_qdepth (the packet has already waited in the queue,
+ *    but it never takes link capacity from the packets behind it).
  * drop_thresholds is looked up in ingress on both and its result bridged.
  */
 
