@@ -273,6 +273,9 @@ class SwitchDevice:
                 ingress = path.ingress
                 # egress runs after every ingress packet, as BMv2's concurrent egress threads
                 # would: a packet that may leave at once does so before the next one is queued
+                cut_through = tm.cut_through
+                drop_port = self.drop_port
+                qmeta_now = None
                 for port, data in rx:
                     try:
                         queued = ingress(data, port, now_us)
@@ -280,7 +283,13 @@ class SwitchDevice:
                         self._pipeline_error("ingress", port)
                         continue
                     for qp in queued:
-                        self._enqueue(qp, now_ns)
+                        if qp.egress_port != drop_port and cut_through(qp.egress_port, qp.priority, qp.length,
+                                                                       now_ns):
+                            if qmeta_now is None or qmeta_now.qid != qp.priority:
+                                qmeta_now = self._v1.QueueMetadata(now_us, 0, 0, 0, qp.priority)
+                            self._egress_one(path, qp, qmeta_now, now_ns, now_us, tx)
+                        else:
+                            self._enqueue(qp, now_ns)
                     if tm.size:
                         self._egress(path, now_ns, now_us, tx)
                 if tm.size:
@@ -319,23 +328,26 @@ class SwitchDevice:
             for d in ready:
                 qmeta = v1.QueueMetadata(enq_timestamp=d.enq_timestamp - start_us, enq_qdepth=d.enq_qdepth,
                                          deq_qdepth=d.deq_qdepth, deq_timedelta=d.deq_timedelta, qid=d.qid)
-                try:
-                    outs = path.egress(d.packet, qmeta, now_us)
-                except Exception:
-                    self._pipeline_error("egress", d.port)
-                    continue
-                for out in outs:
-                    kind = type(out).__name__
-                    if kind == "Transmit":
-                        tx.append((out.port, out.data))
-                    elif kind == "Enqueue":
-                        self._enqueue(out.packet if hasattr(out, "packet") else out.pkt, now_ns)
-                    elif kind == "Recirculate":
-                        self._recirculate(out)
-                    else:
-                        self.log.error("unknown egress output %r", out)
+                self._egress_one(path, d.packet, qmeta, now_ns, now_us, tx)
             if not tm.size:
                 return
+
+    def _egress_one(self, path, qp, qmeta, now_ns: int, now_us: int, tx: list[tuple[int, bytes]]) -> None:
+        try:
+            outs = path.egress(qp, qmeta, now_us)
+        except Exception:
+            self._pipeline_error("egress", qp.egress_port)
+            return
+        for out in outs:
+            kind = type(out).__name__
+            if kind == "Transmit":
+                tx.append((out.port, out.data))
+            elif kind == "Enqueue":
+                self._enqueue(out.packet, now_ns)
+            elif kind == "Recirculate":
+                self._recirculate(out)
+            else:
+                self.log.error("unknown egress output %r", out)
 
     def _pipeline_error(self, stage: str, port: int) -> None:
         """A bug in the program's generated code must cost one packet, not the switch."""

@@ -179,6 +179,21 @@ class TrafficManager:
         self.size += 1
         return True
 
+    def cut_through(self, port: int, priority: int, length: int, now_ns: int) -> bool:
+        """Enqueue-and-dequeue in one step when that is what would happen: the port is empty and
+        neither it nor the queue is rate-limited. True: the packet left now with all queueing
+        metadata zero (qid = priority); False: use ``enqueue``."""
+        p = self.ports.get(port)
+        if p is None or p.size or p.rate_bps or not 0 <= priority < self.nb_queues:
+            return False
+        q = p.queues[priority]
+        if q.gap_ns:
+            return False
+        q.enqueued += 1
+        q.dequeued += 1
+        p.sent_bytes += length
+        return True
+
     def dequeue_ready(self, now_ns: int, limit: int = 1 << 30) -> list[Dequeued]:
         """Every packet allowed to leave at ``now_ns`` (at most ``limit``), port by port."""
         out: list[Dequeued] = []

@@ -136,3 +136,19 @@ def test_clear_drops_queued_packets():
     tm.enqueue(1, 0, Pkt("a"), 0)
     tm.clear()
     assert tm.size == 0 and tm.dequeue_ready(10) == [] and tm.next_event_ns() is None
+
+
+def test_cut_through_only_when_nothing_would_wait():
+    tm = TrafficManager(priority_queues=4)
+    assert not tm.cut_through(1, 0, 100, 0)          # unknown port: go through enqueue once
+    tm.enqueue(1, 0, Pkt("a"), 0)
+    assert not tm.cut_through(1, 3, 100, 0)          # port not empty
+    tm.dequeue_ready(0)
+    assert tm.cut_through(1, 3, 100, 0)
+    assert not tm.cut_through(1, 4, 100, 0)          # priority out of range: enqueue drops and counts
+    tm.set_queue_rate(10, 1, 2)
+    assert not tm.cut_through(1, 2, 100, 0)          # paced queue
+    tm.set_port_rate(1, 1000)
+    assert not tm.cut_through(1, 3, 100, 0)          # shared link
+    q3 = tm.snapshot()["ports"]["1"]["queues"][3]
+    assert (q3["enqueued"], q3["dequeued"]) == (1, 1)
