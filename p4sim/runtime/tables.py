@@ -151,8 +151,9 @@ class Table:
     def _clear_structures(self) -> None:
         self._entries: dict[tuple, TableEntry] = {}   # identity -> entry
         self._exact: dict[tuple, TableEntry] = {}
-        self._by_len: dict[int, dict[tuple, TableEntry]] = {}
-        self._lens: list[int] = []
+        self._by_len: dict[int, dict[object, TableEntry]] = {}
+        # (prefix mask, bucket) longest prefix first; a one-field lpm table keys buckets by int
+        self._lpm_order: list[tuple[int, dict[object, TableEntry]]] = []
         # scan: list of (sort key, packed mask, packed value, ranges, entry)
         self._scan: list[tuple] = []
         self._memo: dict[tuple, TableEntry | None] = {}
@@ -328,8 +329,8 @@ class Table:
             bucket = self._by_len.get(plen)
             if bucket is None:
                 bucket = self._by_len[plen] = {}
-                self._lens = sorted(self._by_len, reverse=True)
-            bucket[tuple(f[0] for f in norm)] = entry
+                self._reorder_lpm()
+            bucket[self._lpm_key(norm)] = entry
         else:
             seq = next(self._seq)
             masks, values, ranges = self._compile(norm)
@@ -347,13 +348,20 @@ class Table:
         elif self._mode == _MODE_LPM:
             plen = norm[self._lpm_index][1]
             bucket = self._by_len[plen]
-            del bucket[tuple(f[0] for f in norm)]
+            del bucket[self._lpm_key(norm)]
             if not bucket:
                 del self._by_len[plen]
-                self._lens = sorted(self._by_len, reverse=True)
+                self._reorder_lpm()
         else:
             self._scan = [row for row in self._scan if row[4] is not entry]
             self._memo.clear()
+
+    def _lpm_key(self, norm: tuple) -> object:
+        return norm[0][0] if len(norm) == 1 else tuple(f[0] for f in norm)
+
+    def _reorder_lpm(self) -> None:
+        w = self._lpm_width
+        self._lpm_order = [(_prefix_mask(p, w), self._by_len[p]) for p in sorted(self._by_len, reverse=True)]
 
     def _compile(self, norm: tuple) -> tuple[tuple[int, ...], tuple[int, ...], tuple]:
         masks, values, ranges = [], [], []
@@ -389,13 +397,18 @@ class Table:
         if self._mode == _MODE_EXACT:
             return self._exact.get(key)
         if self._mode == _MODE_LPM:
+            if len(key) == 1:
+                v = key[0]
+                for mask, bucket in self._lpm_order:
+                    hit = bucket.get(v & mask)
+                    if hit is not None:
+                        return hit
+                return None
             i = self._lpm_index
-            width = self._lpm_width
             v = key[i]
-            for plen in self._lens:
-                masked = v & (((1 << plen) - 1) << (width - plen))
-                k = key[:i] + (masked,) + key[i + 1:]
-                hit = self._by_len[plen].get(k)
+            head, tail = key[:i], key[i + 1:]
+            for mask, bucket in self._lpm_order:
+                hit = bucket.get(head + (v & mask,) + tail)
                 if hit is not None:
                     return hit
             return None

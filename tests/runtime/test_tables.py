@@ -233,7 +233,7 @@ def test_scan_matches_brute_force_reference():
             KeyField("d", "lpm", 12), KeyField("e", "optional", 2)]
     t = table(keys, size=10_000)
     entries = []
-    for i in range(300):
+    for _ in range(300):
         am = rng.getrandbits(4)
         lo = rng.randrange(1024)
         plen = rng.randrange(13)
@@ -252,3 +252,37 @@ def test_scan_matches_brute_force_reference():
     for _ in range(2000):
         key = (rng.getrandbits(4), rng.randrange(8), rng.randrange(1024), rng.getrandbits(12), rng.randrange(4))
         assert t.lookup(key) is _reference_lookup(entries, keys, key)
+
+
+@pytest.mark.parametrize("keys", [
+    [KeyField("d", "lpm", 16)],
+    [KeyField("v", "exact", 2), KeyField("d", "lpm", 16)],
+])
+def test_lpm_matches_brute_force_reference(keys):
+    import random
+
+    rng = random.Random(11)
+    t = table(keys, size=10_000)
+    entries = []
+    for _ in range(400):
+        plen = rng.randrange(17)
+        mask = ((1 << plen) - 1) << (16 - plen)
+        m = (Lpm(rng.getrandbits(16) & mask, plen),)
+        if len(keys) == 2:
+            m = (Exact(rng.randrange(4)),) + m
+        # longest prefix wins: give the reference the prefix length as the priority
+        e = TableEntry(m, A, priority=plen)
+        try:
+            t.insert(e)
+        except EntryExists:
+            continue
+        entries.append(e)
+    for _ in range(3000):
+        key = (rng.getrandbits(16),) if len(keys) == 1 else (rng.randrange(4), rng.getrandbits(16))
+        assert t.lookup(key) is _reference_lookup(entries, keys, key)
+    for e in entries[::2]:
+        t.delete(e)
+    rest = entries[1::2]
+    for _ in range(1000):
+        key = (rng.getrandbits(16),) if len(keys) == 1 else (rng.randrange(4), rng.getrandbits(16))
+        assert t.lookup(key) is _reference_lookup(rest, keys, key)
