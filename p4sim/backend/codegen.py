@@ -48,6 +48,7 @@ class GeneratedModule:
     blocks: dict[str, str]           # role -> Python function name
     field_lists: dict[int, list[str]]
     errors: list[str]
+    aliases: dict[str, list[tuple[str, int]]] = None   # @alias("x.y") user metadata fields
 
 
 def control_plane_name(prefix: str, decl: ast.Declaration) -> str:
@@ -501,7 +502,16 @@ class BlockGen(ExternGen, StmtGen):
                 blocks[role] = f"_X_{role}"
         tail += [f"_BLOCK_{role} = {fn}" for role, fn in blocks.items()]
         src = "\n".join([PRELUDE, self.classes.source(), *self.functions, *tail]) + "\n"
-        return GeneratedModule(src, self.manifest, blocks, fl, list(self.program.errors))
+        return GeneratedModule(src, self.manifest, blocks, fl, list(self.program.errors), self.aliases(m_t))
+
+    def aliases(self, m_t: ast.Type) -> dict[str, list[tuple[str, int]]]:
+        """User metadata fields BMv2 binds to intrinsic metadata through ``@alias``."""
+        out: dict[str, list[tuple[str, int]]] = {}
+        for f in getattr(getattr(m_t, "decl", None), "fields", None) or []:
+            a = f.annotation("alias")
+            if a is not None and a.args and isinstance(a.args[0], ast.StringLiteral):
+                out.setdefault(a.args[0].value, []).append((pyfield(f.name), width_of(f.type)))
+        return out
 
     def field_lists(self, m_t: ast.Type) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}

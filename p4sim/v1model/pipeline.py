@@ -127,6 +127,11 @@ class V1ModelPath:
         self._sm_fields = {f for f in type(probe).__slots__ if not f.startswith("_")}
         self._has_priority = "priority" in self._sm_fields
         self._has_queueing = {"enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth"} <= self._sm_fields
+        aliases = pipeline.program.module.aliases or {}
+        # user metadata bound by @alias to queueing metadata (BMv2 honours these); set at egress
+        self._egress_aliases = [(alias.split(".", 1)[1], name, (1 << width) - 1)
+                                for alias, fields in aliases.items() if alias.startswith("queueing_metadata.")
+                                for name, width in fields]
 
     # ---- helpers ---------------------------------------------------------------------------
     def _preserve(self, src: Any, dst: Any, field_list: int) -> None:
@@ -255,6 +260,9 @@ class V1ModelPath:
             s.enq_qdepth = qmeta.enq_qdepth & _M19
             s.deq_timedelta = qmeta.deq_timedelta & _M32
             s.deq_qdepth = qmeta.deq_qdepth & _M19
+        if self._egress_aliases:
+            for attr, name, mask in self._egress_aliases:
+                setattr(st.m, name, getattr(qmeta, attr, 0) & mask)
         ctx = self._ctx
         ctx.sm = s
         ctx.length = st.length
