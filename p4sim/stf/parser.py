@@ -22,6 +22,7 @@ lengths, ``v&&&m`` masks, ``v/len`` prefixes, ``lo..hi``/``lo->hi`` ranges). Err
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 
@@ -106,9 +107,26 @@ class StfFile:
 _NUMBER = re.compile(r"^(0[xX][0-9a-fA-F_*]+|0[bB][01_*]+|0[oO][0-7_*]+|[0-9_]+)$")
 
 
+_MAC = re.compile(r"^[0-9a-fA-F]{1,2}(:[0-9a-fA-F]{1,2}){5}$")
+_IPV4 = re.compile(r"^[0-9]{1,3}(\.[0-9]{1,3}){3}$")
+
+
 def parse_int(text: str) -> int:
-    """An STF/CLI integer: ``0x..``, ``0b..``, ``0o..`` or decimal (leading zeros allowed)."""
+    """An STF/CLI integer: ``0x..``, ``0b..``, ``0o..``, decimal (leading zeros allowed), or, as
+    simple_switch_CLI accepts them, an IPv4 address, a MAC address or an IPv6 address."""
     t = text.strip().replace("_", "")
+    if _IPV4.match(t):
+        parts = [int(x) for x in t.split(".")]
+        if any(x > 255 for x in parts):
+            raise ValueError(f"bad IPv4 address {text!r}")
+        return int.from_bytes(bytes(parts), "big")
+    if _MAC.match(t):
+        return int.from_bytes(bytes(int(x, 16) for x in t.split(":")), "big")
+    if ":" in t:
+        try:
+            return int(ipaddress.IPv6Address(t))
+        except ValueError:
+            raise ValueError(f"bad number {text!r}") from None
     neg = t.startswith("-")
     if neg:
         t = t[1:]

@@ -83,6 +83,14 @@ def test_missing_file(tmp_path):
 
 def test_parse_int_forms():
     assert [parse_int(t) for t in ("0x1F", "0b101", "0o17", "0010", "1_000")] == [31, 5, 15, 10, 1000]
+    assert parse_int("10.0.1.2") == 0x0A000102
+    assert parse_int("00:11:22:aa:bb:cc") == 0x001122AABBCC
+    assert parse_int("2001:db8::1") == 0x20010DB8000000000000000000000001
+    with pytest.raises(ValueError):
+        parse_int("10.0.0.300")
+    assert key_value("10.1.0.0/16", "lpm", 32) == Lpm(0x0A010000, 16)
+    add = parse_text("add t dmac:00:11:22:33:44:55 fwd(smac:aa:bb:cc:dd:ee:ff)\n").commands[0]
+    assert add.keys == [("dmac", "00:11:22:33:44:55")] and add.args == [("smac", "aa:bb:cc:dd:ee:ff")]
 
 
 def test_ternary_from_star_digits():
