@@ -22,7 +22,6 @@ P4INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4incl
 MAX_INCLUDE_DEPTH = 64
 
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_TOKEN_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*|\S')
 _DIRECTIVE_RE = re.compile(r"^\s*#\s*([A-Za-z_]*)(.*)$", re.S)
 
 
@@ -84,6 +83,60 @@ def strip_comments(text: str, filename: str) -> str:
             out.append(c)
             i += 1
     return "".join(out)
+
+
+_EXPAND_TOKEN_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"?|[A-Za-z_][A-Za-z0-9_]*|[0-9][A-Za-z0-9_]*|.', re.S)
+_IDENT_SUB_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*')
+
+
+@dataclass
+class Macro:
+    """A ``#define``: ``params`` is None for object-like macros."""
+
+    params: list[str] | None
+    body: str
+
+
+def _substitute_params(body: str, values: dict[str, str]) -> str:
+    def repl(m: re.Match[str]) -> str:
+        tok = m.group(0)
+        return tok if tok[0] == '"' else values.get(tok, tok)
+
+    return _IDENT_SUB_RE.sub(repl, body)
+
+
+def _split_macro_args(text: str, start: int) -> tuple[list[str], int] | None:
+    """Split ``(a, (b, c), "x,y")`` starting at ``text[start] == '('``; None if unbalanced."""
+    depth = 0
+    args: list[str] = []
+    cur: list[str] = []
+    i = start
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            m = re.compile(r'"(?:[^"\\\n]|\\.)*"').match(text, i)
+            chunk = m.group(0) if m else c
+            cur.append(chunk)
+            i += len(chunk)
+            continue
+        if c == "(":
+            depth += 1
+            if depth == 1:
+                i += 1
+                continue
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                args.append("".join(cur))
+                return args, i + 1
+        elif c == "," and depth == 1:
+            args.append("".join(cur))
+            cur = []
+            i += 1
+            continue
+        cur.append(c)
+        i += 1
+    return None
 
 
 class _CondEval:
@@ -177,23 +230,51 @@ class Preprocessor:
 
     def __init__(self, include_dirs: Sequence[str] = ()) -> None:
         self.include_dirs = [str(d) for d in include_dirs]
-        self.macros: dict[str, str] = {}
+        self.macros: dict[str, Macro] = {}
         self.out_lines: list[str] = []
         self.line_map: list[tuple[str, int]] = []
         self.files: list[str] = []
 
     # ---------------------------------------------------------------- macro expansion
-    def expand(self, text: str, hide: frozenset[str] = frozenset()) -> str:
+    def expand(self, text: str, hide: frozenset[str] = frozenset(),
+               loc: SourceLocation | None = None) -> str:
+        """Expand object-like and function-like macros in ``text`` (not inside strings)."""
         if not self.macros:
             return text
-
-        def repl(m: re.Match[str]) -> str:
+        out: list[str] = []
+        pos = 0
+        n = len(text)
+        while pos < n:
+            m = _EXPAND_TOKEN_RE.match(text, pos)
+            assert m is not None
             tok = m.group(0)
+            pos = m.end()
             if tok[0] == '"' or tok not in self.macros or tok in hide:
-                return tok
-            return self.expand(self.macros[tok], hide | {tok})
-
-        return re.sub(r'"(?:[^"\\\n]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*', repl, text)
+                out.append(tok)
+                continue
+            macro = self.macros[tok]
+            if macro.params is None:
+                out.append(self.expand(macro.body, hide | {tok}, loc))
+                continue
+            j = pos
+            while j < n and text[j] in " \t":
+                j += 1
+            call = _split_macro_args(text, j) if j < n and text[j] == "(" else None
+            if call is None:
+                out.append(tok)  # a function-like macro name not followed by arguments
+                continue
+            args, pos = call
+            if args == [""] and not macro.params:
+                args = []
+            if len(args) != len(macro.params):
+                raise P4CompileError(loc, f"macro '{tok}' expects {len(macro.params)} "
+                                          f"argument(s), got {len(args)}")
+            values = {p: self.expand(a.strip(), hide, loc) for p, a in
+                      zip(macro.params, args, strict=True)}
+            body = _substitute_params(macro.body, values)
+            body = re.sub(r"\s*##\s*", "", body)
+            out.append(self.expand(body, hide | {tok}, loc))
+        return "".join(out)
 
     def _eval_condition(self, expr: str, loc: SourceLocation) -> bool:
         # defined(X) / defined X before macro expansion
@@ -251,7 +332,8 @@ class Preprocessor:
                         self._emit("", path, start + 1 + k)
                 continue
             if active:
-                self._emit(self.expand(line), path, start + 1)
+                self._emit(self.expand(line, loc=SourceLocation(path, start + 1, 1)), path,
+                           start + 1)
                 for k in range(1, nlines):
                     self._emit("", path, start + 1 + k)
             else:
@@ -301,12 +383,16 @@ class Preprocessor:
         if name == "include":
             self._include(rest, loc, path, depth)
         elif name == "define":
-            m = re.match(r"([A-Za-z_]\w*)(\(?)(.*)$", rest, re.S)
+            m = re.match(r"([A-Za-z_]\w*)(\(([^)]*)\))?(.*)$", rest, re.S)
             if not m:
                 raise P4CompileError(loc, "#define expects a macro name")
-            if m.group(2):
-                raise P4UnsupportedError(loc, f"function-like macro '{m.group(1)}'")
-            self.macros[m.group(1)] = m.group(3).strip()
+            params = None
+            if m.group(2) is not None:
+                params = [p.strip() for p in m.group(3).split(",")] if m.group(3).strip() else []
+                if any(not _IDENT_RE.fullmatch(p) for p in params):
+                    raise P4UnsupportedError(loc, f"macro '{m.group(1)}' with parameters "
+                                                  f"'{m.group(3).strip()}'")
+            self.macros[m.group(1)] = Macro(params, m.group(4).strip())
         elif name == "undef":
             self.macros.pop(rest.split()[0] if rest.split() else "", None)
         elif name == "error":

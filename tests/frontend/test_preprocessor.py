@@ -126,10 +126,25 @@ def test_preprocessor_errors(src, message):
     assert str(info.value) == message
 
 
-def test_function_like_macro_is_unsupported():
+def test_function_like_macros_expand_with_nested_arguments():
+    src = ("#define IS_RESUB(m) (m.instance_type == RESUB)\n#define RESUB 6\n"
+           "#define MAX(a, b) ((a) > (b) ? (a) : (b))\n#define CAT(a, b) a ## b\n"
+           'if (IS_RESUB(sm)) { x = MAX(f(1, 2), "p,q"); CAT(fo, o) = 1; y = IS_RESUB; }\n')
+    line = [ln for ln in preprocess(src, "m.p4").text.split("\n") if ln.strip()][0]
+    assert line == ('if ((sm.instance_type == 6)) { x = ((f(1, 2)) > ("p,q") ? (f(1, 2)) : '
+                    '("p,q")); foo = 1; y = IS_RESUB; }')
+
+
+def test_function_like_macro_argument_count_is_checked():
+    with pytest.raises(P4CompileError) as info:
+        preprocess("#define TWO(a, b) a + b\n\nz = TWO(1);\n", "m.p4")
+    assert str(info.value) == "m.p4:3:1: error: macro 'TWO' expects 2 argument(s), got 1"
+
+
+def test_macro_with_bad_parameter_list_is_unsupported():
     with pytest.raises(P4UnsupportedError) as info:
-        preprocess("#define MAX(a, b) ((a) > (b) ? (a) : (b))\n", "m.p4")
-    assert str(info.value) == "m.p4:1:1: unsupported: function-like macro 'MAX'"
+        preprocess("#define VAR(a, ...) a\n", "m.p4")
+    assert str(info.value) == "m.p4:1:1: unsupported: macro 'VAR' with parameters 'a, ...'"
 
 
 def test_recursive_include_is_reported(tmp_path: Path):
