@@ -46,14 +46,16 @@ def compile_source(tmp_path, source: str, name: str = "prog"):
 
 def simple_program(tmp_path, header: str, ingress: str, meta: str = "bit<8> x;", egress: str = EMPTY,
                    extra: str = "", parser: str = "state start { pkt.extract(hdr.h); transition accept; }",
-                   headers: str = "hdr_t h;", deparser: str = "apply { pkt.emit(hdr.h); }"):
+                   headers: str = "hdr_t h;", deparser: str = "apply { pkt.emit(hdr.h); }", late: str = ""):
     """A v1model program: header ``hdr_t { header }``, struct headers_t { headers },
-    metadata ``meta_t { meta }``, the given parser states and ingress/egress bodies."""
+    metadata ``meta_t { meta }``, the given parser states and ingress/egress bodies; ``extra``
+    goes before the header declarations, ``late`` after them."""
     src = f"""
     {extra}
     header hdr_t {{ {header} }}
     struct meta_t {{ {meta} }}
     struct headers_t {{ {headers} }}
+    {late}
     parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
         {parser}
     }}
