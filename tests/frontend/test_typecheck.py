@@ -15,7 +15,7 @@ from .conftest import PROGRAMS, V1_PRELUDE, compile_text
 V1_BLOCKS = ["p", "vr", "ig", "eg", "ck", "dep"]
 
 
-@pytest.mark.parametrize("name", ["basic", "basic_tunnel", "calc", "fabric_like"])
+@pytest.mark.parametrize("name", ["basic", "basic_tunnel", "calc", "fabric_like", "special_ops"])
 def test_example_programs_load_as_v1model(name):
     prog = load_program(str(PROGRAMS / f"{name}.p4"))
     assert prog.arch == "v1model"
