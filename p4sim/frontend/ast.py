@@ -628,6 +628,37 @@ class EmptyStmt(Statement):
 
 
 @dataclass(eq=False)
+class ForStmt(Statement):
+    """``for (init; cond; update) body`` (P4_16 1.2.5). ``init`` holds ``DeclStmt`` /
+    ``AssignStmt`` / ``MethodCallStmt``; ``cond`` may be None (loop until ``break``)."""
+
+    init: list[Statement]
+    cond: Expression | None
+    update: list[Statement]
+    body: Statement
+
+
+@dataclass(eq=False)
+class ForInStmt(Statement):
+    """``for (T v in collection) body``: ``collection`` is a ``Range`` (inclusive bounds) or a
+    header stack expression."""
+
+    var: VariableDecl
+    collection: Expression
+    body: Statement
+
+
+@dataclass(eq=False)
+class BreakStmt(Statement):
+    pass
+
+
+@dataclass(eq=False)
+class ContinueStmt(Statement):
+    pass
+
+
+@dataclass(eq=False)
 class DeclStmt(Statement):
     """A local ``VariableDecl`` / ``ConstDecl`` / ``Instantiation`` inside a block or state."""
 

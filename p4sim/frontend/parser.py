@@ -518,6 +518,47 @@ class _ToAst(Transformer):
     def default_label(self, meta: Any, ch: list[Any]) -> A.Expression:
         return A.DefaultExpr(loc=self.loc(meta))
 
+    def annotated_block(self, meta: Any, ch: list[Any]) -> A.Statement:
+        block: A.BlockStmt = ch[1]
+        block.annotations = self._annos(ch[0])
+        return block
+
+    def for_stmt(self, meta: Any, ch: list[Any]) -> A.Statement:
+        init, cond, update, body = ch
+        return A.ForStmt(init or [], cond, update or [], body, loc=self.loc(meta))
+
+    def for_in_stmt(self, meta: Any, ch: list[Any]) -> A.Statement:
+        typ, name, _in, coll, body = ch
+        var = A.VariableDecl(name, typ, loc=self.loc(meta))
+        return A.ForInStmt(var, coll, body, loc=self.loc(meta))
+
+    def for_in_range_stmt(self, meta: Any, ch: list[Any]) -> A.Statement:
+        typ, name, _in, lo, hi, body = ch
+        var = A.VariableDecl(name, typ, loc=self.loc(meta))
+        rng = A.Range(lo, hi, loc=lo.loc)
+        return A.ForInStmt(var, rng, body, loc=self.loc(meta))
+
+    def for_list(self, meta: Any, ch: list[Any]) -> list[A.Statement]:
+        return list(ch)
+
+    def for_var(self, meta: Any, ch: list[Any]) -> A.Statement:
+        typ, name, init = ch
+        decl = A.VariableDecl(name, typ, init, loc=self.loc(meta))
+        return A.DeclStmt(decl, loc=self.loc(meta))
+
+    def for_assign(self, meta: Any, ch: list[Any]) -> A.Statement:
+        return A.AssignStmt(ch[0], ch[1], loc=self.loc(meta))
+
+    def for_call(self, meta: Any, ch: list[Any]) -> A.Statement:
+        call = A.MethodCall(ch[0], [], ch[1], loc=self.loc(meta))
+        return A.MethodCallStmt(call, loc=self.loc(meta))
+
+    def break_stmt(self, meta: Any, ch: list[Any]) -> A.Statement:
+        return A.BreakStmt(loc=self.loc(meta))
+
+    def continue_stmt(self, meta: Any, ch: list[Any]) -> A.Statement:
+        return A.ContinueStmt(loc=self.loc(meta))
+
     def exit_stmt(self, meta: Any, ch: list[Any]) -> A.Statement:
         return A.ExitStmt(loc=self.loc(meta))
 

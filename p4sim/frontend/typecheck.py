@@ -480,6 +480,13 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
             self.return_stmt(s, scope)
         elif isinstance(s, A.EmptyStmt):
             pass
+        elif isinstance(s, (A.ForStmt, A.ForInStmt)):
+            self.for_stmt(s, scope)
+        elif isinstance(s, (A.BreakStmt, A.ContinueStmt)):
+            loop = scope.enclosing("loop", "action", "function", "control", "parser", "apply")
+            if loop is None or loop.kind != "loop":
+                word = "break" if isinstance(s, A.BreakStmt) else "continue"
+                raise self.err(s, f"'{word}' outside a for loop")
         elif isinstance(s, A.DeclStmt):
             d = s.decl
             self.declare(scope, d.name, d)
@@ -491,6 +498,42 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
                 raise self.err(d, f"'{d.name}': instantiations are not allowed inside blocks")
         else:
             raise self.unsupported(s, f"statement {type(s).__name__}")
+
+    def for_stmt(self, s: A.ForStmt | A.ForInStmt, scope: Scope) -> None:
+        if scope.enclosing("parser") is not None:
+            raise self.unsupported(s, "for loops in a parser")
+        inner = scope.child("block")
+        if isinstance(s, A.ForStmt):
+            for st in s.init:
+                self.stmt(st, inner)
+            if s.cond is not None:
+                s.cond = self.expr(s.cond, inner, A.BoolT())
+                if not isinstance(s.cond.type, A.BoolT):
+                    raise self.err(s.cond, f"for loop condition must be bool, not "
+                                           f"{type_str(s.cond.type)}")
+            for st in s.update:
+                self.stmt(st, inner)
+        else:
+            var = s.var
+            var.type = self.resolve_type(var.type, scope, var)
+            coll = s.collection
+            if isinstance(coll, A.Range):
+                coll.low = self.coerce(self.expr(coll.low, inner, var.type), var.type,
+                                       "for loop range")
+                coll.high = self.coerce(self.expr(coll.high, inner, var.type), var.type,
+                                        "for loop range")
+                coll.type = var.type
+            else:
+                coll = self.expr(coll, inner)
+                if not isinstance(coll.type, A.HeaderStackT):
+                    raise self.err(coll, f"cannot iterate over a value of type "
+                                         f"{type_str(coll.type)}")
+                if coll.type.element != var.type:
+                    raise self.err(var, f"loop variable '{var.name}' must have type "
+                                        f"{type_str(coll.type.element)}")
+                s.collection = coll
+            self.declare(inner, var.name, var)
+        self.stmt_scoped(s.body, inner.child("loop"))
 
     def stmt_scoped(self, s: A.Statement, scope: Scope) -> None:
         if isinstance(s, A.DeclStmt):

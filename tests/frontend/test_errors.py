@@ -143,3 +143,18 @@ CASES = [
 @pytest.mark.parametrize("text,message,with_main", CASES)
 def test_error_message(tmp_path, text, message, with_main):
     assert compile_error(tmp_path, text, require_main=with_main) == message
+
+
+LOOP_CASES = [
+    pytest.param(P + "control C(inout bit<8> x) {\n  apply {\n    break;\n  }\n}\n",
+                 "prog.p4:5:5: error: 'break' outside a for loop", id="break_outside"),
+    pytest.param(P + "control C(inout bit<8> x) {\n  apply {\n    for (bit<8> i = 0; i; i = i + 1) { }\n  }\n}\n",
+                 "prog.p4:5:24: error: for loop condition must be bool, not bit<8>", id="for_cond"),
+    pytest.param(P + "parser Q(packet_in p) {\n  state start {\n    for (bit<8> i in 1 .. 2) { }\n    transition accept;\n  }\n}\n",
+                 "prog.p4:5:5: unsupported: for loops in a parser", id="for_in_parser"),
+]
+
+
+@pytest.mark.parametrize("text,message", LOOP_CASES)
+def test_loop_errors(tmp_path, text, message):
+    assert compile_error(tmp_path, text) == message

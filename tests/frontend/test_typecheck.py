@@ -333,3 +333,59 @@ def test_function_calls_and_returns(tmp_path):
     call = prog.find("C").apply.stmts[0].rhs
     assert call.kind == "function" and call.type == A.BitT(8)
     assert call.args[1].type == A.BitT(8)
+
+
+def test_for_loops_break_continue_and_atomic_blocks(tmp_path):
+    prog = compile_text(tmp_path, V1_PRELUDE + """
+        header h_t { bit<8> count; bit<32> sum; }
+        struct s_t { h_t[3] st; h_t h; }
+        control C(inout s_t s) {
+            action loop1() {
+                for (bit<8> i = 1; i <= s.h.count; i = i + 1) {
+                    if (i == 5) { break; }
+                    if ((i & 1) == 0) { continue; }
+                    s.h.sum = s.h.sum + (bit<32>)i;
+                }
+                for (bit<8> j in 1 .. 4) { s.h.sum = s.h.sum + 1; }
+                for (h_t e in s.st) { s.h.sum = s.h.sum + e.sum; }
+                @atomic { s.h.count = 1; }
+            }
+            apply { loop1(); }
+        }
+    """, require_main=False)
+    body = prog.find("C").locals[0].body.stmts
+    loop = body[0]
+    assert isinstance(loop, A.ForStmt)
+    assert isinstance(loop.init[0], A.DeclStmt) and loop.init[0].decl.type == A.BitT(8)
+    assert loop.cond.type == A.BoolT() and loop.cond.right.type == A.BitT(8)
+    assert isinstance(loop.update[0], A.AssignStmt)
+    assert isinstance(loop.body.stmts[0].then.stmts[0], A.BreakStmt)
+    rng = body[1]
+    assert isinstance(rng, A.ForInStmt) and isinstance(rng.collection, A.Range)
+    assert rng.collection.high.type == A.BitT(8) and rng.collection.high.value == 4
+    stack_loop = body[2]
+    assert stack_loop.collection.type == A.HeaderStackT(stack_loop.var.type, 3)
+    assert isinstance(body[3], A.BlockStmt) and body[3].annotations[0].name == "atomic"
+
+
+def test_sub_parser_with_out_parameter(tmp_path):
+    prog = compile_text(tmp_path, V1_PRELUDE + """
+        header h_t { bit<8> t; }
+        struct hs_t { h_t[2] st; }
+        parser Sub(packet_in pkt, inout hs_t hdr, out bit<8> next_t) {
+            state start { pkt.extract(hdr.st.next); next_t = hdr.st.last.t; transition accept; }
+        }
+        parser P(packet_in pkt, out hs_t hdr) {
+            Sub() subp;
+            bit<8> nt;
+            state start {
+                subp.apply(pkt, hdr, nt);
+                transition select(nt) { 1: start; default: accept; }
+            }
+        }
+    """, require_main=False)
+    st = prog.find("P").state("start")
+    call = st.stmts[0].call
+    assert call.kind == "parser_apply" and call.decl.name == "Sub"
+    assert [p.direction for p in call.params] == ["", "inout", "out"]
+    assert isinstance(prog.find("P").locals[1], A.VariableDecl)
