@@ -59,20 +59,43 @@ class ExternGen:
             return out
         return [(self.as_int(e), width_of(t))]
 
+    def bind_common(self, fields: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        """Hoist an attribute chain shared by several field reads (``hdr.ipv4.x``, ``hdr.ipv4.y``)
+        into one local, read just before the fields are used."""
+        import re
+        bases: dict[str, int] = {}
+        pattern = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\.[A-Za-z_][A-Za-z0-9_]*$")
+        for code, _ in fields:
+            m = pattern.match(code)
+            if m and "." in m.group(1):
+                bases[m.group(1)] = bases.get(m.group(1), 0) + 1
+        out = fields
+        for base, count in bases.items():
+            if count < 2:
+                continue
+            tmp = self.w.tmp("fb")
+            self.w.line(f"{tmp} = {base}")
+            out = [(tmp + c[len(base):] if c.startswith(base + ".") and pattern.match(c) and
+                     pattern.match(c).group(1) == base else c, w) for c, w in out]
+        return out
+
     def csum16_inline(self, e: ast.Expression) -> str:
         """csum16 of a field list as one big int folded in 16-bit words (no bytes built)."""
-        fields = self.flatten(e)
+        fields = self.bind_common(self.flatten(e))
         total = sum(w for _, w in fields)
         padded = (total + 15) // 16 * 16     # pack_fields pads to bytes, csum16 to 16-bit words
+        # 2**16 == 1 (mod 0xFFFF): a field at bit offset s counts as field << (s % 16), so the
+        # sum stays a small int; csum16_int folds it and keeps 0xFFFF for a non-zero multiple
         parts = []
         shift = padded
         for code, w in fields:
             shift -= w
-            parts.append(code if shift == 0 else f"({code} << {shift})")
-        return f"_csum16_int({' | '.join(parts) or '0'})"
+            s16 = shift % 16
+            parts.append(code if s16 == 0 else f"({code} << {s16})")
+        return f"_csum16_int({' + '.join(parts) or '0'})"
 
     def fields_code(self, e: ast.Expression) -> str:
-        return "[" + ", ".join(f"({c}, {w})" for c, w in self.flatten(e)) + "]"
+        return "[" + ", ".join(f"({c}, {w})" for c, w in self.bind_common(self.flatten(e))) + "]"
 
     def out_assign(self, target: ast.Expression | None, code: str) -> None:
         if target is None:
@@ -227,12 +250,12 @@ class ExternGen:
                     self.w.line(f"{out}.append(_emit_generic({obj}, {self.layout(t)}))")
                 return
             check_byte_aligned(t, e.loc)
-            if not isinstance(e, (ast.PathExpr, ast.Member)):
+            if "." in obj or "(" in obj:
                 tmp = self.w.tmp("eh")
                 self.w.line(f"{tmp} = {obj}")
                 obj = tmp
             with self.w.block(f"if {obj}._v:"):
-                self.w.line(f"{out}.append({emit_expr(t, obj)})")
+                self.w.line(f"{out}.append({emit_expr(t, obj, '_ST_' + self.classes.name(t))})")
         elif isinstance(t, ast.HeaderStackT):
             for i in range(t.size):
                 self.emit(ast.Index(e, ast.IntLiteral(i, type=ast.InfIntT()), type=t.element), out)
@@ -328,6 +351,6 @@ class ExternGen:
             w.line(f"raise _ParserReject({too_short})")
         b = w.tmp("b")
         w.line(f"{b} = _p >> 3")
-        for line in extract_lines(t, obj, "_d", b, w.tmp("v")):
+        for line in extract_lines(t, obj, "_d", b, w.tmp("v"), "_ST_" + self.classes.name(t)):
             w.line(line)
         w.line(f"_p += {width}")

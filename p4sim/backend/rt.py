@@ -203,7 +203,8 @@ def emit_generic(h: Any, layout: tuple) -> bytes:
 
 def csum16_int(value: int) -> int:
     """The ones' complement checksum (v1model ``csum16``) of a bit string held as an int whose
-    width is a multiple of 16; equal to ``hashes.csum16`` over the same bytes.
+    width is a multiple of 16 -- or of any int congruent to it modulo 0xFFFF that is zero only
+    when the bit string is; equal to ``hashes.csum16`` over the same bytes.
 
     Since 2**16 == 1 (mod 0xFFFF), the end-around-carry sum of the 16-bit words is the value
     modulo 0xFFFF, except that a non-zero multiple of 0xFFFF sums to 0xFFFF, not 0.

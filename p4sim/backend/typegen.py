@@ -110,9 +110,10 @@ class TypeClasses:
         if width % 8:
             # p4c rejects such headers for BMv2; extracting/emitting one is an error at codegen.
             return [f"_HW_{cls} = {width}"]
-        lines = [f"_HW_{cls} = {width}", f"def _x_{cls}(h, d, b):"]
-        lines += ["    " + x for x in extract_lines(t, "h", "d", "b", "v")]
-        lines += [f"def _e_{cls}(h):", f"    return {emit_expr(t, 'h')}"]
+        fmt, _ = struct_layout(t)
+        lines = [f"_HW_{cls} = {width}", f"_ST_{cls} = _Struct({fmt!r})", f"def _x_{cls}(h, d, b):"]
+        lines += ["    " + x for x in extract_lines(t, "h", "d", "b", "v", f"_ST_{cls}")]
+        lines += [f"def _e_{cls}(h):", f"    return {emit_expr(t, 'h', f'_ST_{cls}')}"]
         return lines
 
     # ---- unions and structs ----------------------------------------------------------------
@@ -184,43 +185,107 @@ def check_byte_aligned(t: ast.HeaderT, loc) -> None:
         raise P4UnsupportedError(loc, f"header {t.name} is {width} bits, not a multiple of 8 (BMv2 rejects it)")
 
 
-def extract_lines(t: ast.HeaderT, obj: str, data: str, byte: str, tmp: str) -> list[str]:
-    """Statements that fill header ``obj`` from ``data`` at byte offset ``byte`` and validate it."""
-    fields = [(pyfield(n), ft) for n, ft in t.fields]
-    width = sum(ast.type_width(ft) for _, ft in fields)
-    if width == 0:
+_PART = {8: "Q", 4: "I", 2: "H", 1: "B"}
+
+
+def struct_layout(t: ast.HeaderT) -> tuple[str, list[tuple[list[tuple[int, int]], list[tuple[str, ast.Type, int, int]]]]] | None:
+    """Split a byte-aligned header into byte-aligned chunks read with one ``struct`` format.
+
+    Returns (format, chunks); each chunk is (parts, fields): ``parts`` are (index in the
+    unpacked tuple, width in bits) from most significant, ``fields`` are (attr, type, width,
+    shift within the chunk). None when the header is not byte aligned.
+    """
+    fields = [(pyfield(n), ft, ast.type_width(ft)) for n, ft in t.fields]
+    if sum(w for _, _, w in fields) % 8:
+        return None
+    fmt = "!"
+    chunks = []
+    current: list[tuple[str, ast.Type, int]] = []
+    acc = 0
+    index = 0
+    for f, ft, w in fields:
+        current.append((f, ft, w))
+        acc += w
+        if acc % 8:
+            continue
+        nbytes = acc // 8
+        parts = []
+        while nbytes:
+            size = next(sz for sz in (8, 4, 2, 1) if sz <= nbytes)
+            fmt += _PART[size]
+            parts.append((index, size * 8))
+            index += 1
+            nbytes -= size
+        shift = acc
+        placed = []
+        for cf, ct, cw in current:
+            shift -= cw
+            placed.append((cf, ct, cw, shift))
+        chunks.append((parts, placed))
+        current, acc = [], 0
+    return fmt, chunks
+
+
+def _field_value(expr: str, ft: ast.Type, w: int) -> str:
+    if isinstance(ft, ast.BoolT):
+        return f"({expr}) != 0"
+    if isinstance(ft, ast.BitT) and ft.signed:
+        h = 1 << (w - 1)
+        return f"((({expr}) ^ {hex(h)}) - {hex(h)})"
+    return expr
+
+
+def extract_lines(t: ast.HeaderT, obj: str, data: str, byte: str, tmp: str, struct_name: str) -> list[str]:
+    """Statements that fill header ``obj`` from ``data`` at byte offset ``byte`` and validate it:
+    one ``Struct.unpack_from`` into small ints, then shifts and masks within each chunk."""
+    fmt, chunks = struct_layout(t)
+    nparts = sum(len(parts) for parts, _ in chunks)
+    if nparts == 0:
         return [f"{obj}._v = True"]
-    lines = [f"{tmp} = int.from_bytes({data}[{byte}:{byte} + {width // 8}], 'big')"]
-    shift = width
-    for f, ft in fields:
-        w = ast.type_width(ft)
-        shift -= w
-        e = tmp if shift == 0 else f"({tmp} >> {shift})"
-        if shift + w != width:
-            e = f"{e} & {hex(mask(w))}"
-        if isinstance(ft, ast.BoolT):
-            e = f"({e}) != 0"
-        elif isinstance(ft, ast.BitT) and ft.signed:
-            h = 1 << (w - 1)
-            e = f"((({e}) ^ {hex(h)}) - {hex(h)})"
-        lines.append(f"{obj}.{f} = {e}")
+    names = [f"{tmp}_{i}" for i in range(nparts)]
+    lines = [f"{', '.join(names)}{',' if nparts == 1 else ''} = {struct_name}.unpack_from({data}, {byte})"]
+    for parts, placed in chunks:
+        if len(parts) == 1:
+            value = names[parts[0][0]]
+        else:
+            total = sum(w for _, w in parts)
+            terms = []
+            for i, w in parts:
+                total -= w
+                terms.append(names[i] if total == 0 else f"({names[i]} << {total})")
+            value = f"({' | '.join(terms)})"
+            if len(placed) > 1:
+                lines.append(f"{tmp} = {value}")
+                value = tmp
+        chunk_w = sum(w for _, w in parts)
+        for f, ft, w, shift in placed:
+            e = value if shift == 0 else f"({value} >> {shift})"
+            if shift + w != chunk_w:
+                e = f"{e} & {hex(mask(w))}"
+            lines.append(f"{obj}.{f} = {_field_value(e, ft, w)}")
     lines.append(f"{obj}._v = True")
     return lines
 
 
-def emit_expr(t: ast.HeaderT, obj: str) -> str:
-    """An expression giving the wire bytes of valid header ``obj``."""
-    fields = [(pyfield(n), ft) for n, ft in t.fields]
-    width = sum(ast.type_width(ft) for _, ft in fields)
-    if width == 0:
+def emit_expr(t: ast.HeaderT, obj: str, struct_name: str) -> str:
+    """An expression giving the wire bytes of valid header ``obj`` (one ``Struct.pack``)."""
+    fmt, chunks = struct_layout(t)
+    args = []
+    for parts, placed in chunks:
+        terms = []
+        for f, ft, w, shift in placed:
+            v = f"{obj}.{f}"
+            if (isinstance(ft, ast.BitT) and ft.signed) or isinstance(ft, ast.BoolT):
+                v = f"(int({v}) & {hex(mask(w))})"
+            terms.append(v if shift == 0 else f"({v} << {shift})")
+        value = terms[0] if len(terms) == 1 else f"({' | '.join(terms)})"
+        total = sum(w for _, w in parts)
+        for _, w in parts:
+            total -= w
+            part = value if total == 0 else f"({value} >> {total})"
+            if len(parts) > 1 and total + w != sum(pw for _, pw in parts):
+                part = f"{part} & {hex(mask(w))}"
+            args.append(part)
+    if not args:
         return "b''"
-    parts = []
-    shift = width
-    for f, ft in fields:
-        w = ast.type_width(ft)
-        shift -= w
-        v = f"{obj}.{f}"
-        if (isinstance(ft, ast.BitT) and ft.signed) or isinstance(ft, ast.BoolT):
-            v = f"(int({obj}.{f}) & {hex(mask(w))})"
-        parts.append(v if shift == 0 else f"({v} << {shift})")
-    return f"({' | '.join(parts)}).to_bytes({width // 8}, 'big')"
+    return f"{struct_name}.pack({', '.join(args)})"
