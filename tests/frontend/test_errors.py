@@ -158,3 +158,29 @@ LOOP_CASES = [
 @pytest.mark.parametrize("text,message", LOOP_CASES)
 def test_loop_errors(tmp_path, text, message):
     assert compile_error(tmp_path, text) == message
+
+
+def test_block_parameter_direction_must_match(tmp_path):
+    text = (P + "header h_t { bit<8> a; }\nstruct m_t { }\n"
+            "parser MyP(packet_in p, out h_t h, inout m_t m, inout standard_metadata_t sm) "
+            "{ state start { transition accept; } }\n"
+            "control MyC(inout h_t h, inout m_t m) { apply { } }\n"
+            "control MyI(inout h_t h, inout m_t m, standard_metadata_t sm) { apply { } }\n"
+            "control MyD(packet_out p, in h_t h) { apply { } }\n"
+            "V1Switch(MyP(), MyC(), MyI(), MyI(), MyC(), MyD()) main;\n")
+    assert compile_error(tmp_path, text, require_main=True) == (
+        "prog.p4:7:39: error: parameter 'sm' of 'MyI' must be 'inout' as in Ingress")
+
+
+def test_narrower_direction_for_verify_checksum_is_accepted(tmp_path):
+    from .conftest import compile_text
+    text = (P + "header h_t { bit<8> a; }\nstruct m_t { }\n"
+            "parser MyP(packet_in p, out h_t h, inout m_t m, inout standard_metadata_t sm) "
+            "{ state start { transition accept; } }\n"
+            "control MyV(in h_t h, inout m_t m) { apply { } }\n"
+            "control MyC(inout h_t h, inout m_t m) { apply { } }\n"
+            "control MyI(inout h_t h, inout m_t m, inout standard_metadata_t sm) { apply { } }\n"
+            "control MyD(packet_out p, in h_t h) { apply { } }\n"
+            "V1Switch(MyP(), MyV(), MyI(), MyI(), MyC(), MyD()) main;\n")
+    prog = compile_text(tmp_path, text)
+    assert prog.block("vr").name == "MyV"
