@@ -270,6 +270,7 @@ def parse_line(text: str, line: int = 0) -> Command | None:
 
 def parse_text(text: str, path: str = "<stf>") -> StfFile:
     commands = []
+    text = text.removeprefix("\ufeff")
     for n, raw in enumerate(text.splitlines(), start=1):
         try:
             cmd = parse_line(raw, n)

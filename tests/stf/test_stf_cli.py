@@ -104,3 +104,23 @@ def test_compile_error_is_a_failed_test(tmp_path, capsys):
     assert rc == 1
     assert out[0].startswith("FAIL bad: ") and "bad.p4:1:" in out[0]
     assert out[-1] == "0 passed, 1 failed"
+
+
+@pytest.mark.usefixtures("need_compiler")
+def test_include_dirs_reach_the_compiler(tmp_path, capsys):
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "port.p4").write_text("const bit<9> OUT_PORT = 7;\n")
+    prog = (CORPUS / "untouched_port0.p4").read_text().replace(
+        "#include <v1model.p4>", "#include <v1model.p4>\n#include \"port.p4\"").replace(
+        "apply {\n        \n    }", "apply {\n        sm.egress_spec = OUT_PORT;\n    }")
+    assert "OUT_PORT;" in prog
+    (tmp_path / "p.p4").write_text(prog)
+    (tmp_path / "p.stf").write_text("packet 0 0102\nexpect 7 0102 $\n")
+    rc = main(["stf", "-I", str(inc), str(tmp_path / "p.p4"), str(tmp_path / "p.stf")])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0, out
+    assert out == ["PASS p", "1 passed, 0 failed"]
+    rc = main(["stf", str(tmp_path / "p.p4"), str(tmp_path / "p.stf")])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 1 and "port.p4" in out[0]
