@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from lark import Token
@@ -109,8 +109,11 @@ def _angle_list(toks: list[_Tok], i: int) -> tuple[list[str], int] | None:
     return None
 
 
-def _generic_args_end(toks: list[_Tok], i: int) -> int | None:
-    """If ``toks[i]`` (``<``) opens type arguments of a call ``f<...>(``, return index of ``>``."""
+def _generic_args_end(toks: list[_Tok], i: int, is_type: Callable[[_Tok], bool]) -> int | None:
+    """If ``toks[i]`` (``<``) opens type arguments of a call ``f<...>(``, return index of ``>``.
+
+    Every identifier inside must name a type (so ``f(a < b, c > (d))`` stays two comparisons).
+    """
     depth = 0
     j = i
     while j < len(toks) and j < i + 64:
@@ -121,7 +124,10 @@ def _generic_args_end(toks: list[_Tok], i: int) -> int | None:
             depth -= 1
             if depth == 0:
                 return j if j + 1 < len(toks) and toks[j + 1].text == "(" else None
-        elif t.kind in ("id", "num") or t.text in (",", "[", "]", "(", ")", "_"):
+        elif t.kind == "id":
+            if t.text not in _TYPE_KEYWORDS and t.text != "_" and not is_type(t):
+                return None
+        elif t.kind == "num" or t.text in (",", "[", "]", "(", ")"):
             pass
         else:
             return None
@@ -205,7 +211,7 @@ def scan(text: str) -> LexInfo:
                     angle_stack.append(i)
                 elif pp is not None and (toks[i - 2].kind == "op" or pp in (
                         "return", "else", "in", "out", "inout")) and pp not in (">",):
-                    if _generic_args_end(toks, i) is not None:
+                    if _generic_args_end(toks, i, is_type) is not None:
                         info.typearg_lt.add(tok.pos)
                         angle_stack.append(i)
         elif tok.text == ">":

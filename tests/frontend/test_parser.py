@@ -239,3 +239,19 @@ def test_large_program_parses_fast():
     assert prog.find("FabricIngress") is not None
     # ~650 lines with the shipped includes: generous bound, real figure is ~0.2 s
     assert elapsed < 3.0
+
+
+def test_comparisons_in_call_arguments_are_not_type_arguments():
+    prog = parse("control C() { apply { f(a < b, c > (d)); g(x << 2 >> 1); } }")
+    call = prog.decls[0].apply.stmts[0].call
+    assert call.type_args == [] and [a.value.op for a in call.args] == ["<", ">"]
+    shift = prog.decls[0].apply.stmts[1].call.args[0].value
+    assert shift.op == ">>" and shift.left.op == "<<"
+
+
+def test_generic_call_statement_with_explicit_type_arguments():
+    prog = parse("header h_t { bit<8> a; }\n"
+                 "control C() { apply { random<bit<8>>(x, 0, 7); p.extract<h_t>(y); } }")
+    calls = [s.call for s in prog.find("C").apply.stmts]
+    assert calls[0].type_args == [A.BitT(8)]
+    assert isinstance(calls[1].type_args[0], A.TypeName) and calls[1].type_args[0].name == "h_t"
