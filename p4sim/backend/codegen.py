@@ -50,6 +50,8 @@ class GeneratedModule:
     field_lists: dict[int, list[str]]
     errors: list[str]
     aliases: dict[str, list[tuple[str, int]]] = None   # @alias("x.y") user metadata fields
+    empty_blocks: frozenset = frozenset()              # roles whose control does nothing
+    uses_ctx: bool = True                              # whether code reads _CTX (length, time)
 
 
 def control_plane_name(prefix: str, decl: ast.Declaration) -> str:
@@ -105,6 +107,7 @@ class BlockGen(ExternGen, StmtGen):
         self.prefix = ""
         self.local_actions: dict[int, str] = {}
         self.table_descs: dict[int, res.TableDesc] = {}
+        self.empty_fns: set[str] = set()
         self._global_count = 0
         self.root_env = self.env
         self._top_level_objects()
@@ -317,6 +320,8 @@ class BlockGen(ExternGen, StmtGen):
             pnames = self.bind_params(d.params)
             self.declare_locals(d.locals, prefix)
             self.stmts(d.apply.stmts)
+            if not self.w.lines:
+                self.empty_fns.add(name)
             self.functions.append(f"def {name}({', '.join(pnames)}):\n" + self.w.text())
         finally:
             (self.w, self.env, self.return_mode, self.prefix, self.sm_expr, self.in_parser,
@@ -503,7 +508,10 @@ class BlockGen(ExternGen, StmtGen):
                 blocks[role] = f"_X_{role}"
         tail += [f"_BLOCK_{role} = {fn}" for role, fn in blocks.items()]
         src = "\n".join([PRELUDE, self.classes.source(), *self.functions, *tail]) + "\n"
-        return GeneratedModule(src, self.manifest, blocks, fl, list(self.program.errors), self.aliases(m_t))
+        empty = frozenset(role for role, fn in blocks.items() if fn in self.empty_fns)
+        body = "\n".join(self.functions)
+        return GeneratedModule(src, self.manifest, blocks, fl, list(self.program.errors), self.aliases(m_t),
+                               empty, "_CTX" in body)
 
     def aliases(self, m_t: ast.Type) -> dict[str, list[tuple[str, int]]]:
         """User metadata fields BMv2 binds to intrinsic metadata through ``@alias``."""

@@ -50,7 +50,7 @@ class QueueMetadata:
     qid: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Transmit:
     port: int
     data: bytes
@@ -90,13 +90,7 @@ class Recirculate:
         return self.port
 
 
-class _Pkt:
-    """The per-packet state between ingress and egress (QueuedPacket.context)."""
-
-    __slots__ = ("h", "m", "s", "payload", "length")
-
-    def __init__(self, h: Any, m: Any, s: Any, payload: bytes, length: int) -> None:
-        self.h, self.m, self.s, self.payload, self.length = h, m, s, payload, length
+# QueuedPacket.context is the tuple (headers, metadata, standard_metadata, payload, length)
 
 
 _M32 = 0xFFFFFFFF
@@ -115,10 +109,13 @@ class V1ModelPath:
         ns = pipeline.namespace
         ns["_DROP_PORT"] = drop_port
         self._parse = ns["_BLOCK_parser"]
-        self._verify = ns["_BLOCK_verify_checksum"]
+        module = pipeline.program.module
+        empty = module.empty_blocks
+        self._verify = None if "verify_checksum" in empty else ns["_BLOCK_verify_checksum"]
         self._ingress = ns["_BLOCK_ingress"]
-        self._egress = ns["_BLOCK_egress"]
-        self._compute = ns["_BLOCK_compute_checksum"]
+        self._egress = None if "egress" in empty else ns["_BLOCK_egress"]
+        self._compute = None if "compute_checksum" in empty else ns["_BLOCK_compute_checksum"]
+        self._uses_ctx = module.uses_ctx
         self._deparse = ns["_BLOCK_deparser"]
         self._new_h, self._new_m, self._new_s = ns["_NEW_H"], ns["_NEW_M"], ns["_NEW_S"]
         self._ctx = pipeline.ctx
@@ -173,18 +170,21 @@ class V1ModelPath:
         while True:
             h, m, s = self._new_h(), self._new_m(), self._new_s()
             s.ingress_port = port
-            s.instance_type = itype
+            if itype:
+                s.instance_type = itype
             s.packet_length = length
             s.ingress_global_timestamp = now_us & _M48
             if carry is not None:
                 self._preserve(carry, m, field_list)
-            ctx.sm = s
-            ctx.length = length
-            ctx.now = now_us
+            if self._uses_ctx:
+                ctx.sm = s
+                ctx.length = length
+                ctx.now = now_us
             try:
                 payload = data[self._parse(data, h, m, s):]
-                ctx.payload = payload
-                self._verify(h, m)
+                if self._verify is not None:
+                    ctx.payload = payload
+                    self._verify(h, m)
                 self._ingress(h, m, s)
             except AssertionFailed as err:
                 self._assert_failed(err)
@@ -212,7 +212,7 @@ class V1ModelPath:
         s.instance_type = PKT_INSTANCE_TYPE_NORMAL
         s.egress_port = spec
         out.append(QueuedPacket(spec, s.priority if self._has_priority else 0, length,
-                                _Pkt(h, m, s, payload, length)))
+                                (h, m, s, payload, length)))
         return out
 
     def recirculate(self, rec: Recirculate, now_us: int) -> list[QueuedPacket]:
@@ -229,7 +229,7 @@ class V1ModelPath:
             s2 = s._copy()
             s2.egress_rid = rid
             s2.egress_port = port
-            out.append(QueuedPacket(port, prio, length, _Pkt(h._copy(), m._copy(), s2, payload, length)))
+            out.append(QueuedPacket(port, prio, length, (h._copy(), m._copy(), s2, payload, length)))
 
     def _ingress_clone(self, data: bytes, port: int, now_us: int, length: int, m: Any,
                        clone: tuple[int, int, int], out: list[QueuedPacket]) -> None:
@@ -243,17 +243,16 @@ class V1ModelPath:
             s2.egress_port = eport
             if sess is not None and sess.truncate_length:
                 s2._trunc = sess.truncate_length
-            out.append(QueuedPacket(eport, 0, length, _Pkt(h2, m2, s2, payload, length)))
+            out.append(QueuedPacket(eport, 0, length, (h2, m2, s2, payload, length)))
 
     # ---- egress ----------------------------------------------------------------------------
     def egress(self, pkt: QueuedPacket, qmeta: QueueMetadata, now_us: int) -> list[Any]:
         """Egress .. deparser for one packet leaving the TM on ``pkt.egress_port``."""
-        st: _Pkt = pkt.context
-        h, m, s = st.h, st.m, st.s
+        h, m, s, payload, length = pkt.context
         port = pkt.egress_port
         s.egress_port = port
         s.egress_spec = self.drop_port + 1
-        s.packet_length = st.length
+        s.packet_length = length
         s.egress_global_timestamp = now_us & _M48
         if self._has_queueing:
             s.enq_timestamp = qmeta.enq_timestamp & _M32
@@ -262,29 +261,32 @@ class V1ModelPath:
             s.deq_qdepth = qmeta.deq_qdepth & _M19
         if self._egress_aliases:
             for attr, name, mask in self._egress_aliases:
-                setattr(st.m, name, getattr(qmeta, attr, 0) & mask)
+                setattr(m, name, getattr(qmeta, attr, 0) & mask)
         ctx = self._ctx
-        ctx.sm = s
-        ctx.length = st.length
-        ctx.now = now_us
-        ctx.payload = st.payload
+        if self._uses_ctx:
+            ctx.sm = s
+            ctx.length = length
+            ctx.now = now_us
+            ctx.payload = payload
         outputs: list[Any] = []
         try:
-            self._egress(h, m, s)
-            clone = s._clone
-            if clone is not None:
-                s._clone = None
-                self._egress_clone(h, m, st, clone, outputs)
-            if s.egress_spec == self.drop_port:
-                self.drops["egress_drop"] += 1
-                return outputs
-            self._compute(h, m)
+            if self._egress is not None:
+                self._egress(h, m, s)
+                clone = s._clone
+                if clone is not None:
+                    s._clone = None
+                    self._egress_clone(h, m, s, payload, length, clone, outputs)
+                if s.egress_spec == self.drop_port:
+                    self.drops["egress_drop"] += 1
+                    return outputs
+            if self._compute is not None:
+                self._compute(h, m)
             parts: list[bytes] = []
             self._deparse(parts, h)
         except AssertionFailed as err:
             self._assert_failed(err)
             return outputs
-        parts.append(st.payload)
+        parts.append(payload)
         data = b"".join(parts)
         if s._trunc:
             data = data[:s._trunc]
@@ -296,20 +298,20 @@ class V1ModelPath:
         outputs.append(Transmit(port, data))
         return outputs
 
-    def _egress_clone(self, h: Any, m: Any, st: _Pkt, clone: tuple[int, int, int], outputs: list[Any]) -> None:
+    def _egress_clone(self, h: Any, m: Any, s: Any, payload: bytes, length: int, clone: tuple[int, int, int],
+                      outputs: list[Any]) -> None:
         _kind, session, field_list = clone
         sess = self._pre.session(session)
         for rid, eport in self._pre.clone_targets(session):
             m2, s2 = self._new_m(), self._new_s()
             self._preserve(m, m2, field_list)
             s2.instance_type = PKT_INSTANCE_TYPE_EGRESS_CLONE
-            s2.ingress_port = st.s.ingress_port
+            s2.ingress_port = s.ingress_port
             s2.egress_rid = rid
             s2.egress_port = eport
             if sess is not None and sess.truncate_length:
                 s2._trunc = sess.truncate_length
-            qp = QueuedPacket(eport, 0, st.length, _Pkt(h._copy(), m2, s2, st.payload, st.length))
-            outputs.append(Enqueue(qp))
+            outputs.append(Enqueue(QueuedPacket(eport, 0, length, (h._copy(), m2, s2, payload, length))))
 
     # ---- convenience -----------------------------------------------------------------------
     def process(self, data: bytes, port: int, now_us: int = 0, max_passes: int = 256) -> list[tuple[int, bytes]]:
