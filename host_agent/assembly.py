@@ -48,7 +48,11 @@ class TensorAssembly:
         self.desc = desc
         self.out = out
         self._bytes = out.reshape(-1).view(np.uint8)
-        self.received = np.zeros(desc.n_packets, bool)
+        self._mv = memoryview(self._bytes)
+        self._recv = bytearray(desc.n_packets)                       # fast per-packet access
+        self.received = np.frombuffer(self._recv, dtype=bool)         # the same bytes, for NumPy
+        self.epp = desc.elems_per_packet
+        self.n_packets = desc.n_packets
         self.n_received = 0
         self.critical_received = 0
         p = desc.loss_bound_ppm / P.LOSS_BOUND_SCALE
@@ -72,29 +76,53 @@ class TensorAssembly:
         """Place one DATA payload; returns a drop reason or None when written."""
         if dtype != self.dtype:
             return "bad_dtype"
-        if len(payload) != count * self.esize:
+        nbytes = len(payload)
+        if nbytes != count * self.esize:
             return "bad_length"
-        epp = self.desc.elems_per_packet
-        index, rem = divmod(offset, epp)
-        if rem or index >= self.desc.n_packets:
+        index, rem = divmod(offset, self.epp)
+        if rem or index >= self.n_packets:
             return "bad_offset"
-        expected = epp if index < self.desc.n_packets - 1 else self.last_epp_count
-        if count != expected:
+        if count != (self.epp if index < self.n_packets - 1 else self.last_epp_count):
             return "bad_count"
-        if self.received[index]:
+        if self._recv[index]:
             self.duplicates += 1
             return "duplicate"
         if self.complete:
             return "late"
         start = offset * self.esize
-        self._bytes[start:start + len(payload)] = payload
-        self.received[index] = True
+        self._mv[start:start + nbytes] = payload
+        self._recv[index] = 1
         self.n_received += 1
         if flags & P.FLAG_CRITICAL:
             self.critical_received += 1
         if ce:
             self.ce_marks += 1
         return None
+
+    def accept_run(self, dtype: int, count: int, first_offset: int, payload: np.ndarray, n_critical: int,
+                   ce: bool) -> bool:
+        """Place a run of consecutive full DATA packets (a GRO batch) with one copy.
+
+        ``payload`` is (k, count * elem size) uint8, packet j having offset first_offset + j*epp.
+        All-or-nothing: False (nothing changed) when the run needs the per-packet path (wrong
+        dtype or count, bad offset, touches the short last packet, duplicate, completed tensor).
+        """
+        epp = self.epp
+        k = payload.shape[0]
+        if self.complete or dtype != self.dtype or count != epp or payload.shape[1] != epp * self.esize:
+            return False
+        first, rem = divmod(first_offset, epp)
+        limit = self.desc.n_elements // epp          # packets with the full count
+        if rem or first + k > limit or self.received[first:first + k].any():
+            return False
+        pb = epp * self.esize
+        self._bytes[first * pb:(first + k) * pb].reshape(k, pb)[:] = payload
+        self.received[first:first + k] = True
+        self.n_received += k
+        self.critical_received += n_critical
+        if ce:
+            self.ce_marks += k
+        return True
 
     # -- completion ----------------------------------------------------------------------------
     @property

@@ -13,6 +13,7 @@ import collections
 import logging
 import select
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -28,6 +29,11 @@ from host_agent.ratecontrol import AimdPacer, RateConfig
 log = logging.getLogger(__name__)
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
+SOL_UDP = getattr(socket, "SOL_UDP", 17)
+UDP_SEGMENT = getattr(socket, "UDP_SEGMENT", 103)   # Linux UDP GSO (send)
+UDP_GRO = getattr(socket, "UDP_GRO", 104)           # Linux UDP GRO (receive)
+GSO_MAX_SEGMENTS = 64
+GSO_MAX_BYTES = 65000
 ECN_ECHO_GAP = 0.001
 
 
@@ -46,6 +52,7 @@ class EndpointConfig:
     receive_deadline: float | None = None  # s after OPEN: complete as soon as the bound is met
     socket_buffer: int = 64 << 20
     send_batch: int = 256
+    offload: bool = True               # Linux UDP GSO/GRO: many equal datagrams per syscall
 
 
 class SendHandle:
@@ -98,6 +105,13 @@ class Endpoint:
         if self.cfg.ecn:
             self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, P.ECN_ECT0)
             self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+        self._gro = self._gso = False
+        if self.cfg.offload:
+            try:
+                self.sock.setsockopt(SOL_UDP, UDP_GRO, 1)
+                self._gro = self._gso = True
+            except OSError:
+                pass
         self.sock.bind(self.cfg.bind)
         self.sock.setblocking(False)
         self.pacer = AimdPacer(self.cfg.rate)
@@ -113,6 +127,7 @@ class Endpoint:
         self._staged: set[tuple[int, int, int]] = set()
         self.on_unexpected = None  # callable(RecvHandle) for completed tensors nobody expected
         self._buf = bytearray(65536)
+        self._rec_dtypes: dict[int, np.dtype] = {}
         self._mv = memoryview(self._buf)
         self.ecn_echoes_received = 0
         self.ready_peers: set[tuple[str, int]] = set()
@@ -161,6 +176,8 @@ class Endpoint:
         ``out`` keeps its content where packets stay missing for parameters; gradients are
         zero-filled there. ``loss_bound`` may tighten the sender's p (never loosen it).
         """
+        if not out.flags.c_contiguous:
+            raise ValueError("expect(): the destination array must be C-contiguous")
         key = (worker_id, iteration, tensor_id)
         h = self.handles.get(key)
         if h is not None and h.out is None:        # staged before we asked: bind it now
@@ -217,30 +234,55 @@ class Endpoint:
         for tx in self._active:
             if tx.state is not SendState.SENDING:
                 continue
-            pt, sock, dest = tx.pt, self.sock, tx.dest
-            queue, pos, end = tx.queue, tx.pos, min(tx.pos + self.cfg.send_batch, tx.queue.size)
-            pacer = self.pacer
-            lengths = pt.lengths
-            while pos < end:
-                i = int(queue[pos])
-                if not pacer.allow(int(lengths[i])):
-                    break
-                try:
-                    sock.sendto(pt.packet(i), dest)
-                except (BlockingIOError, InterruptedError):
-                    break
-                except OSError as exc:
-                    log.debug("sendto %s failed: %s", dest, exc)
-                tx.stats.packets += 1
-                tx.stats.bytes += int(lengths[i])
-                pos += 1
-            worked |= pos != tx.pos
-            tx.pos = pos
-            if pos >= queue.size:
+            before = tx.pos
+            self._send_some(tx)
+            worked |= tx.pos != before
+            if tx.pos >= tx.queue.size:
                 tx.start_probe(now)
-                self._sendto(tx.probe_message(), dest)
+                self._sendto(tx.probe_message(), tx.dest)
                 worked = True
         return worked
+
+    def _send_some(self, tx: OutgoingTensor) -> None:
+        """Send up to send_batch packets of ``tx`` (GSO batches for runs of full packets)."""
+        pt, sock, dest, pacer = tx.pt, self.sock, tx.dest, self.pacer
+        queue, pos = tx.queue, tx.pos
+        end = min(pos + self.cfg.send_batch, queue.size)
+        lengths, stride = pt.lengths, pt.stride
+        full = pt.full_packets
+        gso_k = min(GSO_MAX_SEGMENTS, GSO_MAX_BYTES // stride) if self._gso and tx.sequential else 0
+        while pos < end:
+            i = int(queue[pos])
+            k = min(gso_k, end - pos, full - i)
+            try:
+                if k > 1:
+                    nbytes = k * stride
+                    if not pacer.allow(nbytes):
+                        break
+                    try:
+                        sock.sendmsg([pt.run(i, k)], [(SOL_UDP, UDP_SEGMENT, stride.to_bytes(2, sys.byteorder))],
+                                     0, dest)
+                    except OSError as exc:
+                        if isinstance(exc, (BlockingIOError, InterruptedError)):
+                            raise
+                        log.info("UDP GSO unavailable (%s); sending packet by packet", exc)
+                        self._gso = False
+                        gso_k = 0
+                        continue
+                else:
+                    k = 1
+                    nbytes = int(lengths[i])
+                    if not pacer.allow(nbytes):
+                        break
+                    sock.sendto(pt.packet(i), dest)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:
+                log.debug("sendto %s failed: %s", dest, exc)
+            tx.stats.packets += k
+            tx.stats.bytes += nbytes
+            pos += k
+        tx.pos = pos
 
     def _timers(self) -> float:
         now = time.monotonic()
@@ -293,20 +335,22 @@ class Endpoint:
 
     # -- receive path --------------------------------------------------------------------------
     def _drain(self, budget: int) -> bool:
-        sock, mv, ecn = self.sock, self._mv, self.cfg.ecn
-        unpack = P.HEADER_STRUCT.unpack_from
-        job = self.cfg.job_id
-        assemblies, drops = self.assemblies, self.drops
+        """Read up to ``budget`` datagrams (a GRO super-datagram counts once) and dispatch them."""
+        sock, mv = self.sock, self._mv
+        use_msg = self.cfg.ecn or self._gro
         got = 0
-        cmsg_space = socket.CMSG_SPACE(4)
+        cmsg_space = 2 * socket.CMSG_SPACE(4)
         while got < budget:
             ce = False
+            seg = 0
             try:
-                if ecn:
+                if use_msg:
                     n, anc, _flags, addr = sock.recvmsg_into([mv], cmsg_space)
                     for level, ctype, cdata in anc:
                         if level == socket.IPPROTO_IP and ctype == socket.IP_TOS and cdata:
                             ce = (cdata[0] & 3) == P.ECN_CE
+                        elif level == SOL_UDP and ctype == UDP_GRO and len(cdata) >= 2:
+                            seg = int.from_bytes(cdata[:2], sys.byteorder)
                 else:
                     n, addr = sock.recvfrom_into(mv)
             except (BlockingIOError, InterruptedError):
@@ -315,38 +359,89 @@ class Endpoint:
                 log.debug("recv error: %s", exc)
                 continue
             got += 1
-            if n < P.DLCP_HEADER_LEN:
-                drops["truncated"] += 1
-                continue
-            b0, b1, flags, b3, hjob, worker, it, tid, count, off, seq = unpack(mv)
-            if b0 >> 4 != P.VERSION:
-                drops["bad_version"] += 1
-                continue
-            if hjob != job:
-                drops["wrong_job"] += 1
-                continue
-            msg = b0 & 0xF
-            if msg == P.MSG_DATA:
-                asm = assemblies.get((worker, tid))
-                if asm is None:
-                    drops["unknown_tensor"] += 1
-                    continue
-                if asm.iteration != it:
-                    drops["wrong_iteration"] += 1
-                    continue
-                reason = asm.accept(b3 >> 4, flags, count, off, mv[P.DLCP_HEADER_LEN:n], ce)
-                if reason is not None:
-                    drops[reason] += 1
-                    continue
-                self.packets_received += 1
-                if ce:
-                    self._echo_ce(asm)
-                if asm.all_received:
-                    self._complete(asm)
+            if seg and seg < n:           # GRO: equal-size datagrams glued together, split again
+                done = self._gro_batch(seg, n, ce) if seg > P.DLCP_HEADER_LEN else 0
+                for start in range(done, n, seg):
+                    self._datagram(mv[start:min(start + seg, n)], ce, addr)
             else:
-                self._control(msg, b1 >> 5, flags, b3 >> 4, worker, it, tid, seq,
-                              bytes(mv[P.DLCP_HEADER_LEN:n]), addr)
+                self._datagram(mv[:n], ce, addr)
         return got > 0
+
+    def _gro_batch(self, seg: int, n: int, ce: bool) -> int:
+        """Vectorised path for a GRO run of consecutive full DATA packets of one tensor.
+
+        Returns the bytes consumed (0: let the per-packet path handle every datagram).
+        """
+        k = n // seg
+        if k < 2:
+            return 0
+        dt = self._rec_dtypes.get(seg)
+        if dt is None:
+            dt = self._rec_dtypes[seg] = np.dtype({
+                "names": ["b0", "flags", "b3", "jwi", "tc", "off"],
+                "formats": ["u1", "u1", "u1", "<u8", "<u4", ">u4"],
+                "offsets": [0, 2, 3, 4, 12, 16], "itemsize": seg})
+        v = np.frombuffer(self._buf, dtype=dt, count=k)
+        h = v[0]
+        if h["b0"] != (P.VERSION << 4 | P.MSG_DATA):
+            return 0
+        b0, b1, flags, b3, job, worker, it, tid, count, off, seq = P.HEADER_STRUCT.unpack_from(self._buf)
+        if job != self.cfg.job_id:
+            return 0
+        asm = self.assemblies.get((worker, tid))
+        if asm is None or asm.iteration != it:
+            return 0
+        offs = v["off"]
+        # same job/worker/iteration (jwi), tensor/count (tc), version/type, dtype; consecutive offsets
+        if not ((v["jwi"] == h["jwi"]).all() and (v["tc"] == h["tc"]).all() and (v["b0"] == b0).all()
+                and (v["b3"] == b3).all() and int(offs[-1]) - off == (k - 1) * count
+                and (np.diff(offs.astype(np.int64)) == count).all()):
+            return 0
+        payload = np.frombuffer(self._buf, np.uint8, count=k * seg).reshape(k, seg)[:, P.DLCP_HEADER_LEN:]
+        n_crit = int(np.count_nonzero(v["flags"] >= P.FLAG_CRITICAL))
+        if not asm.accept_run(b3 >> 4, count, off, payload, n_crit, ce):
+            return 0
+        self.packets_received += k
+        if ce:
+            self._echo_ce(asm)
+        if asm.all_received:
+            self._complete(asm)
+        return k * seg
+
+    def _datagram(self, mv: memoryview, ce: bool, addr: tuple[str, int]) -> None:
+        n = len(mv)
+        drops = self.drops
+        if n < P.DLCP_HEADER_LEN:
+            drops["truncated"] += 1
+            return
+        b0, b1, flags, b3, hjob, worker, it, tid, count, off, seq = P.HEADER_STRUCT.unpack_from(mv)
+        if b0 >> 4 != P.VERSION:
+            drops["bad_version"] += 1
+            return
+        if hjob != self.cfg.job_id:
+            drops["wrong_job"] += 1
+            return
+        msg = b0 & 0xF
+        if msg == P.MSG_DATA:
+            asm = self.assemblies.get((worker, tid))
+            if asm is None:
+                drops["unknown_tensor"] += 1
+                return
+            if asm.iteration != it:
+                drops["wrong_iteration"] += 1
+                return
+            reason = asm.accept(b3 >> 4, flags, count, off, mv[P.DLCP_HEADER_LEN:], ce)
+            if reason is not None:
+                drops[reason] += 1
+                return
+            self.packets_received += 1
+            if ce:
+                self._echo_ce(asm)
+            if asm.all_received:
+                self._complete(asm)
+        else:
+            self._control(msg, b1 >> 5, flags, b3 >> 4, worker, it, tid, seq,
+                          bytes(mv[P.DLCP_HEADER_LEN:]), addr)
 
     def _control(self, msg: int, layer: int, flags: int, dtype: int, worker: int, it: int, tid: int,
                  seq: int, body: bytes, addr: tuple[str, int]) -> None:

@@ -48,6 +48,7 @@ class OutgoingTensor:
         self.pt = pt
         self.dest = dest
         self.queue = np.arange(pt.n_packets, dtype=np.int64)
+        self.sequential = True        # queue is 0..n-1 in order (GSO runs allowed)
         self.pos = 0
         self.state = SendState.SENDING
         self.round = 0
@@ -123,6 +124,7 @@ class OutgoingTensor:
             self.pt.mark_retransmit(i, self.next_seq & 0xFFFFFFFF)
             self.next_seq += 1
         self.queue = plan
+        self.sequential = False
         self.pos = 0
         self.round += 1
         self.rto = self.rto_initial

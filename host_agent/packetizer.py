@@ -97,6 +97,20 @@ class PacketizedTensor:
         return int(self.records.shape[0])
 
     @property
+    def stride(self) -> int:
+        """Bytes of a full packet (= record size: full packets sit back to back in memory)."""
+        return self._stride
+
+    @property
+    def full_packets(self) -> int:
+        """Packets 0..full_packets-1 have the full length ``stride``; only the last may be short."""
+        return self.n_elements // self.elems_per_packet
+
+    def run(self, i: int, k: int) -> memoryview:
+        """Packets i..i+k-1 (all full) as one contiguous buffer, for UDP GSO."""
+        return self._raw[i * self._stride:(i + k) * self._stride]
+
+    @property
     def nbytes(self) -> int:
         return self.n_elements * P.elem_size(self.dtype)
 
