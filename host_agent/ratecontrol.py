@@ -45,8 +45,8 @@ class AimdPacer:
     def _refill(self, now: float) -> None:
         if self.rate is None:
             return
-        if now - self.last_increase >= self.cfg.increase_interval:
-            steps = int((now - self.last_increase) / self.cfg.increase_interval)
+        steps = int((now - self.last_increase) / self.cfg.increase_interval + 1e-9)
+        if steps > 0:
             self.rate += steps * self.cfg.additive_step
             if self.cfg.max_rate is not None:
                 self.rate = min(self.rate, self.cfg.max_rate)

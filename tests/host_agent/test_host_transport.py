@@ -24,8 +24,11 @@ def noncritical_offsets(pt, k: int, tensor_id: int) -> set[tuple[int, int]]:
     return {(tensor_id, int(i) * pt.elems_per_packet) for i in idx}
 
 
-def test_lossless_roundtrip_bit_exact_all_dtypes(endpoints):
-    tx, rx = endpoints(job_id=4, worker_id=1), endpoints(job_id=4, worker_id=0)
+@pytest.mark.parametrize("tx_offload,rx_offload", [(True, True), (True, False), (False, True)])
+def test_lossless_roundtrip_bit_exact_all_dtypes(endpoints, tx_offload, rx_offload):
+    """GSO runs / GRO batches (vectorised path) and plain per-packet paths give the same bytes."""
+    tx = endpoints(job_id=4, worker_id=1, offload=tx_offload)
+    rx = endpoints(job_id=4, worker_id=0, offload=rx_offload)
     tensors = {
         1: grad(100_003),
         2: grad(5_001, np.float16),
