@@ -157,6 +157,9 @@ class Table:
         # scan: list of (sort key, packed mask, packed value, ranges, entry)
         self._scan: list[tuple] = []
         self._memo: dict[tuple, TableEntry | None] = {}
+        if self._mode == _MODE_EXACT:
+            # the data-plane hot path: ``t.lookup(key)`` is the dict's own get
+            self.lookup = self._exact.get  # type: ignore[method-assign]
 
     # -- validation -------------------------------------------------------------------------
 
