@@ -171,6 +171,7 @@ def test_const_entries_survive_clear_and_refuse_changes():
     t.insert(TableEntry((Exact(2),), B))
     t.clear()
     assert [e.match for e in t] == [(Exact(1),)]
+    assert t.lookup((1,)).action == A and t.lookup((2,)) is None
     with pytest.raises(ConstEntry):
         t.delete(TableEntry((Exact(1),), None))
 
