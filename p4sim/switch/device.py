@@ -225,7 +225,8 @@ class SwitchDevice:
 
     def _turn(self) -> None:
         tm = self.tm
-        next_ns = tm.next_event_ns()
+        with self.lock:       # p4sim ctl may add ports to the TM meanwhile
+            next_ns = tm.next_event_ns()
         if next_ns is None:
             timeout = 0.5
         else:

@@ -65,8 +65,6 @@ def test_high_priority_overtakes(harness):
     scenarios.high_priority_overtakes(harness)
 
 
-@pytest.mark.xfail(reason="V1ModelPath does not map @alias(\"queueing_metadata.qid\") user metadata yet",
-                   strict=False)
 def test_qid_seen_by_program(harness):
     scenarios.qid_seen_by_program(harness)
 
@@ -111,3 +109,28 @@ def test_load_program_swaps_atomically_and_clears_queues(harness):
     got = harness.collect(2, 5, timeout=0.5)
     assert len(got) <= 1
     assert harness.device.tm.size == 0
+
+
+def test_cpu_port_packet_in_and_packet_out():
+    """Frames the program sends to the CPU port reach the packet-in handler; packet-outs enter
+    ingress on the CPU port (tm_probe forwards 1 -> 2 and 2 -> 1, and 2 is the CPU port here)."""
+    dev = SwitchDevice(name="s-cpu", cpu_port=2)
+    dev.load_program(compiled(TM_PROBE_P4))
+    host = dev.add_virtual_port(1)
+    got: list[bytes] = []
+    dev.set_packet_in_handler(got.append)
+    dev.start()
+    try:
+        host.send(probe_frame(5))
+        deadline = time.monotonic() + 2
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [read_probe(f)["seq"] for f in got] == [5]
+        dev.inject_packet_out(probe_frame(6))
+        assert read_probe(host.recv(2.0))["seq"] == 6
+        dev.set_packet_in_handler(None)
+        host.send(probe_frame(7))
+        time.sleep(0.1)
+        assert dev.counters["packet_in_dropped"] == 1 and len(got) == 1
+    finally:
+        dev.stop()

@@ -92,6 +92,10 @@ def test_high_priority_overtakes(harness):
     scenarios.high_priority_overtakes(harness)
 
 
+def test_qid_seen_by_program(harness):
+    scenarios.qid_seen_by_program(harness)
+
+
 def test_qdepth_metadata_matches_queue(harness):
     scenarios.qdepth_metadata_matches_queue(harness)
 
