@@ -81,3 +81,89 @@ def test_explicit_id_annotation_wins(tmp_path):
     src = INGRESS.replace("table t {", "@id(0x1234) table t {")
     prog = simple_program(tmp_path, "bit<8> a; bit<16> b;", src)
     assert prog.p4info.tables[0].preamble.id == 0x02001234
+
+
+INGRESS2 = """
+    action_selector(HashAlgorithm.crc16, 32w128, 32w16) sel;
+    direct_counter(CounterType.packets) dc;
+    direct_meter<bit<8>>(MeterType.packets) dm;
+    action fwd(bit<9> port) { sm.egress_spec = port; dm.read(meta.color); }
+    table ecmp {
+        key = { hdr.h.a: exact; hdr.h.b: selector; }
+        actions = { fwd; }
+        implementation = sel;
+    }
+    table acl {
+        key = { hdr.h.a: ternary; }
+        actions = { fwd; NoAction; }
+        counters = dc;
+        meters = dm;
+    }
+    apply {
+        ecmp.apply();
+        acl.apply();
+        digest<learn_t>(1, { hdr.h.a, sm.ingress_port });
+    }
+"""
+
+EXTRA2 = """
+struct learn_t { bit<8> a; bit<9> port; }
+@controller_header("packet_in")
+header packet_in_t { bit<9> ingress_port; bit<7> pad; }
+"""
+
+
+def test_p4info_profiles_direct_resources_digest_controller_header(tmp_path):
+    prog = simple_program(tmp_path, "bit<8> a; bit<16> b;", INGRESS2, meta="bit<8> color;", extra=EXTRA2)
+    ecmp, acl = _id(ids.TABLE, "I.ecmp"), _id(ids.TABLE, "I.acl")
+    fwd, na = _id(ids.ACTION, "I.fwd"), _id(ids.ACTION, "NoAction")
+    sel, dc, dm = (_id(ids.ACTION_PROFILE, "I.sel"), _id(ids.DIRECT_COUNTER, "I.dc"),
+                   _id(ids.DIRECT_METER, "I.dm"))
+    text = f"""
+pkg_info {{ arch: "v1model" }}
+tables {{ preamble {{ id: {ecmp} name: "I.ecmp" alias: "ecmp" }}
+  match_fields {{ id: 1 name: "hdr.h.a" bitwidth: 8 match_type: EXACT }}
+  action_refs {{ id: {fwd} }}
+  implementation_id: {sel} size: 1024 }}
+tables {{ preamble {{ id: {acl} name: "I.acl" alias: "acl" }}
+  match_fields {{ id: 1 name: "hdr.h.a" bitwidth: 8 match_type: TERNARY }}
+  action_refs {{ id: {fwd} }} action_refs {{ id: {na} }}
+  direct_resource_ids: {dc} direct_resource_ids: {dm} size: 1024 }}
+actions {{ preamble {{ id: {fwd} name: "I.fwd" alias: "fwd" }} params {{ id: 1 name: "port" bitwidth: 9 }} }}
+actions {{ preamble {{ id: {na} name: "NoAction" alias: "NoAction" annotations: "@noWarn(\\"unused\\")" }} }}
+action_profiles {{ preamble {{ id: {sel} name: "I.sel" alias: "sel" }} table_ids: {ecmp} with_selector: true size: 128 }}
+direct_counters {{ preamble {{ id: {dc} name: "I.dc" alias: "dc" }} spec {{ unit: PACKETS }} direct_table_id: {acl} }}
+direct_meters {{ preamble {{ id: {dm} name: "I.dm" alias: "dm" }} spec {{ unit: PACKETS }} direct_table_id: {acl} }}
+digests {{ preamble {{ id: {_id(ids.DIGEST, "learn_t")} name: "learn_t" alias: "learn_t" }}
+  type_spec {{ struct {{ name: "learn_t" }} }} }}
+controller_packet_metadata {{ preamble {{ id: {_id(ids.CONTROLLER_HEADER, "packet_in")} name: "packet_in"
+  alias: "packet_in" annotations: "@controller_header(\\"packet_in\\")" }}
+  metadata {{ id: 1 name: "ingress_port" bitwidth: 9 }} metadata {{ id: 2 name: "pad" bitwidth: 7 }} }}
+type_info {{ structs {{ key: "learn_t" value {{
+  members {{ name: "a" type_spec {{ bitstring {{ bit {{ bitwidth: 8 }} }} }} }}
+  members {{ name: "port" type_spec {{ bitstring {{ bit {{ bitwidth: 9 }} }} }} }} }} }} }}
+"""
+    want = text_format.Parse(text, p4info_pb2.P4Info())
+    fields = ("tables", "actions", "action_profiles", "direct_counters", "direct_meters", "digests",
+              "controller_packet_metadata")
+
+    def norm(info):
+        out = p4info_pb2.P4Info()
+        out.CopyFrom(info)
+        for f in fields:
+            items = sorted(getattr(out, f), key=lambda x: x.preamble.id)
+            del getattr(out, f)[:]
+            getattr(out, f).extend(items)
+        return text_format.MessageToString(out)
+
+    assert norm(prog.p4info) == norm(want)
+
+
+def test_hash_random_is_rejected_like_bmv2(tmp_path):
+    import pytest
+
+    from p4sim.errors import P4CompileError
+
+    ingress = "apply { bit<16> x; hash(x, HashAlgorithm.random, 16w0, { hdr.h.a }, 32w100); }"
+    with pytest.raises(P4CompileError, match="random"):
+        simple_program(tmp_path, "bit<8> a; bit<16> b;", ingress)
