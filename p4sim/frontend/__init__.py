@@ -17,11 +17,20 @@ __all__ = ["ast", "load_program", "parse_source", "check_source"]
 def parse_source(text: str, filename: str = "<string>",
                  include_dirs: Sequence[str] = ()) -> ast.Program:
     """Preprocess and parse ``text`` (no type checking)."""
+    from p4sim.errors import P4CompileError, SourceLocation
     from p4sim.frontend.parser import parse_program
     from p4sim.frontend.preprocessor import preprocess
 
-    pre = preprocess(text, filename, include_dirs)
-    return parse_program(pre)
+    try:
+        pre = preprocess(text, filename, include_dirs)
+        return parse_program(pre)
+    except P4CompileError:
+        raise
+    except RecursionError:
+        raise P4CompileError(SourceLocation(filename, 1, 1), "program nests too deeply") from None
+    except Exception as exc:  # noqa: BLE001 - never a traceback for users
+        raise P4CompileError(SourceLocation(filename, 1, 1), f"internal error while parsing: "
+                             f"{type(exc).__name__}: {exc}") from None
 
 
 def check_source(text: str, filename: str = "<string>",

@@ -750,6 +750,8 @@ def parse_program(pre: Preprocessed) -> A.Program:
             raise P4CompileError(loc, "syntax error, unexpected end of file") from None
     try:
         return _ToAst(pre).transform(tree)
+    except RecursionError:
+        raise P4CompileError(pre.location(1, 1), "program nests too deeply") from None
     except VisitError as err:
         if isinstance(err.orig_exc, P4CompileError):
             raise err.orig_exc from None
