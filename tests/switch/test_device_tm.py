@@ -104,11 +104,14 @@ def test_pcap_files_per_port_and_direction(tmp_path):
 def test_load_program_swaps_atomically_and_clears_queues(harness):
     harness.ctl("set_port_rate", port=2, bits=8_000)           # 100-byte probe: 100 ms
     harness.send(1, [probe_frame(i) for i in range(5)])
-    time.sleep(0.05)
+    deadline = time.monotonic() + 5
+    while harness.device.tm.size < 4 and time.monotonic() < deadline:   # one left, four wait
+        time.sleep(0.005)
+    assert harness.device.tm.size == 4
     harness.device.load_program(compiled(TM_PROBE_P4))         # queued packets are dropped
-    got = harness.collect(2, 5, timeout=0.5)
-    assert len(got) <= 1
     assert harness.device.tm.size == 0
+    got = harness.collect(2, 5, timeout=0.5)
+    assert [read_probe(f)["seq"] for f in got] == [0]
 
 
 def test_cpu_port_packet_in_and_packet_out():
