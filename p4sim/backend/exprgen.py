@@ -206,6 +206,8 @@ class ExprGen:
             if isinstance(lt, AGGREGATES):
                 res = f"{a}._eq({b})"
                 return res if op == "==" else f"(not {res})"
+            if isinstance(lt, ast.VarbitT) and isinstance(e.left, ast.Member) and isinstance(e.right, ast.Member):
+                return f"(({a}, {a}_len) {op} ({b}, {b}_len))"
             return f"({a} {op} {b})"
         if op in ("<", "<=", ">", ">="):
             return f"({self.ex(e.left)} {op} {self.ex(e.right)})"

@@ -51,12 +51,17 @@ class ExternGen:
                 if isinstance(ft, (ast.StructT, ast.HeaderT)):
                     sub = ast.Member(e, fname, type=ft)
                     out.extend(self.flatten(sub))
+                elif isinstance(ft, ast.VarbitT):     # width known only at run time
+                    out.append((f"{base}.{pyfield(fname)}", f"{base}.{pyfield(fname)}_len"))
                 else:
                     code = f"{base}.{pyfield(fname)}"
                     if isinstance(ft, ast.BoolT) or (isinstance(ft, ast.BitT) and ft.signed):
                         code = f"(int({code}) & {hex(mask(width_of(ft)))})"
                     out.append((code, width_of(ft)))
             return out
+        if isinstance(t, ast.VarbitT):
+            code = self.ex(e)
+            return [(code, f"{code}_len")]
         return [(self.as_int(e), width_of(t))]
 
     def bind_common(self, fields: list[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -82,6 +87,9 @@ class ExternGen:
     def csum16_inline(self, e: ast.Expression) -> str:
         """csum16 of a field list as one big int folded in 16-bit words (no bytes built)."""
         fields = self.bind_common(self.flatten(e))
+        if not all(isinstance(w, int) for _, w in fields):
+            listed = "[" + ", ".join(f"({c}, {w})" for c, w in fields) + "]"
+            return f"_compute_checksum('csum16', {listed}, b'', 16)"
         total = sum(w for _, w in fields)
         padded = (total + 15) // 16 * 16     # pack_fields pads to bytes, csum16 to 16-bit words
         # 2**16 == 1 (mod 0xFFFF): a field at bit offset s counts as field << (s % 16), so the

@@ -105,6 +105,8 @@ class StmtGen(ExprGen):
 
     def st_AssignStmt(self, s: ast.AssignStmt) -> None:
         self.hoist(s.rhs)
+        if isinstance(s.lhs.type, ast.VarbitT) and isinstance(s.lhs, ast.Member) and isinstance(s.rhs, ast.Member):
+            self.w.line(f"{self.ex(s.lhs)}_len = {self.ex(s.rhs)}_len")   # a varbit value carries its length
         self.assign(s.lhs, self.value(s.rhs))
 
     def assign(self, lhs: ast.Expression, code: str) -> None:

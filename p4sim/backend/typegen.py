@@ -95,7 +95,7 @@ class TypeClasses:
         lines += ["        return n", "    def _eq(self, o):",
                   "        if self._v != o._v: return False",
                   "        return not self._v or (" + " and ".join(
-                      [f"self.{f} == o.{f}" for f, _ in fields] or ["True"]) + ")",
+                      [f"self.{f} == o.{f}" for f in slots[1:]] or ["True"]) + ")",
                   "    def _setinvalid(self):", "        self._v = False",
                   f"    def _mk(self, {', '.join(['v'] + [f'a{i}' for i in range(len(fields))])}):",
                   "        self._v = v"]
