@@ -942,13 +942,25 @@ class ActionRef(Node):
 @dataclass(eq=False)
 class TableEntry(Node):
     """An entry of ``entries = { ... }``: keyset (one expression per key), action, optional
-    explicit ``priority``; ``is_const`` when the property or the entry is ``const``."""
+    explicit ``priority``; ``is_const`` when the property or the entry is ``const``.
+
+    After checking, ``priority`` is an ``IntLiteral`` (larger wins) when the entry has
+    ``priority = N`` or when the table uses legacy ``@priority(n)`` entry annotations (p4c/BMv2:
+    smaller ``n`` wins, unannotated entries get their 1-based position); the checker inverts the
+    latter into larger-wins values for every entry of that table.
+    """
 
     keys: list[Expression]
     action: ActionRef
     priority: Expression | None = None
     is_const: bool = True
     annotations: list[Annotation] = field(default_factory=list)
+
+    def annotation_value(self, name: str) -> Expression | None:
+        for a in self.annotations:
+            if a.name == name and a.args:
+                return a.args[0]
+        return None
 
 
 @dataclass(eq=False)

@@ -37,6 +37,7 @@ class TableChecker:
         if t.entries is not None:
             for e in t.entries:
                 self._entry(t, e, scope)
+            self._legacy_priorities(t, scope)
         self._table_properties(t, scope)
 
     # ---------------------------------------------------------------- keys
@@ -178,6 +179,34 @@ class TableChecker:
             if p < 0:
                 raise self.err(e.priority, "entry priority must not be negative")
             e.priority = A.IntLiteral(p, type=A.InfIntT(), loc=e.priority.loc)
+
+    def _legacy_priorities(self: Any, t: A.TableDecl, scope: Scope) -> None:
+        """Turn legacy ``@priority(n)`` entry annotations into larger-wins ``priority`` values.
+
+        p4c gives BMv2 each const entry the priority of its ``@priority`` annotation, or its
+        1-based position when it has none, and BMv2 lets the *smallest* value win; the AST
+        contract is larger-wins, so the order is inverted over the whole table.
+        """
+        entries = t.entries or []
+        annotated = [e for e in entries if e.annotation_value("priority") is not None]
+        if not annotated:
+            return
+        if any(e.priority is not None for e in entries):
+            raise self.err(annotated[0], f"table '{t.name}': do not mix @priority annotations "
+                                         f"with 'priority =' entries")
+        smallest_wins = []
+        for i, e in enumerate(entries):
+            anno = e.annotation_value("priority")
+            if anno is None:
+                smallest_wins.append(i + 1)
+                continue
+            value = self.const_int(anno, scope, "@priority value")
+            if value < 0:
+                raise self.err(anno, "@priority value must not be negative")
+            smallest_wins.append(value)
+        top = max(smallest_wins) + 1
+        for e, p in zip(entries, smallest_wins, strict=True):
+            e.priority = A.IntLiteral(top - p, type=A.InfIntT(), loc=e.loc)
 
     @staticmethod
     def _key_name(k: A.KeyElement) -> str:

@@ -389,3 +389,24 @@ def test_sub_parser_with_out_parameter(tmp_path):
     assert call.kind == "parser_apply" and call.decl.name == "Sub"
     assert [p.direction for p in call.params] == ["", "inout", "out"]
     assert isinstance(prog.find("P").locals[1], A.VariableDecl)
+
+
+def test_legacy_priority_annotations_become_larger_wins_priorities(tmp_path):
+    prog = compile_text(tmp_path, V1_PRELUDE + """
+        control C(inout bit<16> k, inout bit<9> port) {
+            action a(bit<9> x) { port = x; }
+            table t {
+                key = { k : ternary; }
+                actions = { a; }
+                const entries = {
+                    0x1111 &&& 0xF    : a(1) @priority(3);
+                    0x1181            : a(2);
+                    0x1181 &&& 0xF00F : a(3) @priority(1);
+                }
+            }
+            apply { t.apply(); }
+        }
+    """, require_main=False)
+    t = prog.find("C").locals[1]
+    # BMv2 order (smallest wins): 3, 2 (position), 1 -> larger-wins: 1, 2, 3
+    assert [e.priority.value for e in t.entries] == [1, 2, 3]
