@@ -245,6 +245,8 @@ class SwitchDevice:
                 if self.nanomsg is not None and fd == self.nanomsg.fileno():
                     rx.extend(self.nanomsg.recv_pairs(RX_BATCH))
                 continue
+            if _ev & (select.EPOLLERR | select.EPOLLHUP):
+                self._port_error(fd, port, _ev)
             no = port.port_no
             rx.extend((no, data) for data in port.recv_batch(RX_BATCH))
         injected = self._injected
@@ -253,6 +255,18 @@ class SwitchDevice:
         if not rx and not tm.size and not self._recirc:
             return
         self._process(rx)
+
+    def _port_error(self, fd: int, port: Port, events: int) -> None:
+        """A link went down (or away): clear the error so epoll does not spin on it; stop polling
+        a port whose socket keeps failing (its interface was deleted)."""
+        err = port.clear_error()
+        self.counters["port_errors"] += 1
+        if err:
+            self.log.warning("port %d (%s): %s", port.port_no, port.name, os.strerror(err))
+        if events & select.EPOLLHUP or (not err and events & select.EPOLLERR):
+            self.log.warning("port %d (%s): interface gone, no longer polled", port.port_no, port.name)
+            self._epoll.unregister(fd)
+            del self._fd_ports[fd]
 
     def _process(self, rx: list[tuple[int, bytes]]) -> None:
         tx: list[tuple[int, bytes]] = []

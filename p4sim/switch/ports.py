@@ -62,6 +62,10 @@ class Port:
     def close(self) -> None:
         raise NotImplementedError
 
+    def clear_error(self) -> int:
+        """Read and clear a pending socket error (errno, 0 if none): the link went down, say."""
+        return 0
+
 
 class VirtualPortPeer:
     """The test's end of a virtual port: frames sent here enter the switch on that port."""
@@ -230,6 +234,12 @@ class AfPacketPort(Port):
                 head = 0
         self._head = head
         return out
+
+    def clear_error(self) -> int:
+        try:
+            return self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        except OSError as err:
+            return err.errno or -1
 
     def _recv_plain(self, limit: int) -> list[bytes]:
         out = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -9,7 +10,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from p4sim.switch.ports import AfPacketPort, PortError, parse_interface_spec
-from tests.switch.netns import HostSocket, VethTopology, have_netns
+from tests.switch.netns import HostSocket, VethTopology, have_netns, sh
 
 pytestmark = pytest.mark.skipif(not have_netns(), reason="needs root and iproute2 for network namespaces")
 
@@ -78,3 +79,35 @@ def test_interface_spec_errors_are_one_line():
     with pytest.raises(PortError, match="no interface named 'nope0'"):
         parse_interface_spec("1@nope0")
     assert parse_interface_spec("3@lo") == (3, "lo")
+
+
+def test_link_down_does_not_spin_and_port_recovers():
+    import resource
+
+    from p4sim.switch.device import SwitchDevice
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    with VethTopology(1, tag=f"p4d{os.getpid() % 10000}") as topo:
+        sw_if = topo.switch_ifaces[0]
+        dev = SwitchDevice(name="s-down")
+        dev.add_interface(1, sw_if)
+        dev.start()
+        try:
+            sh("ip", "link", "set", sw_if, "down")
+            before = cpu()
+            time.sleep(0.6)
+            assert cpu() - before < 0.3, "the packet loop spins on a down link"
+            assert dev.counters["port_errors"] >= 1
+            sh("ip", "link", "set", sw_if, "up")
+            time.sleep(0.2)
+            with HostSocket(topo.hosts[0]) as host:
+                host.send(frame(1))
+            deadline = time.monotonic() + 2
+            while dev.counters["rx"] < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert dev.counters["rx"] == 1
+        finally:
+            dev.stop()
