@@ -16,6 +16,7 @@ is rejected whole with a ``TableError`` naming the table, the field and the valu
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -150,7 +151,8 @@ class Table:
 
     def _clear_structures(self) -> None:
         self._entries: dict[tuple, TableEntry] = {}   # identity -> entry
-        self._exact: dict[tuple, TableEntry] = {}
+        # exact tables: the identity dict *is* the lookup dict (key tuple -> entry), one copy only
+        self._exact: dict[tuple, TableEntry] = self._entries
         self._by_len: dict[int, dict[object, TableEntry]] = {}
         # (prefix mask, bucket) longest prefix first; a one-field lpm table keys buckets by int
         self._lpm_order: list[tuple[int, dict[object, TableEntry]]] = []
@@ -252,6 +254,8 @@ class Table:
                                f"{', '.join(self.actions)}")
 
     def _identity(self, norm: tuple, priority: int) -> tuple:
+        if self._mode == _MODE_EXACT:
+            return tuple(f[0] for f in norm)
         return (norm, priority) if self.needs_priority else (norm,)
 
     # -- control plane ----------------------------------------------------------------------
@@ -326,7 +330,7 @@ class Table:
 
     def _add_to_structure(self, norm: tuple, entry: TableEntry) -> None:
         if self._mode == _MODE_EXACT:
-            self._exact[tuple(f[0] for f in norm)] = entry
+            pass  # already stored: _exact is _entries
         elif self._mode == _MODE_LPM:
             plen = norm[self._lpm_index][1]
             bucket = self._by_len.get(plen)
@@ -341,13 +345,12 @@ class Table:
             for sh, m, v in zip(self._shifts, masks, values, strict=True):
                 pm |= m << sh
                 pv |= v << sh
-            self._scan.append(((-entry.priority, seq), pm, pv, ranges, entry))
-            self._scan.sort(key=lambda row: row[0])
+            bisect.insort(self._scan, ((-entry.priority, seq), pm, pv, ranges, entry), key=_row_order)
             self._memo.clear()
 
     def _remove_from_structure(self, norm: tuple, entry: TableEntry) -> None:
         if self._mode == _MODE_EXACT:
-            del self._exact[tuple(f[0] for f in norm)]
+            pass  # already removed: _exact is _entries
         elif self._mode == _MODE_LPM:
             plen = norm[self._lpm_index][1]
             bucket = self._by_len[plen]
@@ -439,6 +442,10 @@ class Table:
             memo.clear()
         memo[key] = found
         return found
+
+
+def _row_order(row: tuple) -> tuple[int, int]:
+    return row[0]
 
 
 def _prefix_mask(prefix_len: int, width: int) -> int:
