@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -181,3 +182,29 @@ def test_switch_process_serves_p4runtime():
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0
+
+
+def test_stop_leaves_no_file_descriptors(tmp_path):
+    def cycle(i: int) -> None:
+        dev = SwitchDevice(name=f"s-fd{i}", pcap_dir=str(tmp_path / str(i)))
+        peer = dev.add_virtual_port(1)
+        dev.add_nanomsg(f"ipc://{tmp_path}/fd{i}.ipc")
+        dev.start()
+        ctl = CtlServer(dev, "127.0.0.1:0")
+        ctl.start()
+        with CtlClient(ctl.address) as c:
+            c.show_queues()
+        peer.send(b"\x00" * 60)                   # opens the pcap file
+        deadline = time.monotonic() + 2
+        while dev.counters["rx"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ctl.stop()
+        dev.stop()
+
+    cycle(0)                                     # nng keeps process-wide resources after first use
+    before = sorted(os.listdir("/proc/self/fd"))
+    cycle(1)
+    deadline = time.monotonic() + 3       # nng closes its pipes on its own threads, a moment later
+    while sorted(os.listdir("/proc/self/fd")) != before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(os.listdir("/proc/self/fd")) == before
