@@ -379,25 +379,33 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
             raise self.err(ks, f"'{ks.name}' is not a value_set")
         return ks
 
+    def _keyset_value(self, e: A.Expression, t: A.Type, scope: Scope, what: str) -> A.Expression:
+        """A keyset component: of the key's type, or (serializable-enum keys) its underlying
+        bit<W> type, as p4c accepts ``((bit<16>) E.X) &&& 0xff00`` for an ``E`` key."""
+        v = self.expr(e, scope, t)
+        if isinstance(t, A.SerEnumT) and v.type != t:
+            return self.coerce(v, t.underlying, what)
+        return self.coerce(v, t, what)
+
     def simple_keyset(self, ks: A.Expression, t: A.Type, scope: Scope) -> A.Expression:
         if isinstance(ks, (A.DefaultExpr, A.DontCare)):
             ks.type = t
             return ks
         if isinstance(ks, A.Mask):
-            ks.value = self.coerce(self.expr(ks.value, scope, t), t, "keyset value")
-            ks.mask = self.coerce(self.expr(ks.mask, scope, t), t, "keyset mask")
             if not isinstance(t, (A.BitT, A.SerEnumT)):
                 raise self.err(ks, f"'&&&' needs a bit<W> key, not {type_str(t)}")
+            ks.value = self._keyset_value(ks.value, t, scope, "keyset value")
+            ks.mask = self._keyset_value(ks.mask, t, scope, "keyset mask")
             ks.type = t
             return ks
         if isinstance(ks, A.Range):
-            ks.low = self.coerce(self.expr(ks.low, scope, t), t, "range low bound")
-            ks.high = self.coerce(self.expr(ks.high, scope, t), t, "range high bound")
             if not isinstance(t, (A.BitT, A.SerEnumT)):
                 raise self.err(ks, f"'..' needs a bit<W> key, not {type_str(t)}")
+            ks.low = self._keyset_value(ks.low, t, scope, "range low bound")
+            ks.high = self._keyset_value(ks.high, t, scope, "range high bound")
             ks.type = t
             return ks
-        return self.coerce(self.expr(ks, scope, t), t, "keyset")
+        return self._keyset_value(ks, t, scope, "keyset")
 
     # ------------------------------------------------------------------ controls
     def control_decl(self, d: A.ControlDecl) -> None:

@@ -410,3 +410,27 @@ def test_legacy_priority_annotations_become_larger_wins_priorities(tmp_path):
     t = prog.find("C").locals[1]
     # BMv2 order (smallest wins): 3, 2 (position), 1 -> larger-wins: 1, 2, 3
     assert [e.priority.value for e in t.entries] == [1, 2, 3]
+
+
+def test_serializable_enum_keys_accept_underlying_masks(tmp_path):
+    prog = compile_text(tmp_path, V1_PRELUDE + """
+        enum bit<8> E1 { M1 = 0, M2 = 0xff }
+        enum bit<16> E2 { M1 = 10, M2 = 0xab00 }
+        header h_t { E1 f1; E2 f2; }
+        control C(inout h_t h, inout bit<9> port) {
+            action a(bit<9> x) { port = x; }
+            table t {
+                key = { h.f1 : exact; h.f2 : ternary; }
+                actions = { a; }
+                const entries = {
+                    (E1.M1, _) : a(1);
+                    (E1.M2, ((bit<16>)E2.M2) &&& 0xff00) : a(2);
+                }
+            }
+            apply { t.apply(); }
+        }
+    """, require_main=False)
+    e0, e1 = prog.find("C").locals[1].entries
+    assert e0.keys[0].value == 0 and isinstance(e0.keys[0].type, A.SerEnumT)
+    assert e1.keys[1].value.value == 0xab00 and e1.keys[1].mask.value == 0xff00
+    assert e1.keys[1].mask.type == A.BitT(16)
