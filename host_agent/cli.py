@@ -58,6 +58,11 @@ def _common(p: argparse.ArgumentParser, bind_default: str = "0.0.0.0:9290") -> N
     p.add_argument("--loss-bound", type=fraction, help="p: share of non-critical packets allowed lost (default 0.1)")
     p.add_argument("--rate", type=float, help="initial sending rate in Mbit/s (default: unpaced until ECN/loss)")
     p.add_argument("--mtu", type=int, default=1500, help="IP MTU used to size packets (default 1500)")
+    p.add_argument("--offload", choices=("auto", "on", "off"), default="auto",
+                   help="UDP GSO/GRO: auto = GRO, and GSO only to 127.0.0.0/8 (safe with AF_PACKET software "
+                        "switches); on = GSO everywhere; off = one datagram per syscall")
+    p.add_argument("--receive-deadline", type=float,
+                   help="seconds after a tensor's OPEN after which it completes as soon as the loss bound is met")
     p.add_argument("--out", default="-", help="JSON-lines output file (default stdout)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds before giving up (default 60)")
     p.add_argument("--seed", type=int, default=0, help="seed of synthetic data (default 0)")
@@ -142,7 +147,8 @@ def make_endpoint(args, worker_id: int) -> Endpoint:
     rate = RateConfig(initial_rate=args.rate * 1e6 / 8) if args.rate else RateConfig()
     try:
         return Endpoint(EndpointConfig(job_id=args.job, worker_id=worker_id, bind=args.bind, rate=rate,
-                                       give_up_after=min(args.timeout, 30.0)))
+                                       give_up_after=min(args.timeout, 30.0), offload=args.offload,
+                                       receive_deadline=args.receive_deadline))
     except OSError as exc:
         raise UserError(f"--bind {args.bind[0]}:{args.bind[1]}: {exc.strerror}") from None
 

@@ -24,7 +24,7 @@ def noncritical_offsets(pt, k: int, tensor_id: int) -> set[tuple[int, int]]:
     return {(tensor_id, int(i) * pt.elems_per_packet) for i in idx}
 
 
-@pytest.mark.parametrize("tx_offload,rx_offload", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("tx_offload,rx_offload", [("auto", "auto"), ("on", "off"), ("off", "on")])
 def test_lossless_roundtrip_bit_exact_all_dtypes(endpoints, tx_offload, rx_offload):
     """GSO runs / GRO batches (vectorised path) and plain per-packet paths give the same bytes."""
     tx = endpoints(job_id=4, worker_id=1, offload=tx_offload)
@@ -239,3 +239,22 @@ def test_silent_receiver_fails_cleanly(endpoints):
     s = tx.send(pt, addr)
     with pytest.raises(TransportError, match="no answer from 127.0.0.1:.* OPEN of tensor 1"):
         tx.run([s], timeout=5)
+
+
+def test_receive_deadline_completes_without_probe(endpoints):
+    """Every PROBE is lost: the receiver completes on its deadline because the bound is met."""
+    tx, rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1, receive_deadline=0.05)
+    g = grad(362 * 50)
+    pt = packetize(g, tensor_id=4, policy=TagPolicy(loss_bound=0.1), job_id=1, worker_id=2, iteration=1)
+    dropped = noncritical_offsets(pt, 3, 4)
+    lose = drop_offsets(dropped)
+
+    def rule(h):
+        return h.msg_type == P.MSG_PROBE or lose(h)
+    out = np.zeros_like(g)
+    with LossyRelay(rx.address, rule) as relay:
+        r = rx.expect(2, 1, 4, out)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r])
+    assert relay.dropped["PROBE_critical"] >= 1
+    assert r.stats.zero_filled_packets == 3 and s.stats.retransmitted == 0
