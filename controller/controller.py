@@ -166,8 +166,17 @@ class Controller:
     # -- restart restore -------------------------------------------------------------------------
     def supervise(self, stop: threading.Event | None = None, poll: float = 0.2,
                   on_restore: Callable[[str, SwitchReport], None] | None = None) -> None:
-        """Watch the streams until ``stop``; restore a switch whose stream broke. Blocks."""
+        """Watch the streams until ``stop``; restore a switch whose stream broke. Blocks.
+
+        A backup whose primary goes away claims primary (re-arbitrates above the highest election
+        id) and then re-applies the full state, so the network keeps a controller.
+        """
         stop = stop or self._stop
+        for s in self.sessions.values():
+            s.client.takeover = True
+            if not s.client.stream_down.is_set() and not s.client.is_primary \
+                    and s.client.primary_election_id is None and s.client._arbitrated:
+                s.client.claim_primary()
         while not stop.is_set():
             for s in self.sessions.values():
                 if not s.client.is_primary:

@@ -159,10 +159,12 @@ def _validate(data: object, lines: dict, file: str, sch: dict) -> None:
     best = jsonschema.exceptions.best_match(errors) or err
     path = tuple(best.absolute_path)
     message = best.message
-    if best.validator == "additionalProperties" and "were unexpected" in message:
-        extra = message.split("(")[1].split(" was")[0].split(" were")[0].strip("'")
-        path = (*path, extra.split("'")[0])
-        message = f"unknown key (allowed: {', '.join(sorted(best.schema.get('properties', {})))})"
+    if best.validator == "additionalProperties":
+        extras = [k for k in best.instance if k not in best.schema.get("properties", {})]
+        if extras:
+            path = (*path, extras[0])
+        allowed = ", ".join(sorted(best.schema.get("properties", {})))
+        message = f"unknown key (allowed: {allowed})"
     elif best.validator == "oneOf":
         message = f"{best.instance!r} is not valid here ({best.schema.get('description', 'see the schema')})"
     raise ConfigError(file, line_of(lines, path), _dotted(path), message)

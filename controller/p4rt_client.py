@@ -73,6 +73,10 @@ class P4RuntimeClient:
         self.stream_down = threading.Event()
         self.arbitration_changed = threading.Condition()
         self.on_stream_down: Callable[[P4RuntimeClient], None] | None = None
+        # When True, a backup told "no primary" re-arbitrates with an id above the highest seen
+        # (P4Runtime never promotes a backup by itself; it must re-arbitrate with id >= highest).
+        self.takeover = False
+        self._highest_seen: int | None = None
         self.packet_ins: queue.Queue[p4runtime_pb2.PacketIn] = queue.Queue()
         self._channel: grpc.Channel | None = None
         self._stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
@@ -142,10 +146,13 @@ class P4RuntimeClient:
                     with self.arbitration_changed:
                         self.is_primary = msg.arbitration.status.code == code_pb2.OK
                         has_primary = msg.arbitration.status.code != code_pb2.NOT_FOUND
-                        self.primary_election_id = (_join_election_id(msg.arbitration.election_id)
-                                                    if has_primary else None)
+                        highest = _join_election_id(msg.arbitration.election_id)
+                        self._highest_seen = highest or None
+                        self.primary_election_id = highest if has_primary else None
                         self._arbitrated = True
                         self.arbitration_changed.notify_all()
+                    if not has_primary and self.takeover:
+                        self.claim_primary()
                     self._log.info("arbitration: %s (primary election id %s)",
                                    "primary" if self.is_primary else "backup", self.primary_election_id)
                 elif kind == "packet":
@@ -163,6 +170,13 @@ class P4RuntimeClient:
                 self.arbitration_changed.notify_all()
             if not self._closing and self.on_stream_down is not None:
                 self.on_stream_down(self)
+
+    def claim_primary(self) -> None:
+        """Re-arbitrate with an election id above the highest the switch has seen (takeover)."""
+        new_id = max(self.election_id, (self._highest_seen or 0) + 1)
+        self._log.warning("no primary: claiming it with election id %d", new_id)
+        self.election_id = new_id
+        self._requests.put(self._arbitration_request())
 
     def wait_primary(self, timeout: float) -> bool:
         """Block until this client is primary (e.g. the old primary went away); True if it is."""

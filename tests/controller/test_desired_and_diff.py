@@ -1,0 +1,103 @@
+"""Desired state from the topology and the diff that reconciliation writes."""
+
+from __future__ import annotations
+
+import textwrap
+
+from p4.v1 import p4runtime_pb2
+
+from controller import desired, netconfig, reconcile
+from controller import dlcp_tables as api
+
+
+def _rows(index, entries, table):
+    tid = index.table(table).preamble.id
+    return sorted((tuple(index.entry_fields(e).values()), index.action_text(e)) for e in entries if e.table_id == tid)
+
+
+def test_routes_nexthops_and_ecmp_derived_from_topology(index, net_yaml):
+    net = netconfig.load(net_yaml)
+    s1 = desired.build_switch(net, index, "s1")
+    assert _rows(index, s1.entries, api.NEXTHOPS) == [
+        (("1",), "set_nexthop(port=1, smac=02:00:00:00:01:00, dmac=00:00:00:00:00:01)"),
+        (("2",), "set_nexthop(port=2, smac=02:00:00:00:01:00, dmac=02:00:00:00:03:00)"),
+        (("3",), "set_nexthop(port=3, smac=02:00:00:00:01:00, dmac=02:00:00:00:03:00)"),
+    ]
+    assert _rows(index, s1.entries, api.IPV4_ROUTES) == [
+        (("10.0.0.1/32",), "route_to_nexthop(nexthop_id=1)"),
+        (("10.0.0.2/32",), "route_to_group(group_id=1)"),
+    ]
+    assert _rows(index, s1.entries, api.ECMP_GROUPS) == [(("1",), "set_ecmp_group(num_members=2, spray=1)")]
+    assert _rows(index, s1.entries, api.ECMP_MEMBERS) == [
+        (("1", "0"), "route_to_nexthop(nexthop_id=2)"), (("1", "1"), "route_to_nexthop(nexthop_id=3)")]
+    s3 = desired.build_switch(net, index, "s3")
+    # s3 reaches h1 over two parallel links to s1: an ECMP group; h2 over one link.
+    assert _rows(index, s3.entries, api.IPV4_ROUTES) == [
+        (("10.0.0.1/32",), "route_to_group(group_id=1)"), (("10.0.0.2/32",), "route_to_nexthop(nexthop_id=3)")]
+
+
+def test_policy_entries_and_value_set(index, net_yaml):
+    net = netconfig.load(net_yaml)
+    s1 = desired.build_switch(net, index, "s1")
+    prio = [e for e in s1.entries if e.table_id == index.table(api.PRIORITY_MAP).preamble.id]
+    assert len(prio) == len(net.policy.priority_map)
+    assert [e.priority for e in prio] == [r.priority for r in net.policy.priority_map]
+    thr = [e for e in s1.entries if e.table_id == index.table(api.DROP_THRESHOLDS).preamble.id]
+    assert len(thr) == len(net.policy.thresholds)
+    assert [m.match[0].exact.value for m in s1.value_sets[0].members] == [b"\x24\x4a"]
+
+
+def test_explicit_route_overrides_and_spray_off(index, tmp_path):
+    from ctl_support import three_switch_yaml
+    text = three_switch_yaml([1, 2, 3], extra=textwrap.dedent("""\
+        routes:
+          - {switch: s1, prefix: 10.0.0.2/32, ports: [2, 3], spray: false}
+          - {switch: s1, prefix: 192.168.0.0/16, ports: [2]}
+        """))
+    path = tmp_path / "net.yaml"
+    path.write_text(text)
+    s1 = desired.build_switch(netconfig.load(path), index, "s1")
+    assert _rows(index, s1.entries, api.ECMP_GROUPS) == [(("1",), "set_ecmp_group(num_members=2, spray=0)")]
+    assert (("192.168.0.0/16",), "route_to_nexthop(nexthop_id=2)") in _rows(index, s1.entries, api.IPV4_ROUTES)
+
+
+def _current(entries):
+    return {reconcile.entry_key(e): reconcile.normalize(e) for e in entries}
+
+
+def test_diff_empty_when_in_sync_even_with_padded_bytes(index, net_yaml):
+    net = netconfig.load(net_yaml)
+    want = desired.build_switch(net, index, "s1")
+    padded = []
+    for e in want.entries:   # a switch may return non-canonical (width-padded) bytes
+        c = p4runtime_pb2.TableEntry()
+        c.CopyFrom(e)
+        for p in c.action.action.params:
+            p.value = b"\x00\x00" + p.value
+        padded.append(c)
+    vs = {v.value_set_id: v for v in want.value_sets}
+    plan = reconcile.diff("s1", _current(padded), want, index, vs)
+    assert plan.empty(), plan.lines(index)
+
+
+def test_diff_one_threshold_is_one_modify(index, net_yaml):
+    net = netconfig.load(net_yaml)
+    want = desired.build_switch(net, index, "s1")
+    current = _current(want.entries)
+    changed = api.threshold(index, 1, 0, 99, 9)
+    current[reconcile.entry_key(changed)] = reconcile.normalize(changed)
+    plan = reconcile.diff("s1", current, want, index, {v.value_set_id: v for v in want.value_sets})
+    assert plan.counts() == {"delete": 0, "modify": 1, "insert": 0}
+    assert plan.lines(index) == ["~ table DlcpIngress.drop_thresholds match queue=1 mag_class=0 -> "
+                                 "set_thresholds(drop_depth=16, ecn_depth=8) (was set_thresholds(drop_depth=99, ecn_depth=9))"]
+
+
+def test_diff_orders_deletes_routes_first_and_inserts_nexthops_first(index, net_yaml):
+    net = netconfig.load(net_yaml)
+    want = desired.build_switch(net, index, "s1")
+    stale = [api.nexthop(index, 9, 9, 0, 0), api.route(index, "10.9.0.0/16", nexthop=9)]
+    plan = reconcile.diff("s1", _current(stale), want, index, {})
+    assert [index.name_of(c.entry.table_id) for c in plan.deletes] == [api.IPV4_ROUTES, api.NEXTHOPS]
+    order = [index.name_of(c.entry.table_id) for c in plan.inserts]
+    assert order.index(api.NEXTHOPS) < order.index(api.ECMP_GROUPS) < order.index(api.IPV4_ROUTES)
+    assert plan.value_sets and plan.counts()["insert"] == len(want.entries)

@@ -1,0 +1,217 @@
+"""The controller against p4sim's real P4Runtime server over real gRPC (stand-in device, see
+``standin.py``): apply on 3 switches, idempotence, one MODIFY, restart restore, two controllers,
+wrong pipeline, rollback of a failed change."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from ctl_support import P4INFO, server_available, three_switch_yaml
+
+from controller import desired, netconfig, reconcile
+from controller import dlcp_tables as api
+from controller.controller import Controller
+from controller.errors import ControllerError, NotPrimaryError, PipelineMismatch
+from controller.p4info_index import load_p4info
+
+pytestmark = pytest.mark.skipif(server_available() is not None, reason=str(server_available()))
+
+
+@pytest.fixture
+def switches():
+    from standin import StandInSwitch
+    p4info = load_p4info(P4INFO)
+    sws = [StandInSwitch(i + 1, p4info) for i in range(3)]
+    yield sws
+    for s in sws:
+        s.stop()
+
+
+@pytest.fixture
+def net_path(tmp_path, switches):
+    path = tmp_path / "net.yaml"
+    path.write_text(three_switch_yaml([s.port for s in switches]))
+    return path
+
+
+def _controller(path, **kw) -> Controller:
+    ctl = Controller(netconfig.load(path), **kw)
+    ctl.connect()
+    return ctl
+
+
+def _read_back(ctl: Controller, name: str) -> set:
+    s = ctl.sessions[name]
+    return set(reconcile.read_current(s.client, s.index))
+
+
+def _expected(ctl: Controller, name: str) -> set:
+    s = ctl.sessions[name]
+    return {reconcile.entry_key(e) for e in desired.build_switch(ctl.net, s.index, name).entries}
+
+
+def test_apply_installs_exactly_the_expected_entries_then_nothing(net_path, switches):
+    ctl = _controller(net_path)
+    try:
+        reports = ctl.apply()
+        for name, rep in reports.items():
+            assert rep.pipeline == "ok"
+            assert rep.result.counts["insert"] == len(_expected(ctl, name)) > 0
+            assert rep.result.batches == 2          # value-set MODIFY, then all inserts
+            assert _read_back(ctl, name) == _expected(ctl, name)
+        # what the switch itself holds, not just what P4Runtime reads back
+        assert len(switches[0].entries(api.NEXTHOPS)) == 3
+        assert len(switches[2].entries(api.ECMP_MEMBERS)) == 2
+        again = ctl.apply()
+        assert all(r.plan.empty() and r.result.batches == 0 for r in again.values())
+    finally:
+        ctl.close()
+
+
+def test_changing_one_threshold_writes_one_modify(net_path, switches):
+    ctl = _controller(net_path)
+    ctl.apply()
+    ctl.close()
+    net_path.write_text(net_path.read_text() + "policy:\n  thresholds:\n"
+                        "    - {queues: [1], mag_classes: [0], drop_depth: 5, ecn_depth: 2}\n")
+    ctl = _controller(net_path)
+    try:
+        dry = ctl.apply(dry_run=True)
+        # the inline thresholds replace the default list: one modify, the other pairs deleted
+        counts = dry["s1"].plan.counts()
+        assert counts["modify"] == 1 and counts["insert"] == 0
+        rep = ctl.apply()
+        assert rep["s1"].result.counts == counts
+        thr = {tuple(e.match): e.action for e in switches[0].entries(api.DROP_THRESHOLDS)}
+        assert len(thr) == 1
+    finally:
+        ctl.close()
+
+
+def _policy_yaml(first_drop: int) -> str:
+    import yaml
+    blocks = [{"queues": [1], "mag_classes": [0], "drop_depth": first_drop, "ecn_depth": 8},
+              {"queues": [2, 3, 4, 5, 6], "mag_classes": [0], "drop_depth": 16, "ecn_depth": 8},
+              {"queues": [1, 2, 3, 4, 5, 6], "mag_classes": [1, 2, 3], "drop_depth": 16, "ecn_depth": 8}]
+    return yaml.safe_dump({"policy": {"thresholds": blocks}})
+
+
+def test_one_threshold_changed_in_yaml_is_exactly_one_modify(tmp_path, switches):
+    base = three_switch_yaml([s.port for s in switches])
+    path = tmp_path / "net.yaml"
+    path.write_text(base + _policy_yaml(16))
+    ctl = _controller(path)
+    ctl.apply()
+    ctl.close()
+    path.write_text(base + _policy_yaml(20))
+    ctl = _controller(path)
+    try:
+        rep = ctl.apply()
+        for name in ("s1", "s2", "s3"):
+            assert rep[name].result.counts == {"delete": 0, "modify": 1, "insert": 0}
+            assert rep[name].result.batches == 1
+        assert rep["s1"].plan.lines(ctl.sessions["s1"].index) == [
+            "~ table DlcpIngress.drop_thresholds match queue=1 mag_class=0 -> "
+            "set_thresholds(drop_depth=20, ecn_depth=8) (was set_thresholds(drop_depth=16, ecn_depth=8))"]
+    finally:
+        ctl.close()
+
+
+def test_switch_restart_is_restored_without_being_asked(net_path, switches):
+    ctl = _controller(net_path)
+    ctl.apply()
+    stop = threading.Event()
+    restored = threading.Event()
+    watcher = threading.Thread(target=ctl.supervise, args=(stop, 0.05),
+                               kwargs={"on_restore": lambda n, r: restored.set() if n == "s2" else None})
+    watcher.start()
+    try:
+        switches[1].restart()
+        assert switches[1].entries(api.NEXTHOPS) == []
+        assert restored.wait(15), "s2 was not restored"
+        assert _read_back(ctl, "s2") == _expected(ctl, "s2")
+        assert len(switches[1].entries(api.IPV4_ROUTES)) == 2
+    finally:
+        stop.set()
+        watcher.join(5)
+        ctl.close()
+
+
+def test_two_controllers_backup_cannot_write_then_takes_over(net_path, switches):
+    primary = _controller(net_path, election_id=10)
+    primary.apply()
+    backup = Controller(netconfig.load(net_path), election_id=5, switches=["s1"])
+    backup.connect(require_primary=False)
+    try:
+        client = backup.sessions["s1"].client
+        assert not client.is_primary and client.primary_election_id == 10
+        with pytest.raises(NotPrimaryError, match=r"switch s1: not primary \(our election id 5; primary is election id 10\)"):
+            backup.apply()
+        stop = threading.Event()
+        watcher = threading.Thread(target=backup.supervise, args=(stop, 0.05))
+        watcher.start()
+        primary.close()
+        assert client.wait_primary(10), "backup did not become primary"
+        assert client.election_id == 11
+        deadline = time.monotonic() + 10
+        while not backup.sessions["s1"].synced and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert backup.sessions["s1"].synced
+        rep = backup.apply()
+        assert rep["s1"].plan.empty()
+        stop.set()
+        watcher.join(5)
+    finally:
+        backup.close()
+
+
+def test_wrong_pipeline_is_one_clear_error(tmp_path, switches):
+    from p4.config.v1 import p4info_pb2
+    from standin import StandInSwitch
+    other = p4info_pb2.P4Info()
+    other.CopyFrom(load_p4info(P4INFO))
+    other.tables[0].preamble.name = "Other.routes"
+    sw = StandInSwitch(1, other)
+    try:
+        path = tmp_path / "net.yaml"
+        path.write_text(three_switch_yaml([sw.port, switches[1].port, switches[2].port]))
+        ctl = _controller(path)
+        try:
+            with pytest.raises(PipelineMismatch, match="switch s1: runs a different P4 program"):
+                ctl.apply()
+            assert sw.entries("Other.routes") == []
+        finally:
+            ctl.close()
+    finally:
+        sw.stop()
+
+
+def test_failed_batch_is_reported_per_entry_and_rolled_back(tmp_path, switches):
+    from p4.config.v1 import p4info_pb2
+    from standin import StandInSwitch
+    small = p4info_pb2.P4Info()
+    small.CopyFrom(load_p4info(P4INFO))
+    for t in small.tables:
+        if t.preamble.name == api.DROP_THRESHOLDS:
+            t.size = 10          # the switch's table is smaller than the policy needs
+    sw = StandInSwitch(1, small)
+    try:
+        path = tmp_path / "net.yaml"
+        path.write_text(three_switch_yaml([sw.port, switches[1].port, switches[2].port]))
+        ctl = Controller(netconfig.load(path), switches=["s1"])
+        ctl.connect()
+        try:
+            with pytest.raises(ControllerError) as err:
+                ctl.apply()
+            msg = str(err.value)
+            assert msg.startswith("switch s1: write failed: At index ")
+            assert "table DlcpIngress.drop_thresholds match queue=" in msg
+            assert "rolled back" in msg and "\n" not in msg
+            for table in api.TABLE_ORDER:
+                assert sw.entries(table) == [], table   # nothing half-applied
+        finally:
+            ctl.close()
+    finally:
+        sw.stop()
