@@ -74,8 +74,8 @@ def netconfig(topo: Topology, net: EmulatedNetwork, pipeline: dict[str, Path], c
     grpc = net.grpc_addresses()
     doc: dict = {
         "defaults": {"target": cfg.target, "pipeline": {k: str(v) for k, v in pipeline.items()}},
-        "switches": {name: {"grpc": grpc[name], "device_id": sw.device_id, "mac": sw.port_mac(0),
-                            "runtime_addr": f"127.0.0.1:{net.switch(name).ctl_port}"}
+        "switches": {name: {"grpc": grpc[name], "device_id": sw.device_id, "mac": sw.mac,
+                            "runtime": {"addr": f"127.0.0.1:{net.switch(name).ctl_port}"}}
                      for name, sw in topo.switches.items()},
         "hosts": {name: {"ip": h.ip, "mac": h.mac, "switch": h.switch, "port": h.switch_port}
                   for name, h in topo.hosts.items()},

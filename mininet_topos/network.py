@@ -73,7 +73,7 @@ class EmulatedNetwork:
             self.net.build()
             for name, spec in self.topo.hosts.items():
                 self._configure_host(self.net[name], spec.gateway,
-                                     self.topo.switches[spec.switch].port_mac(spec.switch_port))
+                                     self.topo.switches[spec.switch].mac)
             self.net.start()
         except BaseException:
             self.stop()

@@ -4,7 +4,9 @@ Topologies are data, not Mininet objects, so the same description drives Mininet
 derives the controller's routes and ECMP groups (``routing.py``) and can be unit-tested without
 root. Addressing: every host sits behind exactly one edge switch; host ``i`` of edge switch ``e``
 (both 1-based, in creation order) gets ``10.0.<e>.<i>/24`` with gateway ``10.0.<e>.254``.
-Switch port MACs are ``00:d1:c0:<switch id>:<port>:00`` (hex); host MACs ``00:00:0a:00:<e>:<i>``.
+Each switch has one router MAC ``00:d1:c0:00:00:<device id>`` (hex; the gateway MAC its hosts
+resolve statically); host MACs are ``00:00:0a:00:<e>:<i>``. Routes and ECMP groups are not derived
+here: the controller derives them from the links (``derive_routes`` in the network YAML).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ class SwitchSpec:
     role: str = "switch"  # edge | spine | core | aggregation | switch
     ports: dict[int, str] = field(default_factory=dict)
 
-    def port_mac(self, port: int) -> str:
-        return f"00:d1:c0:{self.device_id:02x}:{port:02x}:00"
+    @property
+    def mac(self) -> str:
+        return f"00:d1:c0:00:{self.device_id >> 8:02x}:{self.device_id & 0xFF:02x}"
 
 
 @dataclass
