@@ -135,12 +135,17 @@ def crc(config: CrcConfig, data: bytes) -> int:
 
 
 def csum16(data: bytes) -> int:
-    """The Internet checksum (RFC 1071) of ``data``, as a 16-bit big-endian value."""
+    """The Internet checksum (RFC 1071) of ``data``, as a 16-bit big-endian value.
+
+    The ones' complement sum of 16-bit words is congruent to the whole buffer read as one
+    big-endian number modulo 0xFFFF (2**16 == 1 mod 0xFFFF), and is 0 only for all-zero data.
+    """
     if len(data) % 2:
         data = data + b"\x00"
-    total = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
+    n = int.from_bytes(data, "big")
+    total = n % 0xFFFF
+    if total == 0 and n:
+        total = 0xFFFF
     return ~total & 0xFFFF
 
 

@@ -89,3 +89,18 @@ def test_checksum_helpers():
     assert not verify_checksum(True, fields_wo, 0xB862, "csum16")
     assert verify_checksum(False, fields_wo, 0xDEAD, "csum16")
     assert compute_checksum("csum16", [(0x4500, 16)], payload=b"\x00\x01") == (~0x4501) & 0xFFFF
+
+
+def test_csum16_matches_word_by_word_sum():
+    import random
+
+    rng = random.Random(3)
+    samples = [b"", b"\x00\x00", b"\xff\xff", b"\xff\xff\xff\xff", b"\x00\x01\xff\xfe"]
+    samples += [bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 64))) for _ in range(300)]
+    for data in samples:
+        padded = data + b"\x00" * (len(data) % 2)
+        total = 0
+        for i in range(0, len(padded), 2):
+            total += int.from_bytes(padded[i:i + 2], "big")
+            total = (total & 0xFFFF) + (total >> 16)
+        assert hashes.compute("csum16", data) == (~total) & 0xFFFF, data.hex()
