@@ -1,7 +1,9 @@
 """P4Runtime bytes <-> Python ints, with the spec's canonical-form and bitwidth checks.
 
 Every value on the wire is a big-endian byte string. The spec's canonical form is the shortest
-one (at least one byte, no leading zero byte); a value must fit the field's bitwidth. Matches are
+one (at least one byte, no leading zero byte); the legacy form padded to exactly the field's byte
+width is accepted too (older clients send it); any other padding is refused, and a value must
+fit the field's bitwidth. Reads always answer in canonical form. Matches are
 decoded into a neutral form, one item per key field in P4Info order:
 
     ("exact", v) | ("lpm", v, prefix_len) | ("ternary", v, mask) | ("range", lo, hi)
@@ -22,8 +24,8 @@ from p4.v1 import p4runtime_pb2
 from p4sim.p4runtime_server.errors import invalid
 from p4sim.p4runtime_server.p4info_index import ActionInfo, KeyInfo, P4InfoIndex, TableInfo
 
-__all__ = ["decode_int", "encode_int", "decode_match", "encode_match", "check_priority",
-           "decode_action", "encode_action", "Match"]
+__all__ = ["decode_int", "encode_int", "decode_match", "decode_match_tuples", "field_tuple", "encode_match",
+           "check_priority", "decode_action", "decode_action_parts", "encode_action", "Match", "hexstr"]
 
 Match = tuple  # tuple of neutral field matches (see module docstring)
 
@@ -38,10 +40,12 @@ def hexstr(data: bytes) -> str:
 
 
 def decode_int(data: bytes, bitwidth: int, what: str) -> int:
-    """The int a canonical byte string carries; INVALID_ARGUMENT if empty, padded or too wide."""
+    """The int a byte string carries; INVALID_ARGUMENT if empty, non-canonical or too wide."""
     if not data:
         raise invalid(f"{what}: empty byte string")
-    if len(data) > 1 and data[0] == 0:
+    if len(data) > 1 and data[0] == 0 and len(data) != (bitwidth + 7) // 8:
+        # Canonical form, or the legacy form padded to exactly the field's byte width (P4Runtime
+        # 1.0 clients, and p4runtime-shell with canonical_bytestrings off, send that).
         raise invalid(f"{what}: byte string {hexstr(data)} is not canonical (leading zero byte)")
     value = int.from_bytes(data, "big")
     if bitwidth and value >> bitwidth:
@@ -54,38 +58,53 @@ def encode_int(value: int) -> bytes:
     return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
 
 
-def _decode_field(key: KeyInfo, fm: p4runtime_pb2.FieldMatch, table: str) -> tuple:
-    what = f"table '{table}' field '{key.name}'"
+def field_tuple(fm: p4runtime_pb2.FieldMatch) -> tuple:
+    """(field id, kind, a, b) of a FieldMatch: exact/optional (value), lpm (value, prefix_len),
+    ternary (value, mask), range (low, high); kind None when no match kind is set."""
     kind = fm.WhichOneof("field_match_type")
+    if kind == "exact":
+        return fm.field_id, kind, fm.exact.value, None
+    if kind == "lpm":
+        return fm.field_id, kind, fm.lpm.value, fm.lpm.prefix_len
+    if kind == "ternary":
+        return fm.field_id, kind, fm.ternary.value, fm.ternary.mask
+    if kind == "range":
+        return fm.field_id, kind, fm.range.low, fm.range.high
+    if kind == "optional":
+        return fm.field_id, kind, fm.optional.value, None
+    return fm.field_id, kind, None, None
+
+
+def _decode_field(key: KeyInfo, kind: str | None, a, b, table: str) -> tuple:
+    what = f"table '{table}' field '{key.name}'"
     if kind != key.match_kind:
         raise invalid(f"{what}: {kind or 'unset'} match given, the field is {key.match_kind}")
     width = key.bitwidth
     if kind == "exact":
-        return ("exact", decode_int(fm.exact.value, width, what))
+        return ("exact", decode_int(a, width, what))
     if kind == "optional":
-        return ("optional", decode_int(fm.optional.value, width, what))
+        return ("optional", decode_int(a, width, what))
     if kind == "lpm":
-        plen = fm.lpm.prefix_len
+        plen = b
         if plen <= 0 or plen > width:
             if plen == 0:
                 raise invalid(f"{what}: an LPM /0 is a don't-care and must be omitted")
             raise invalid(f"{what}: prefix length {plen} out of range 1..{width}")
-        value = decode_int(fm.lpm.value, width, what)
+        value = decode_int(a, width, what)
         if value & ((1 << (width - plen)) - 1):
-            raise invalid(f"{what}: LPM value {hexstr(fm.lpm.value)} has bits set beyond /{plen}")
+            raise invalid(f"{what}: LPM value {hexstr(a)} has bits set beyond /{plen}")
         return ("lpm", value, plen)
     if kind == "ternary":
-        value = decode_int(fm.ternary.value, width, what)
-        mask = decode_int(fm.ternary.mask, width, what + " mask")
+        value = decode_int(a, width, what)
+        mask = decode_int(b, width, what + " mask")
         if mask == 0:
             raise invalid(f"{what}: a ternary mask of 0 is a don't-care and must be omitted")
         if value & ~mask:
-            raise invalid(f"{what}: ternary value {hexstr(fm.ternary.value)} has bits outside "
-                          f"mask {hexstr(fm.ternary.mask)}")
+            raise invalid(f"{what}: ternary value {hexstr(a)} has bits outside mask {hexstr(b)}")
         return ("ternary", value, mask)
     if kind == "range":
-        low = decode_int(fm.range.low, width, what + " low")
-        high = decode_int(fm.range.high, width, what + " high")
+        low = decode_int(a, width, what + " low")
+        high = decode_int(b, width, what + " high")
         if low > high:
             raise invalid(f"{what}: range low {low} > high {high}")
         if low == 0 and high == (1 << width) - 1:
@@ -94,68 +113,64 @@ def _decode_field(key: KeyInfo, fm: p4runtime_pb2.FieldMatch, table: str) -> tup
     raise invalid(f"{what}: unsupported match kind {kind}")
 
 
+def decode_match_tuples(keys: Sequence[KeyInfo], key_pos: dict[int, int], fields: Iterable[tuple],
+                        name: str, what: str = "table") -> Match:
+    """Neutral match tuple (key order) of (field id, kind, a, b) tuples (see ``field_tuple``)."""
+    out: list[tuple | None] = [None] * len(keys)
+    for field_id, kind, a, b in fields:
+        pos = key_pos.get(field_id)
+        if pos is None:
+            raise invalid(f"{what} '{name}': unknown match field id {field_id}")
+        if out[pos] is not None:
+            raise invalid(f"{what} '{name}': match field id {field_id} given twice")
+        out[pos] = _decode_field(keys[pos], kind, a, b, name)
+    for key, value in zip(keys, out, strict=True):
+        if value is None and key.match_kind == "exact":
+            raise invalid(f"{what} '{name}': exact match field '{key.name}' is missing")
+    return tuple(out)
+
+
 def decode_match(table: TableInfo, field_matches: Iterable[p4runtime_pb2.FieldMatch]) -> Match:
     """Neutral match tuple (P4Info key order) of a TableEntry's FieldMatch list."""
-    fields: list[tuple | None] = [None] * len(table.keys)
-    for fm in field_matches:
-        pos = table.key_pos.get(fm.field_id)
-        if pos is None:
-            raise invalid(f"table '{table.name}': unknown match field id {fm.field_id}")
-        if fields[pos] is not None:
-            raise invalid(f"table '{table.name}': match field id {fm.field_id} given twice")
-        fields[pos] = _decode_field(table.keys[pos], fm, table.name)
-    for key, value in zip(table.keys, fields, strict=True):
-        if value is None and key.match_kind == "exact":
-            raise invalid(f"table '{table.name}': exact match field '{key.name}' is missing")
-    return tuple(fields)
+    return decode_match_tuples(table.keys, table.key_pos, map(field_tuple, field_matches), table.name)
 
 
 def decode_value_set_member(keys: Sequence[KeyInfo], field_matches, name: str) -> Match:
     """A ValueSetMember's match (a value set is matched like a table key without priority)."""
-    pos = {k.id: i for i, k in enumerate(keys)}
-    fields: list[tuple | None] = [None] * len(keys)
-    for fm in field_matches:
-        i = pos.get(fm.field_id)
-        if i is None:
-            raise invalid(f"value set '{name}': unknown match field id {fm.field_id}")
-        if fields[i] is not None:
-            raise invalid(f"value set '{name}': match field id {fm.field_id} given twice")
-        fields[i] = _decode_field(keys[i], fm, name)
-    for key, value in zip(keys, fields, strict=True):
-        if value is None and key.match_kind == "exact":
-            raise invalid(f"value set '{name}': exact match field '{key.name}' is missing")
-    return tuple(fields)
+    return decode_match_tuples(keys, {k.id: i for i, k in enumerate(keys)}, map(field_tuple, field_matches),
+                               name, "value set")
 
 
-def encode_match(keys: Sequence[KeyInfo], match: Match) -> list[p4runtime_pb2.FieldMatch]:
-    """FieldMatch list of a neutral match (don't-care fields omitted)."""
-    out = []
+def encode_match(keys: Sequence[KeyInfo], match: Match, out=None) -> list[p4runtime_pb2.FieldMatch]:
+    """FieldMatch list of a neutral match (don't-care fields omitted).
+
+    With ``out`` (a repeated FieldMatch field) the matches are built in place, which avoids a
+    copy per message with the pure-Python protobuf runtime.
+    """
+    made = []
     for key, field in zip(keys, match, strict=True):
         if field is None:
             continue
-        fm = p4runtime_pb2.FieldMatch(field_id=key.id)
         kind = field[0]
+        if kind == "lpm" and field[2] == 0 or kind == "ternary" and field[2] == 0 or \
+                kind == "range" and field[1] == 0 and field[2] == (1 << key.bitwidth) - 1:
+            continue
+        fm = out.add(field_id=key.id) if out is not None else p4runtime_pb2.FieldMatch(field_id=key.id)
         if kind == "exact":
             fm.exact.value = encode_int(field[1])
         elif kind == "optional":
             fm.optional.value = encode_int(field[1])
         elif kind == "lpm":
-            if field[2] == 0:
-                continue
             fm.lpm.value = encode_int(field[1])
             fm.lpm.prefix_len = field[2]
         elif kind == "ternary":
-            if field[2] == 0:
-                continue
             fm.ternary.value = encode_int(field[1])
             fm.ternary.mask = encode_int(field[2])
-        elif kind == "range":
-            if field[1] == 0 and field[2] == (1 << key.bitwidth) - 1:
-                continue
+        else:
             fm.range.low = encode_int(field[1])
             fm.range.high = encode_int(field[2])
-        out.append(fm)
-    return out
+        made.append(fm)
+    return made
 
 
 def check_priority(table: TableInfo, priority: int) -> None:
@@ -169,26 +184,28 @@ def check_priority(table: TableInfo, priority: int) -> None:
                       f"exact/lpm keys (must be 0)")
 
 
-def decode_action_args(action: ActionInfo, params: Iterable[p4runtime_pb2.Action.Param]) -> tuple:
+def decode_action_args(action: ActionInfo, params: Iterable) -> tuple:
+    """Argument tuple (P4Info order) of Action.Param messages or (param id, value) pairs."""
     args: list[int | None] = [None] * len(action.params)
     for p in params:
-        pos = action.param_pos.get(p.param_id)
+        param_id, value = (p.param_id, p.value) if hasattr(p, "param_id") else p
+        pos = action.param_pos.get(param_id)
         if pos is None:
-            raise invalid(f"action '{action.name}': unknown parameter id {p.param_id}")
+            raise invalid(f"action '{action.name}': unknown parameter id {param_id}")
         if args[pos] is not None:
-            raise invalid(f"action '{action.name}': parameter id {p.param_id} given twice")
+            raise invalid(f"action '{action.name}': parameter id {param_id} given twice")
         info = action.params[pos]
-        args[pos] = decode_int(p.value, info.bitwidth, f"action '{action.name}' parameter '{info.name}'")
+        args[pos] = decode_int(value, info.bitwidth, f"action '{action.name}' parameter '{info.name}'")
     for info, value in zip(action.params, args, strict=True):
         if value is None:
             raise invalid(f"action '{action.name}': parameter '{info.name}' is missing")
     return tuple(args)
 
 
-def decode_action(index: P4InfoIndex, table: TableInfo | None, msg: p4runtime_pb2.Action,
-                  as_default: bool = False) -> tuple[str, tuple]:
-    """(fully qualified action name, args) of an Action message, checked against the table."""
-    action = index.action(msg.action_id)
+def decode_action_parts(index: P4InfoIndex, table: TableInfo | None, action_id: int, params: Iterable,
+                        as_default: bool = False) -> tuple[str, tuple]:
+    """(fully qualified action name, args) of an action id and its params, checked against the table."""
+    action = index.action(action_id)
     if table is not None:
         scope = table.action_scopes.get(action.id)
         if scope is None:
@@ -199,14 +216,23 @@ def decode_action(index: P4InfoIndex, table: TableInfo | None, msg: p4runtime_pb
         if not as_default and scope == p4info_pb2.ActionRef.DEFAULT_ONLY:
             raise invalid(f"table '{table.name}': action '{action.name}' is @defaultonly, "
                           f"it cannot be used in an entry")
-    return action.name, decode_action_args(action, msg.params)
+    return action.name, decode_action_args(action, params)
 
 
-def encode_action(index: P4InfoIndex, name: str, args: Sequence[int]) -> p4runtime_pb2.Action:
+def decode_action(index: P4InfoIndex, table: TableInfo | None, msg: p4runtime_pb2.Action,
+                  as_default: bool = False) -> tuple[str, tuple]:
+    """(fully qualified action name, args) of an Action message, checked against the table."""
+    return decode_action_parts(index, table, msg.action_id, msg.params, as_default)
+
+
+def encode_action(index: P4InfoIndex, name: str, args: Sequence[int],
+                  out: p4runtime_pb2.Action | None = None) -> p4runtime_pb2.Action:
+    """Action message of a runtime action call (filled into ``out`` when given)."""
     action = index.action_by_name.get(name)
     if action is None:
         raise invalid(f"action '{name}' is not in the P4Info")
-    msg = p4runtime_pb2.Action(action_id=action.id)
+    msg = out if out is not None else p4runtime_pb2.Action()
+    msg.action_id = action.id
     for info, value in zip(action.params, args, strict=False):
         msg.params.add(param_id=info.id, value=encode_int(value))
     return msg

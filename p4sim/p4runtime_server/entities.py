@@ -9,7 +9,7 @@ ReadResponse messages of bounded size.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import grpc
 from p4.v1 import p4runtime_pb2
@@ -84,10 +84,19 @@ def apply_batch(session: PipelineSession, pipeline, updates) -> list[P4RuntimeEr
     return results if failed else []
 
 
-def read_entities(session: PipelineSession, pipeline, entities) -> Iterator[p4runtime_pb2.ReadResponse]:
-    """ReadResponse messages for every entity requested (wildcards expanded). Raises before the
-    first message if any request is malformed; the caller materialises under the device lock."""
-    out: list[p4runtime_pb2.Entity] = []
+def read_entities(session: PipelineSession, pipeline, entities) -> list[p4runtime_pb2.ReadResponse]:
+    """ReadResponse messages for every entity requested (wildcards expanded), built in place.
+    Raises if any request is malformed; the caller holds the device lock."""
+    responses: list[p4runtime_pb2.ReadResponse] = []
+    state = {"left": 0}
+
+    def new_entity() -> p4runtime_pb2.Entity:
+        if state["left"] == 0:
+            responses.append(p4runtime_pb2.ReadResponse())
+            state["left"] = READ_CHUNK
+        state["left"] -= 1
+        return responses[-1].entities.add()
+
     for entity in entities:
         kind = entity.WhichOneof("entity")
         if kind is None:
@@ -95,9 +104,12 @@ def read_entities(session: PipelineSession, pipeline, entities) -> Iterator[p4ru
         reader = _READERS.get(kind)
         if reader is None:
             raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"reading {kind} is not supported")
-        for item in reader(session, pipeline, getattr(entity, kind)):
-            wrapped = p4runtime_pb2.Entity()
-            getattr(wrapped, kind).CopyFrom(item)
-            out.append(wrapped)
-    for start in range(0, len(out), READ_CHUNK):
-        yield p4runtime_pb2.ReadResponse(entities=out[start:start + READ_CHUNK])
+        request = getattr(entity, kind)
+        if kind == "table_entry":   # the bulk case: entries are written straight into the response
+            for _ in table_entries.read_table_entries(session, pipeline, request,
+                                                      lambda: new_entity().table_entry):
+                pass
+            continue
+        for item in reader(session, pipeline, request):
+            getattr(new_entity(), kind).CopyFrom(item)
+    return responses

@@ -64,10 +64,13 @@ class TableInfo:
     direct_meter_id: int = 0
     with_selector: bool = False
 
-    @property
-    def needs_priority(self) -> bool:
-        """Tables with a ternary, range or optional key order their entries by priority."""
-        return any(k.match_kind in ("ternary", "range", "optional") for k in self.keys)
+    needs_priority: bool = field(init=False)
+    kinds: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Tables with a ternary, range or optional key order their entries by priority.
+        self.needs_priority = any(k.match_kind in ("ternary", "range", "optional") for k in self.keys)
+        self.kinds = [k.match_kind for k in self.keys]
 
 
 @dataclass(frozen=True)

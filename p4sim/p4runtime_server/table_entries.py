@@ -241,32 +241,32 @@ def _write_default(session: PipelineSession, info: TableInfo, table, update_type
 
 # ---- read ------------------------------------------------------------------------------------
 
-def _entry_msg(session: PipelineSession, info: TableInfo, entry, request) -> p4runtime_pb2.TableEntry:
+def _fill_entry(out: p4runtime_pb2.TableEntry, session: PipelineSession, info: TableInfo, entry,
+                request) -> None:
     index = session.index
-    match = rt.from_runtime_match(entry.match, [k.match_kind for k in info.keys])
-    out = p4runtime_pb2.TableEntry(table_id=info.id)
-    out.match.extend(encode_match(info.keys, match))
+    match = rt.from_runtime_match(entry.match, info.kinds)
+    out.table_id = info.id
+    encode_match(info.keys, match, out.match)
     if info.needs_priority:
         out.priority = entry.priority
-    one_shot = session.one_shots.get((info.name, match, entry.priority))
+    one_shot = session.one_shots.get((info.name, match, entry.priority)) if session.one_shots else None
     if one_shot is not None:
         out.action.action_profile_action_set.CopyFrom(one_shot[2])
     elif entry.action is not None:
-        out.action.action.CopyFrom(encode_action(index, entry.action.name, entry.action.args))
+        encode_action(index, entry.action.name, entry.action.args, out.action.action)
     elif entry.group_id is not None:
         out.action.action_profile_group_id = entry.group_id
     elif entry.member_id is not None:
         out.action.action_profile_member_id = entry.member_id
-    if getattr(entry, "is_const", False):
+    if entry.is_const:
         out.is_const = True
-    if request.HasField("counter_data") and info.direct_counter_id:
+    if info.direct_counter_id and request.HasField("counter_data"):
         out.counter_data.packet_count = entry.packets
         out.counter_data.byte_count = entry.bytes
-    if request.HasField("meter_config") and info.direct_meter_id:
+    if info.direct_meter_id and request.HasField("meter_config"):
         config = _meter_config_msg(entry.meter_config)
         if config is not None:
             out.meter_config.CopyFrom(config)
-    return out
 
 
 def _tables_for(session: PipelineSession, table_id: int) -> list[TableInfo]:
@@ -275,29 +275,40 @@ def _tables_for(session: PipelineSession, table_id: int) -> list[TableInfo]:
     return [session.index.table(table_id)]
 
 
-def read_table_entries(session: PipelineSession, pipeline,
-                       request: p4runtime_pb2.TableEntry) -> Iterator[p4runtime_pb2.TableEntry]:
+def read_table_entries(session: PipelineSession, pipeline, request: p4runtime_pb2.TableEntry,
+                       new=None) -> Iterator[p4runtime_pb2.TableEntry]:
+    """Entries the request selects. With ``new`` (a factory of TableEntry messages placed in the
+    response), they are written in place and nothing is yielded."""
+    def make() -> p4runtime_pb2.TableEntry:
+        return new() if new is not None else p4runtime_pb2.TableEntry()
+
     for info in _tables_for(session, request.table_id):
         table = pipeline.tables[info.name]
         if request.is_default_action:
             if request.table_id == 0:
                 raise invalid("reading default entries needs a table id")
             default = table.default_action
-            out = p4runtime_pb2.TableEntry(table_id=info.id, is_default_action=True)
+            out = make()
+            out.table_id = info.id
+            out.is_default_action = True
             if default is not None:
-                out.action.action.CopyFrom(encode_action(session.index, default.name, default.args))
-            yield out
+                encode_action(session.index, default.name, default.args, out.action.action)
+            if new is None:
+                yield out
             continue
         if request.table_id and request.match:
             match = decode_match(info, request.match)
-            entry = table.find(rt.to_runtime_match(match), request.priority)
-            if entry is not None:
-                yield _entry_msg(session, info, entry, request)
-            continue
-        for entry in table:
+            found = table.find(rt.to_runtime_match(match), request.priority)
+            entries = [found] if found is not None else []
+        else:
+            entries = table
+        for entry in entries:
             if request.priority and entry.priority != request.priority:
                 continue
-            yield _entry_msg(session, info, entry, request)
+            out = make()
+            _fill_entry(out, session, info, entry, request)
+            if new is None:
+                yield out
 
 
 # ---- direct counters and meters ---------------------------------------------------------------

@@ -71,13 +71,13 @@ class StreamClient:
         req = p4runtime_pb2.WriteRequest(atomicity=atomicity)
         self._stamp(req)
         req.updates.extend(updates)
-        return self.stub.Write(req, timeout=10)
+        return self.stub.Write(req, timeout=60)
 
-    def read(self, *entities: p4runtime_pb2.Entity) -> list[p4runtime_pb2.Entity]:
+    def read(self, *entities: p4runtime_pb2.Entity, timeout: float = 30) -> list[p4runtime_pb2.Entity]:
         req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
         req.entities.extend(entities)
         out = []
-        for response in self.stub.Read(req, timeout=10):
+        for response in self.stub.Read(req, timeout=timeout):
             out.extend(response.entities)
         return out
 

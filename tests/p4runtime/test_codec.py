@@ -54,8 +54,10 @@ def test_canonical_bytestrings():
     assert encode_int(0) == b"\x00"
     assert encode_int(256) == b"\x01\x00"
     assert encode_int(0xFFFFFFFFFFFF) == b"\xff" * 6
-    err = refused(grpc.StatusCode.INVALID_ARGUMENT, decode_int, b"\x00\x05", 16, "field f")
+    err = refused(grpc.StatusCode.INVALID_ARGUMENT, decode_int, b"\x00\x05", 32, "field f")
     assert "not canonical" in err.message and "field f" in err.message
+    assert decode_int(b"\x00\x00\x00\x05", 32, "x") == 5        # legacy: padded to the full width
+    refused(grpc.StatusCode.INVALID_ARGUMENT, decode_int, b"\x00\x00\x00\x00\x05", 32, "x")
     refused(grpc.StatusCode.INVALID_ARGUMENT, decode_int, b"", 8, "x")
     err = refused(grpc.StatusCode.INVALID_ARGUMENT, decode_int, b"\x02\x00", 9, "port")
     assert "9 bits" in err.message

@@ -17,6 +17,7 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
+from scapy.packet import Raw
 
 from p4sim.p4runtime_server import P4RuntimeServer
 from tests.p4runtime.client import StreamClient
@@ -79,8 +80,9 @@ def config_files(tmp_path, program):
 
 def ipv4(dst: str = "10.0.0.2", src: str = "10.1.0.1", ttl: int = 64, dmac: str = "00:00:00:00:00:02",
          size: int = 0) -> bytes:
-    pkt = Ether(dst=dmac, src="00:00:00:00:00:01") / IP(src=src, dst=dst, ttl=ttl) / UDP(sport=1, dport=2)
-    return bytes(pkt) + bytes(size)
+    pkt = Ether(dst=dmac, src="00:00:00:00:00:01") / IP(src=src, dst=dst, ttl=ttl) / UDP(sport=1, dport=2) / \
+        Raw(bytes(size))
+    return bytes(pkt)
 
 
 def primary(port: int, election_id: int = 1) -> StreamClient:
