@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from p4sim.backend import resources as res
+from p4sim.backend.exprgen import AGGREGATES as AGGREGATES_T
 from p4sim.backend.exprgen import width_of
 from p4sim.backend.externgen import SM_INTRINSICS, ExternGen, enum_member
 from p4sim.backend.stmtgen import StmtGen
@@ -101,6 +102,7 @@ class BlockGen(ExternGen, StmtGen):
         self.fn_names: dict[int, str] = {}
         self.w = Writer()
         self.return_mode = "return"
+        self.fn_outs: list[str] = []
         self.in_parser = False
         self.sm_expr: str | None = None
         self.current_entry: tuple[str, Any] | None = None
@@ -271,33 +273,68 @@ class BlockGen(ExternGen, StmtGen):
                 self.w.line(f"{c} = {prof.pyname}.select({e}.group_id, {h})")
 
     # ---- functions -------------------------------------------------------------------------
-    def function_call(self, call: ast.MethodCall) -> str:
-        d: ast.FunctionDecl = call.decl
+    def function_name(self, d: ast.FunctionDecl) -> str:
         name = self.fn_names.get(id(d))
         if name is None:
             name = self.gname("fn_" + d.name)
             self.fn_names[id(d)] = name
             self.gen_function(d, name)
-        args = []
-        for p, a in zip(d.params, call.args, strict=True):
-            if p.direction in ("out", "inout") and not isinstance(p.type, (ast.HeaderT, ast.StructT)):
-                raise P4UnsupportedError(call.loc, f"function {d.name}: scalar {p.direction} parameter {p.name}")
-            args.append(self.ex(a) if p.direction in ("out", "inout") else self.value(a))
+        return name
+
+    def function_call(self, call: ast.MethodCall) -> str:
+        d: ast.FunctionDecl = call.decl
+        if self.copies_out(d):
+            raise P4UnsupportedError(call.loc, f"call of {d.name} (copies values out) in this position")
+        name = self.function_name(d)
+        args = [self.ex(a) if p.direction in ("out", "inout") else self.value(a)
+                for p, a in zip(d.params, call.args, strict=True)]
         return f"{name}({', '.join(args)})"
 
+    def function_call_copyout(self, call: ast.MethodCall) -> str:
+        """Call a function with scalar out/inout params: ``r = f(...)``, then copy the outs back
+        (after the call, in parameter order, as P4's copy-in/copy-out). Returns the name of a
+        local holding the return value."""
+        d: ast.FunctionDecl = call.decl
+        name = self.function_name(d)
+        args = []
+        outs = []
+        for p, a in zip(d.params, call.args, strict=True):
+            scalar_out = p.direction in ("out", "inout") and not isinstance(p.type, AGGREGATES_T)
+            if scalar_out:
+                outs.append(a)
+                args.append(self.ex(a) if p.direction == "inout" and a is not None else
+                            default_value(p.type, self.classes))
+            else:
+                args.append(self.ex(a) if p.direction in ("out", "inout") else self.value(a))
+        r = self.w.tmp("fr")
+        self.w.line(f"{r} = {name}({', '.join(args)})")
+        for i, a in enumerate(outs, 1):
+            if a is not None and not isinstance(a, ast.DontCare):
+                self.assign(a, f"{r}[{i}]")
+        ret = self.w.tmp("rv")
+        self.w.line(f"{ret} = {r}[0]")
+        return ret
+
     def gen_function(self, d: ast.FunctionDecl, name: str) -> None:
-        saved = (self.w, self.env, self.return_mode, self.hoisted)
-        self.w, self.env, self.return_mode = Writer(1), Env(self.root_env), "return"
+        saved = (self.w, self.env, self.return_mode, self.hoisted, self.fn_outs)
+        self.w, self.env = Writer(1), Env(self.root_env)
         try:
             pnames = []
+            outs = []
             for p in d.params:
                 pn = f"p_{ident(p.name)}"
                 pnames.append(pn)
                 self.env.bind(p, pn)
+                if p.direction in ("out", "inout") and not isinstance(p.type, AGGREGATES_T):
+                    outs.append(pn)
+            self.return_mode = "tuple" if outs else "return"
+            self.fn_outs = outs
             self.stmts(d.body.stmts)
+            if outs:
+                self.w.line(f"return (None, {', '.join(outs)})")
             self.functions.append(f"def {name}({', '.join(pnames)}):\n" + self.w.text())
         finally:
-            self.w, self.env, self.return_mode, self.hoisted = saved
+            self.w, self.env, self.return_mode, self.hoisted, self.fn_outs = saved
 
     # ---- controls --------------------------------------------------------------------------
     def control_apply(self, call: ast.MethodCall) -> str:

@@ -8,6 +8,7 @@ map its name to a small int through a per-table dict, and branch to the inlined 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from p4sim.backend.exprgen import AGGREGATES, ExprGen, is_signed, width_of, wrap
@@ -33,6 +34,9 @@ def _walk(node: Any, out: list) -> None:
                 _walk(child, out)
         for item in getattr(node, "items", None) or []:
             _walk(item, out)
+
+
+_CHILDREN = ("expr", "left", "right", "cond", "then", "else_", "index", "value", "mask", "low", "high")
 
 
 def contains_return(stmt: Any) -> bool:
@@ -70,15 +74,99 @@ class StmtGen(ExprGen):
         finally:
             self.env = saved
 
-    def hoist(self, *exprs: Any) -> None:
-        calls: list = []
-        for e in exprs:
-            if e is not None:
-                _walk(e, calls)
-        for call in calls:
-            hit, act = self.w.tmp("hit"), self.w.tmp("act")
-            self.apply_table(call, hit, act)
-            self.hoisted[id(call)] = (hit, act)
+    def hoist(self, e: Any) -> Any:
+        """Emit what must run before ``e`` can be evaluated as one Python expression (table
+        applies, calls that copy values out), keeping P4's left-to-right order and the
+        short-circuit of ``&&``, ``||`` and ``?:``; returns the expression to evaluate then."""
+        if e is None or not self.effectful(e):
+            return e
+        return self.linearize(e)
+
+    def effectful(self, e: Any) -> bool:
+        if isinstance(e, ast.MethodCall):
+            if e.kind == "table_apply" or (e.kind == "function" and self.copies_out(e.decl)):
+                return True
+            return any(a is not None and self.effectful(a) for a in e.args)
+        if isinstance(e, ast.Expression):
+            for name in _CHILDREN:
+                child = getattr(e, name, None)
+                if isinstance(child, ast.Expression) and self.effectful(child):
+                    return True
+            return any(self.effectful(i) for i in (getattr(e, "items", None) or []))
+        return False
+
+    @staticmethod
+    def copies_out(d: Any) -> bool:
+        """A function with scalar out/inout params returns (value, outs...) in Python."""
+        return any(p.direction in ("out", "inout") and not isinstance(p.type, AGGREGATES)
+                   for p in getattr(d, "params", ()))
+
+    def temp_expr(self, name: str, t: Any) -> ast.Expression:
+        sentinel = ast.PathExpr(name, type=t)
+        sentinel.decl = sentinel
+        self.env.bind(sentinel, name)
+        return sentinel
+
+    def linearize(self, e: Any) -> Any:
+        if not self.effectful(e):
+            return e
+        w = self.w
+        if isinstance(e, ast.Binary) and e.op in ("&&", "||"):
+            t = w.tmp("sc")
+            w.line(f"{t} = {self.ex(self.linearize(e.left))}")
+            with w.block(f"if {t}:" if e.op == "&&" else f"if not {t}:"):
+                w.line(f"{t} = {self.ex(self.linearize(e.right))}")
+            return self.temp_expr(t, e.type)
+        if isinstance(e, ast.Conditional):
+            t = w.tmp("cv")
+            with w.block(f"if {self.ex(self.linearize(e.cond))}:"):
+                w.line(f"{t} = {self.value(self.linearize(e.then))}")
+            with w.block("else:"):
+                w.line(f"{t} = {self.value(self.linearize(e.else_))}")
+            return self.temp_expr(t, e.type)
+        if isinstance(e, ast.MethodCall):
+            new = copy.copy(e)
+            new.args = self.settle_args(e)
+            if e.kind == "table_apply":
+                hit, act = w.tmp("hit"), w.tmp("act")
+                self.apply_table(new, hit, act)
+                self.hoisted[id(e)] = (hit, act)
+                self.hoisted[id(new)] = (hit, act)
+                return e
+            if e.kind == "function" and self.copies_out(e.decl):
+                return self.temp_expr(self.function_call_copyout(new), e.type)
+            return new
+        new = copy.copy(e)
+        for name in _CHILDREN:
+            child = getattr(e, name, None)
+            if isinstance(child, ast.Expression):
+                setattr(new, name, self.settle(child))
+        if getattr(e, "items", None):
+            new.items = [self.settle(i) for i in e.items]
+        return new
+
+    def settle_args(self, call: ast.MethodCall) -> list[Any]:
+        """Arguments evaluated in order; ``out``/``inout`` ones stay lvalues (written back later)."""
+        params = call.params or getattr(call.decl, "params", None) or []
+        out = []
+        for i, a in enumerate(call.args):
+            direction = params[i].direction if i < len(params) else "in"
+            out.append(a if direction in ("out", "inout") else self.settle(a))
+        return out
+
+    def settle(self, e: Any) -> Any:
+        """Linearize ``e`` and pin its value in a temporary (so later effects cannot change it)."""
+        if e is None:
+            return None
+        lin = self.linearize(e)
+        if isinstance(lin, (ast.IntLiteral, ast.BoolLiteral, ast.StringLiteral, ast.ErrorConst, ast.EnumConst)) \
+                or isinstance(lin.type, AGGREGATES) or isinstance(lin, (ast.Mask, ast.Range, ast.DefaultExpr)) \
+                or (isinstance(lin, ast.MethodCall) and lin.kind == "table_apply") \
+                or (isinstance(lin, ast.Member) and isinstance(lin.expr, ast.MethodCall)):
+            return lin
+        t = self.w.tmp("ev")
+        self.w.line(f"{t} = {self.ex(lin)}")
+        return self.temp_expr(t, lin.type)
 
     def st_BlockStmt(self, s: ast.BlockStmt) -> None:
         self.stmts(s.stmts)
@@ -91,8 +179,7 @@ class StmtGen(ExprGen):
         if isinstance(d, ast.VariableDecl):
             name = self.w.tmp("v_" + d.name[:12])
             if d.init is not None:
-                self.hoist(d.init)
-                self.w.line(f"{name} = {self.value(d.init)}")
+                self.w.line(f"{name} = {self.value(self.hoist(d.init))}")
             else:
                 self.w.line(f"{name} = {default_value(d.type, self.classes)}")
             self.env.bind(d, name)
@@ -104,10 +191,10 @@ class StmtGen(ExprGen):
             raise P4UnsupportedError(s.loc, f"local declaration {type(d).__name__}")
 
     def st_AssignStmt(self, s: ast.AssignStmt) -> None:
-        self.hoist(s.rhs)
+        rhs = self.hoist(s.rhs)
         if isinstance(s.lhs.type, ast.VarbitT) and isinstance(s.lhs, ast.Member) and isinstance(s.rhs, ast.Member):
             self.w.line(f"{self.ex(s.lhs)}_len = {self.ex(s.rhs)}_len")   # a varbit value carries its length
-        self.assign(s.lhs, self.value(s.rhs))
+        self.assign(s.lhs, self.value(rhs))
 
     def assign(self, lhs: ast.Expression, code: str) -> None:
         """Store Python value ``code`` into P4 lvalue ``lhs``."""
@@ -150,17 +237,16 @@ class StmtGen(ExprGen):
         self.w.line(f"{self.ex(lhs)} = {code}")
 
     def st_IfStmt(self, s: ast.IfStmt) -> None:
-        self.hoist(s.cond)
-        with self.w.block(f"if {self.ex(s.cond)}:"):
+        cond = self.hoist(s.cond)
+        with self.w.block(f"if {self.ex(cond)}:"):
             self.stmt(s.then)
         if s.else_ is not None:
             with self.w.block("else:"):
                 self.stmt(s.else_)
 
     def st_SwitchStmt(self, s: ast.SwitchStmt) -> None:
-        self.hoist(s.expr)
         val = self.w.tmp("sw")
-        self.w.line(f"{val} = {self.ex(s.expr)}")
+        self.w.line(f"{val} = {self.ex(self.hoist(s.expr))}")
         action_run = isinstance(s.expr, ast.Member) and s.expr.member == "action_run"
         table = s.expr.expr.decl if action_run else None
         pending: list[str] = []
@@ -201,17 +287,24 @@ class StmtGen(ExprGen):
     def st_ReturnStmt(self, s: ast.ReturnStmt) -> None:
         if self.return_mode == "break":
             self.w.line("break")
+        elif self.return_mode == "tuple":
+            value = self.value(self.hoist(s.value)) if s.value is not None else "None"
+            self.w.line(f"return ({value}, {', '.join(self.fn_outs)})")
         elif s.value is not None:
-            self.hoist(s.value)
-            self.w.line(f"return {self.value(s.value)}")
+            self.w.line(f"return {self.value(self.hoist(s.value))}")
         else:
             self.w.line("return")
 
     def st_MethodCallStmt(self, s: ast.MethodCallStmt) -> None:
         call = s.call
-        self.hoist(*[a for a in call.args if a is not None])
+        if any(a is not None and self.effectful(a) for a in call.args):
+            call = copy.copy(call)
+            call.args = self.settle_args(s.call)
         if call.kind == "table_apply":
             self.apply_table(call, None, None)
+            return
+        if call.kind == "function" and self.copies_out(call.decl):
+            self.function_call_copyout(call)
             return
         code = self.call(call, statement=True)
         if code:

@@ -173,3 +173,25 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     good = (~(0x1234 + 0x5678) & 0xFFFF).to_bytes(2, "big")
     assert p.process(bytes.fromhex("12345678") + good + b"\x00", 0)[0][1][-1] == 0
     assert p.process(bytes.fromhex("12345679") + good + b"\x00", 0)[0][1][-1] == 1
+
+
+def test_copy_out_functions_respect_short_circuit_and_order(tmp_path):
+    late = """
+    bool touch(inout bit<8> v) { v = v + 1; return true; }
+    bit<8> twice(inout bit<8> v) { v = v * 2; return v; }
+    """
+    ingress = """
+    table t { key = { hdr.h.a: exact; } actions = { NoAction; } }
+    apply {
+        sm.egress_spec = 1;
+        bool x = true || touch(hdr.h.a);          // not evaluated
+        x = false || touch(hdr.h.b);              // evaluated: b + 1
+        x = (hdr.h.c == 0) ? touch(hdr.h.c) : touch(hdr.h.d);
+        hdr.h.r = twice(hdr.h.d) + hdr.h.d;       // copy-out happens before the right operand
+        if (false && t.apply().hit) { hdr.h.a = 0xFF; }
+    }
+    """
+    p = path_for(simple_program(tmp_path, "bit<8> a; bit<8> b; bit<8> c; bit<8> d; bit<8> r;", ingress,
+                                late=late))
+    assert p.process(bytes([5, 5, 0, 3, 0]), 0) == [(1, bytes([5, 6, 1, 6, 12]))]
+    assert p.process(bytes([5, 5, 9, 3, 0]), 0) == [(1, bytes([5, 6, 9, 8, 16]))]
