@@ -16,6 +16,7 @@ import pytest
 from p4sim.switch.ctl import CtlClient
 from p4sim.switch.ctl_server import CtlError, CtlServer
 from p4sim.switch.device import SwitchDevice
+from tests.switch.programs import TM_PROBE_P4, needs_compiler, probe_frame, read_probe
 
 PY = sys.executable
 
@@ -208,3 +209,33 @@ def test_stop_leaves_no_file_descriptors(tmp_path):
     while sorted(os.listdir("/proc/self/fd")) != before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+@needs_compiler
+def test_switch_runs_compiled_program_file_over_nanomsg(tmp_path):
+    import struct
+
+    import pynng
+
+    out = tmp_path / "out"
+    r = subprocess.run([PY, "-m", "p4sim.cli", "compile", "-o", str(out), TM_PROBE_P4],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    program = out / "tm_probe.p4sim.json"
+    addr = f"ipc://{tmp_path}/sw.ipc"
+    proc, _ = start_switch("--packet-in", addr, str(program))
+    ptf = pynng.Pair0(recv_timeout=3000, send_timeout=1000)
+    try:
+        ptf.dial(addr, block=True)
+        for port in (1, 2):
+            ptf.send(struct.pack("<iii", 0, port, 0))          # PORT_ADD
+        frame = probe_frame(42)
+        ptf.send(struct.pack("<iii", 3, 1, len(frame)) + frame)  # PACKET_IN on port 1
+        msg = ptf.recv()
+        kind, port, length = struct.unpack_from("<iii", msg)
+        assert (kind, port, length) == (4, 2, len(msg) - 12)     # PACKET_OUT on port 2
+        assert read_probe(msg[12:])["seq"] == 42
+    finally:
+        ptf.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
