@@ -111,3 +111,19 @@ def test_link_down_does_not_spin_and_port_recovers():
             assert dev.counters["rx"] == 1
         finally:
             dev.stop()
+
+
+def test_vlan_tag_survives_the_ring():
+    """The kernel moves 802.1Q tags into packet metadata (VLAN offload); the port puts them back."""
+    from scapy.layers.l2 import Dot1Q
+
+    with VethTopology(1, tag=f"p4v{os.getpid() % 10000}") as topo:
+        port = AfPacketPort(1, topo.switch_ifaces[0])
+        try:
+            tagged = bytes(Ether(src="02:77:00:00:00:01", dst="02:77:00:00:00:02") / Dot1Q(vlan=42, prio=5) /
+                           IP(src="10.77.0.1", dst="10.77.0.200") / UDP(sport=1, dport=2) / bytes(30))
+            with HostSocket(topo.hosts[0]) as host:
+                host.send(tagged)
+            assert recv_until(port, 1) == [tagged]
+        finally:
+            port.close()
