@@ -64,6 +64,8 @@ class CallChecker(ExprChecker):
             out = self._bind(mc, scope, decl.params, {}, decl.return_type, decl.type_params)
             self.check_extern_function_call(mc)  # type: ignore[attr-defined]
             return out
+        if isinstance(f, A.TypeMember):
+            return self._type_member_call(mc, f, scope)
         if not isinstance(f, A.Member):
             raise self.err(mc, "expression is not callable")
         name = f.member
@@ -134,6 +136,34 @@ class CallChecker(ExprChecker):
             mc.decl = decl
             return self._bind(mc, scope, decl.params, {}, A.VoidT(), [])
         raise self.err(f, f"{type_str(t)} has no method '{name}'")
+
+    def _type_member_call(self, mc: A.MethodCall, f: A.TypeMember,
+                          scope: Scope) -> A.Expression:
+        """``T.minSizeInBits()`` on a type, or direct application ``MyControl.apply(...)``."""
+        if f.type_name == "error":
+            raise self.err(mc, "expression is not callable")
+        t = self.resolve_type(A.TypeName(f.type_name, loc=f.loc), scope, f)
+        if f.member in SIZE_BUILTINS:
+            return self._size_builtin(mc, t, f.member)
+        decl = getattr(t, "decl", None)
+        if f.member == "apply" and isinstance(decl, (A.ControlDecl, A.ParserDecl)):
+            # Direct application: an implicit instance local to the enclosing block.
+            owner_scope = scope.enclosing("control", "parser")
+            owner = getattr(owner_scope, "control", None) or getattr(owner_scope, "parser", None)
+            if owner is None:
+                raise self.err(mc, f"'{decl.name}.apply()' is only allowed inside a control or "
+                                   f"parser")
+            inst = A.Instantiation(f"{decl.name}_inst_{len(owner.locals)}", t, [],
+                                   loc=mc.loc)
+            inst.decl = decl
+            owner.locals.append(inst)
+            assert owner_scope is not None
+            owner_scope.add(inst.name, inst)
+            path = A.PathExpr(inst.name, type=t, loc=f.loc)
+            path.decl = inst
+            mc.func = A.Member(path, "apply", loc=f.loc)
+            return self.call(mc, scope, None)
+        raise self.err(mc, f"type {type_str(t)} has no method '{f.member}'")
 
     # ------------------------------------------------------------------ helpers
     def _pick(self, decls: list[Any], args: list[A.Argument], mc: A.MethodCall,

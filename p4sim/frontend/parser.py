@@ -518,6 +518,12 @@ class _ToAst(Transformer):
     def default_label(self, meta: Any, ch: list[Any]) -> A.Expression:
         return A.DefaultExpr(loc=self.loc(meta))
 
+    def direct_apply(self, meta: Any, ch: list[Any]) -> A.Statement:
+        _annos, typ, member, args = ch
+        func = A.TypeMember(typ.name, member, loc=self.loc(meta))
+        call = A.MethodCall(func, [], args, loc=self.loc(meta))
+        return A.MethodCallStmt(call, loc=self.loc(meta))
+
     def annotated_block(self, meta: Any, ch: list[Any]) -> A.Statement:
         block: A.BlockStmt = ch[1]
         block.annotations = self._annos(ch[0])

@@ -299,6 +299,7 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
         if d.ctor_params:
             raise self.unsupported(d, f"constructor parameters of parser '{d.name}'")
         scope = self.global_scope.child("parser")
+        scope.parser = d  # type: ignore[attr-defined]
         self.params(d.params, scope, f"parser '{d.name}'")
         for p in d.params:
             self.declare(scope, p.name, p)

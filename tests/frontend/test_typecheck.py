@@ -434,3 +434,24 @@ def test_serializable_enum_keys_accept_underlying_masks(tmp_path):
     assert e0.keys[0].value == 0 and isinstance(e0.keys[0].type, A.SerEnumT)
     assert e1.keys[1].value.value == 0xab00 and e1.keys[1].mask.value == 0xff00
     assert e1.keys[1].mask.type == A.BitT(16)
+
+
+def test_direct_application_and_type_size_builtins(tmp_path):
+    prog = compile_text(tmp_path, V1_PRELUDE + """
+        typedef bit<32> T;
+        header h_t { bit<8> a; bit<16> b; }
+        control Inner(inout bit<8> x) { apply { x = x + 1; } }
+        control Outer(inout bit<8> x, inout bit<32> n) {
+            apply {
+                Inner.apply(x);
+                n = (bit<32>) (T.minSizeInBits() + h_t.minSizeInBytes());
+            }
+        }
+    """, require_main=False)
+    outer = prog.find("Outer")
+    call = outer.apply.stmts[0].call
+    assert call.kind == "control_apply" and call.decl.name == "Inner"
+    inst = call.target.decl
+    assert isinstance(inst, A.Instantiation) and inst in outer.locals and inst.decl.name == "Inner"
+    size = outer.apply.stmts[1].rhs
+    assert isinstance(size, A.IntLiteral) and size.value == 32 + 3
