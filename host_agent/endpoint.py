@@ -21,7 +21,7 @@ import numpy as np
 
 from host_agent import protocol as P
 from host_agent.assembly import NUMPY_OF_DTYPE, ReceiveStats, TensorAssembly
-from host_agent.errors import TransportError
+from host_agent.errors import TransportError, UserError
 from host_agent.outgoing import OutgoingTensor, SendState
 from host_agent.packetizer import PacketizedTensor
 from host_agent.ratecontrol import AimdPacer, RateConfig
@@ -161,12 +161,15 @@ class Endpoint:
     # -- public API ----------------------------------------------------------------------------
     def send(self, pt: PacketizedTensor, dest: tuple[str, int]) -> SendHandle:
         """Start sending a packetized tensor to ``dest`` (job and worker come from the packets)."""
-        dest = (socket.gethostbyname(dest[0]), int(dest[1]))
+        try:
+            dest = (socket.gethostbyname(dest[0]), int(dest[1]))
+        except OSError:
+            raise UserError(f"destination {dest[0]!r}: cannot resolve the host name") from None
         now = time.monotonic()
         tx = OutgoingTensor(pt, dest, now, self.cfg.rto_initial)
         key = (dest, pt.tensor_id)
         old = self.outgoing.get(key)
-        if old is not None and old.state in (SendState.SENDING, SendState.PROBING):
+        if old is not None and old.state in (SendState.OPENING, SendState.SENDING, SendState.PROBING):
             raise TransportError(f"tensor {pt.tensor_id} to {dest[0]}:{dest[1]} is already in flight")
         self.outgoing[key] = tx
         self._active.append(tx)
@@ -223,7 +226,7 @@ class Endpoint:
         if not worked:
             if self.pacer.wait_time() and any(t.state is SendState.SENDING for t in self._active):
                 wait = min(wait, self.pacer.wait_time())
-            r, _, _ = select.select([self.sock], [], [], max(0.0, min(wait, max_wait)))
+            select.select([self.sock], [], [], max(0.0, min(wait, max_wait)))
 
     def _sendto(self, data, dest: tuple[str, int]) -> bool:
         try:
