@@ -6,8 +6,8 @@ Loss semantics (docs/transport.md, "Collectives"):
 - PS pull: parameters go back tagged PULL; missing parameter elements keep the worker's previous
   value (so a worker may lag by one update on at most p of the non-critical packets).
 - Ring reduce-scatter: each of the N-1 steps is a gradient transfer with bound p; an element whose
-  packet is missing at step s loses the partial sum of s+1 ranks. All-gather: sent as parameters
-  with loss bound 0 (full reliability), so every rank ends with the same values.
+  packet is missing at step s loses the partial sum of s+1 ranks. All-gather: sent as parameters,
+  all CRITICAL with loss bound 0 (full reliability), so every rank ends with the same values.
 With no loss both equal the exact sum (bit-exact for values whose sums are exact in float32).
 """
 
@@ -172,7 +172,7 @@ def ring_allreduce(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], da
     bounds = np.linspace(0, flat.size, n + 1).astype(np.int64)
     chunk = [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
     right, left = addrs[(rank + 1) % n], (rank - 1) % n
-    gather_policy = replace(policy, loss_bound=0.0)
+    gather_policy = replace(policy, loss_bound=0.0, pull_critical=True)   # all CRITICAL, fully reliable
     # reduce-scatter: step s sends chunk (r - s), receives chunk (r - s - 1) and adds it
     tmp = [np.zeros(c.size, np.float32) for c in chunk]
     steps = 2 * (n - 1)
