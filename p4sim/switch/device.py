@@ -233,7 +233,7 @@ class SwitchDevice:
             timeout = max(0.0, (next_ns - time.monotonic_ns()) / 1e9)
         events = self._epoll.poll(timeout) if timeout > 0 else self._epoll.poll(0)
         rx: list[tuple[int, bytes]] = []
-        for fd, _ev in events:
+        for fd, ev in events:
             if fd == self._wake_fd:
                 try:
                     os.eventfd_read(self._wake_fd)
@@ -245,8 +245,8 @@ class SwitchDevice:
                 if self.nanomsg is not None and fd == self.nanomsg.fileno():
                     rx.extend(self.nanomsg.recv_pairs(RX_BATCH))
                 continue
-            if _ev & (select.EPOLLERR | select.EPOLLHUP):
-                self._port_error(fd, port, _ev)
+            if ev & (select.EPOLLERR | select.EPOLLHUP):
+                self._port_error(fd, port, ev)
             no = port.port_no
             rx.extend((no, data) for data in port.recv_batch(RX_BATCH))
         injected = self._injected
