@@ -110,6 +110,8 @@ class BlockGen(ExternGen, StmtGen):
         self.local_actions: dict[int, str] = {}
         self.table_descs: dict[int, res.TableDesc] = {}
         self.empty_fns: set[str] = set()
+        self.synthetic_lists: dict[int, list[str]] = {}
+        self.meta_type: Any = None
         self._global_count = 0
         self.root_env = self.env
         self._top_level_objects()
@@ -196,10 +198,8 @@ class BlockGen(ExternGen, StmtGen):
             actions.append(res.TableActionRef(self.action_name(ref.decl), scope, ref.annotations))
         default = None
         if t.default_action is not None:
-            default = (self.action_name(t.default_action.decl),
-                       tuple(self.const_value(a) & mask(w) for a, (_, w, _) in
-                             zip(t.default_action.args, self.manifest.actions[
-                                 self.action_name(t.default_action.decl)].params, strict=False)))
+            default_fq = self.action_name(t.default_action.decl)
+            default = (default_fq, self.action_data(t.default_action, self.manifest.actions[default_fq].params))
         impl = self.env.lookup(t.implementation) if t.implementation is not None else None
         desc = res.TableDesc(
             pyname=self.gname(t.name), name=fq, keys=keys, actions=actions, size=t.size or 1024,
@@ -235,12 +235,16 @@ class BlockGen(ExternGen, StmtGen):
                 prio = self.const_value(entry.priority)
             else:
                 prio = (n - i) * t.priority_delta if needs_priority else 0
-            decl = entry.action.decl
-            fq = self.action_name(decl)
-            params = self.manifest.actions[fq].params
-            args = tuple(self.const_value(a) & mask(w) for a, (_, w, _) in zip(entry.action.args, params, strict=False))
+            fq = self.action_name(entry.action.decl)
+            args = self.action_data(entry.action, self.manifest.actions[fq].params)
             out.append(res.ConstEntry(tuple(match), fq, args, prio))
         return out
+
+    def action_data(self, ref: ast.ActionRef, params: list[tuple[str, int, Any]]) -> tuple[int, ...]:
+        """The constant action data of ``a(x, 1, 2)``: the args after the directional ones."""
+        n_dir = sum(1 for p in ref.decl.params if p.direction != "")
+        data = ref.args[n_dir:] if len(ref.args) > n_dir else []
+        return tuple(self.const_value(a) & mask(w) for a, (_, w, _) in zip(data, params, strict=False))
 
     def keyset_to_match(self, kind: str, width: int, ks: ast.Expression) -> Any:
         full = mask(width)
@@ -337,14 +341,23 @@ class BlockGen(ExternGen, StmtGen):
             self.w, self.env, self.return_mode, self.hoisted, self.fn_outs = saved
 
     # ---- controls --------------------------------------------------------------------------
-    def control_apply(self, call: ast.MethodCall) -> str:
+    def control_apply(self, call: ast.MethodCall) -> str | None:
         fn = self.env.lookup(call.target.decl)
         if fn is None:
             raise P4UnsupportedError(call.loc, "apply of an unknown control instance")
-        for p in call.decl.params:
-            if p.direction in ("out", "inout") and not isinstance(p.type, (ast.HeaderT, ast.StructT, ast.HeaderUnionT)):
-                raise P4UnsupportedError(call.loc, f"control {call.decl.name}: scalar {p.direction} parameter {p.name}")
-        return f"{fn}({', '.join(self.ex(a) for a in call.args)})"
+        params = call.decl.params
+        outs = [(i, a) for i, (p, a) in enumerate(zip(params, call.args, strict=True))
+                if p.direction in ("out", "inout") and not isinstance(p.type, AGGREGATES_T)]
+        args = [self.ex(a) if p.direction in ("out", "inout") else self.value(a)
+                for p, a in zip(params, call.args, strict=True)]
+        if not outs:
+            return f"{fn}({', '.join(args)})"
+        r = self.w.tmp("cr")
+        self.w.line(f"{r} = {fn}({', '.join(args)})")
+        for k, (_, a) in enumerate(outs, 1):
+            if a is not None and not isinstance(a, ast.DontCare):
+                self.assign(a, f"{r}[{k}]")
+        return None
 
     def gen_control(self, d: ast.ControlDecl, prefix: str) -> str:
         name = self.gname("ctl_" + prefix)
@@ -355,8 +368,17 @@ class BlockGen(ExternGen, StmtGen):
         self.sm_expr = None
         try:
             pnames = self.bind_params(d.params)
+            outs = [pn for pn, p in zip(pnames, d.params, strict=True)
+                    if p.direction in ("out", "inout") and not isinstance(p.type, AGGREGATES_T)]
+            saved_outs = self.fn_outs
+            self.fn_outs = outs
+            if outs:
+                self.return_mode = "tuple"
             self.declare_locals(d.locals, prefix)
             self.stmts(d.apply.stmts)
+            if outs:
+                self.w.line(f"return (None, {', '.join(outs)})")
+            self.fn_outs = saved_outs
             if not self.w.lines:
                 self.empty_fns.add(name)
             self.functions.append(f"def {name}({', '.join(pnames)}):\n" + self.w.text())
@@ -519,6 +541,7 @@ class BlockGen(ExternGen, StmtGen):
         decls = [d for _, d in self.program.main_blocks]
         if len(decls) != 6:
             raise P4CompileError(self.program.main.loc, "V1Switch needs six blocks")
+        self.meta_type = decls[0].params[2].type
         for role, d in zip(V1MODEL_BLOCKS, decls, strict=True):
             prefix = control_plane_name("", d)
             if isinstance(d, ast.ParserDecl):
@@ -532,6 +555,7 @@ class BlockGen(ExternGen, StmtGen):
             if isinstance(t, (ast.StructT, ast.HeaderT, ast.HeaderUnionT)):
                 self.classes.name(t)
         fl = self.field_lists(m_t)
+        fl.update(self.synthetic_lists)
         tail = [f"_NEW_H = {self.classes.name(h_t)}", f"_NEW_M = {self.classes.name(m_t)}",
                 f"_NEW_S = {self.classes.name(sm_t)}"]
         if any(_has_exit(d) for d in self.program.decls):

@@ -161,15 +161,18 @@ class ExternGen:
             return None
         if name in ("clone", "clone_preserving_field_list", "clone3"):
             kind = enum_member(a[0])
-            fl = self.as_int(a[2]) if name == "clone_preserving_field_list" else "0"
+            if name == "clone_preserving_field_list":
+                fl = self.as_int(a[2])
+            else:
+                fl = str(self.synthetic_field_list(a[2] if name == "clone3" else None))
             self.w.line(f"{self._sm(call)}._clone = ({1 if kind == 'E2E' else 0}, {self.as_int(a[1])}, {fl})")
             return None
         if name in ("resubmit_preserving_field_list", "resubmit"):
-            fl = self.as_int(a[0]) if name.endswith("list") else "0"
+            fl = self.as_int(a[0]) if name.endswith("list") else str(self.synthetic_field_list(a[0]))
             self.w.line(f"{self._sm(call)}._resubmit = {fl}")
             return None
         if name in ("recirculate_preserving_field_list", "recirculate"):
-            fl = self.as_int(a[0]) if name.endswith("list") else "0"
+            fl = self.as_int(a[0]) if name.endswith("list") else str(self.synthetic_field_list(a[0]))
             self.w.line(f"{self._sm(call)}._recirc = {fl}")
             return None
         if name == "truncate":
@@ -191,6 +194,40 @@ class ExternGen:
                 self.w.line(f"raise _ParserReject({self.ex(a[1])})")
             return None
         raise P4UnsupportedError(call.loc, f"extern function {name}")
+
+    def synthetic_field_list(self, data: ast.Expression | None) -> int:
+        """A field list for the old ``resubmit(data)``/``recirculate(data)``/``clone3(.., data)``
+        forms: the user-metadata fields named in ``data`` (as dotted paths). Returns its id
+        (negative, so it never collides with ``@field_list`` indices)."""
+        paths: list[str] = []
+
+        def collect(e: Any) -> None:
+            if e is None:
+                return
+            if isinstance(e, ast.ListExpr):
+                for item in e.items:
+                    collect(item)
+                return
+            if isinstance(e, ast.StructInit):
+                for _, v in e.fields:
+                    collect(v)
+                return
+            chain = []
+            node = e
+            while isinstance(node, ast.Member):
+                chain.append(pyfield(node.member))
+                node = node.expr
+            if isinstance(node, ast.PathExpr) and isinstance(node.decl, ast.Param) \
+                    and getattr(node.decl.type, "name", None) == getattr(self.meta_type, "name", object()):
+                if chain:
+                    paths.append(".".join(reversed(chain)))
+                else:    # the whole metadata struct
+                    paths.extend(pyfield(f) for f, _ in self.meta_type.fields)
+
+        collect(data)
+        fid = -1 - len(self.synthetic_lists)
+        self.synthetic_lists[fid] = paths
+        return fid
 
     def _sm(self, call: ast.MethodCall) -> str:
         if self.sm_expr is None:

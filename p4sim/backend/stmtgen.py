@@ -410,10 +410,20 @@ class StmtGen(ExprGen):
         raise P4CompileError(table.loc, f"action {action.name} is not an action of table {table.name}")
 
     def table_action_decls(self, table: ast.TableDecl) -> list[ast.ActionDecl]:
-        decls = [ref.decl for ref in table.actions]
-        if table.default_action is not None and table.default_action.decl not in decls:
-            decls.append(table.default_action.decl)
-        return decls
+        return [ref.decl for ref in self.table_action_refs(table)]
+
+    @staticmethod
+    def table_action_refs(table: ast.TableDecl) -> list[ast.ActionRef]:
+        refs = list(table.actions)
+        if table.default_action is not None and table.default_action.decl not in [r.decl for r in refs]:
+            refs.append(table.default_action)
+        return refs
+
+    @staticmethod
+    def bound_args(ref: ast.ActionRef) -> list[Any]:
+        """Arguments written in the table for the action's directional params (``a(hdr.x)``)."""
+        n_dir = sum(1 for p in ref.decl.params if p.direction != "")
+        return list(ref.args[:n_dir]) + [None] * (len(ref.decl.params) - min(n_dir, len(ref.args)))
 
     def apply_table(self, call: ast.MethodCall, hit: str | None, act: str | None) -> None:
         table: ast.TableDecl = call.decl
@@ -444,9 +454,10 @@ class StmtGen(ExprGen):
         w.line(f"{idx} = {desc.pyname}_A.get({c}.name, -1) if {c} is not None else -1")
         if act:
             w.line(f"{act} = {idx}")
-        decls = self.table_action_decls(table)
+        refs = self.table_action_refs(table)
         first = True
-        for i, decl in enumerate(decls):
+        for i, ref in enumerate(refs):
+            decl = ref.decl
             if not decl.body.stmts and not any(p.direction == "" for p in decl.params):
                 continue
             with w.block(("if " if first else "elif ") + f"{idx} == {i}:"):
@@ -455,7 +466,7 @@ class StmtGen(ExprGen):
                 saved = self.current_entry
                 self.current_entry = (e, desc)
                 try:
-                    self.inline_action(decl, None, args)
+                    self.inline_action(decl, self.bound_args(ref), args)
                 finally:
                     self.current_entry = saved
             first = False

@@ -132,8 +132,14 @@ class V1ModelPath:
 
     # ---- helpers ---------------------------------------------------------------------------
     def _preserve(self, src: Any, dst: Any, field_list: int) -> None:
-        for name in self.pipeline.field_lists.get(field_list, ()):
-            setattr(dst, name, getattr(src, name))
+        """Copy the user-metadata fields of ``field_list`` (dotted paths for nested structs)."""
+        for path in self.pipeline.field_lists.get(field_list, ()):
+            s, d = src, dst
+            *parents, last = path.split(".")
+            for p in parents:
+                s, d = getattr(s, p), getattr(d, p)
+            value = getattr(s, last)
+            setattr(d, last, value._copy() if hasattr(value, "_copy") else value)
 
     def _assert_failed(self, err: Exception) -> None:
         self.drops["assert"] += 1
