@@ -11,7 +11,7 @@ import socket
 
 import numpy as np
 import pytest
-from conftest import run_both
+from host_helpers import run_both
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 

@@ -11,7 +11,7 @@ import os
 import socket
 
 import numpy as np
-from conftest import run_both
+from host_helpers import run_both
 from scapy.packet import raw
 
 from host_agent import protocol as P

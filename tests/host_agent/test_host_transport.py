@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import run_both
+from host_helpers import run_both
 
 from host_agent import protocol as P
 from host_agent.errors import TransportError
