@@ -31,7 +31,9 @@ class _MininetTopo(Topo):
         for name, sw in spec.switches.items():
             self.addSwitch(name, cls=P4RuntimeSwitch, device_id=sw.device_id, **switch_params.get(name, {}))
         for name, host in spec.hosts.items():
-            self.addHost(name, ip=f"{host.ip}/24", mac=host.mac)
+            # /32: every destination, same subnet included, goes through the switch (it routes, it
+            # does not bridge or answer ARP), so hosts resolve only the gateway, statically.
+            self.addHost(name, ip=f"{host.ip}/32", mac=host.mac)
         for link in spec.links:
             if link.a in spec.hosts:
                 self.addLink(link.a, link.b, port2=link.b_port, intfName1=f"{link.a}-eth0")
@@ -75,6 +77,8 @@ class EmulatedNetwork:
                 self._configure_host(self.net[name], spec.gateway,
                                      self.topo.switches[spec.switch].mac)
             self.net.start()
+            for name in self.topo.switches:
+                self.net[name].wait_ready()
         except BaseException:
             self.stop()
             raise
@@ -85,7 +89,7 @@ class EmulatedNetwork:
         intf = host.defaultIntf().name
         host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
         host.cmd(f"ethtool -K {intf} tx off rx off >/dev/null 2>&1")
-        host.cmd(f"ip route replace default via {gateway} dev {intf}")
+        host.cmd(f"ip route replace default via {gateway} dev {intf} onlink")
         host.cmd(f"ip neigh replace {gateway} lladdr {gateway_mac} dev {intf} nud permanent")
 
     def switch(self, name: str) -> P4RuntimeSwitch:

@@ -97,7 +97,7 @@ class P4RuntimeSwitch(Switch):
             logfile.flush()
             self.process = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, start_new_session=True)
-        self.wait_ready()
+        # Not waiting here: the network starts every switch, then waits for all (``wait_ready``).
 
     def interface_args(self) -> list[str]:
         args: list[str] = []
