@@ -414,6 +414,8 @@ class BlockGen(ExternGen, StmtGen):
                     self.instantiate_extern(d, prefix)
                 elif isinstance(d.decl, ast.ControlDecl):
                     self.env.bind(d, self.gen_control(d.decl, control_plane_name(prefix, d)))
+                elif isinstance(d.decl, ast.ParserDecl):
+                    self.env.bind(d, self.gen_parser(d.decl, control_plane_name(prefix, d), sub=True))
                 else:
                     raise P4UnsupportedError(d.loc, f"instantiation of {type(d.decl).__name__} here")
             elif isinstance(d, ast.ValueSetDecl):
@@ -431,17 +433,29 @@ class BlockGen(ExternGen, StmtGen):
                 self.declare_table(d)
 
     # ---- parsers ---------------------------------------------------------------------------
-    def gen_parser(self, d: ast.ParserDecl, prefix: str) -> str:
-        name = self.gname("prs_" + prefix)
-        saved = (self.w, self.env, self.return_mode, self.prefix, self.sm_expr, self.in_parser)
+    def gen_parser(self, d: ast.ParserDecl, prefix: str, sub: bool = False) -> str:
+        """A parser instance as one function: states as branches of a loop over ``_st``.
+
+        The top-level parser takes the packet bytes and returns the payload offset; a
+        sub-parser (``sub``) takes and returns the bit cursor, plus its scalar ``out`` values."""
+        name = self.gname(("sub_" if sub else "prs_") + prefix)
+        saved = (self.w, self.env, self.return_mode, self.prefix, self.sm_expr, self.in_parser, self.fn_outs)
         self.w, self.env, self.return_mode, self.prefix = Writer(1), Env(self.root_env), "return", prefix
         self.in_parser, self.sm_expr = True, None
         try:
             pnames = self.bind_params(d.params)
-            pnames[0] = "_d"
+            outs = [pn for pn, p in zip(pnames, d.params, strict=True)
+                    if p.direction in ("out", "inout") and not isinstance(p.type, AGGREGATES_T)]
             w = self.w
-            w.line("_n = len(_d) << 3")
-            w.line("_p = 0")
+            if sub:
+                pnames = ["_d", "_p", "_n"] + pnames[1:]
+                for pn, p in zip(pnames[3:], d.params[1:], strict=True):
+                    if p.direction == "out" and not isinstance(p.type, AGGREGATES_T):
+                        w.line(f"{pn} = {default_value(p.type, self.classes)}")
+            else:
+                pnames[0] = "_d"
+                w.line("_n = len(_d) << 3")
+                w.line("_p = 0")
             self.declare_locals(d.locals, prefix)
             states = [s for s in d.states if s.name not in ("accept", "reject")]
             start = next((s for s in states if s.name == "start"), None)
@@ -452,21 +466,48 @@ class BlockGen(ExternGen, StmtGen):
             index = {id(s): i for i, s in enumerate(states)}
             sm = self.sm_expr
             w.line("_st = 0")
-            with w.block("try:"):
+
+            def body() -> None:
                 with w.block("while True:"):
                     for i, s in enumerate(states):
                         with w.block(("if " if i == 0 else "elif ") + f"_st == {i}:"):
                             self.stmts(s.stmts)
                             self.transition(s, index)
-            with w.block("except _ParserReject as _r:"):
-                if sm is not None:
-                    with w.block("if _r.code is not None:"):
-                        w.line(f"{sm}.parser_error = _r.code")
-            w.line("return _p >> 3")
+            if sub:      # errors propagate to the top-level parser
+                body()
+                w.line(f"return (_p, {', '.join(outs)})" if outs else "return (_p,)")
+            else:
+                with w.block("try:"):
+                    body()
+                with w.block("except _ParserReject as _r:"):
+                    if sm is not None:
+                        with w.block("if _r.code is not None:"):
+                            w.line(f"{sm}.parser_error = _r.code")
+                w.line("return _p >> 3")
             self.functions.append(f"def {name}({', '.join(pnames)}):\n" + w.text())
         finally:
-            self.w, self.env, self.return_mode, self.prefix, self.sm_expr, self.in_parser = saved
+            (self.w, self.env, self.return_mode, self.prefix, self.sm_expr, self.in_parser,
+             self.fn_outs) = saved
         return name
+
+    def parser_apply(self, call: ast.MethodCall) -> None:
+        """``subparser.apply(pkt, args)`` inside a parser state."""
+        fn = self.env.lookup(call.target.decl)
+        if fn is None or not self.in_parser:
+            raise P4UnsupportedError(call.loc, "apply of a parser outside a parser")
+        params = call.decl.params
+        args, outs = [], []
+        for p, a in zip(params[1:], call.args[1:], strict=True):
+            scalar_out = p.direction in ("out", "inout") and not isinstance(p.type, AGGREGATES_T)
+            if scalar_out:
+                outs.append(a)
+            args.append(self.ex(a) if p.direction in ("out", "inout") else self.value(a))
+        r = self.w.tmp("pr")
+        self.w.line(f"{r} = {fn}(_d, _p, _n{''.join(', ' + x for x in args)})")
+        self.w.line(f"_p = {r}[0]")
+        for k, a in enumerate(outs, 1):
+            if a is not None and not isinstance(a, ast.DontCare):
+                self.assign(a, f"{r}[{k}]")
 
     def goto(self, target: Any, index: dict[int, int]) -> None:
         name = getattr(target, "name", None)

@@ -332,6 +332,9 @@ class StmtGen(ExprGen):
             return self.extern_method(call)
         if kind == "control_apply":
             return self.control_apply(call)
+        if kind == "parser_apply":
+            self.parser_apply(call)
+            return None
         raise P4UnsupportedError(call.loc, f"call of kind {kind}")
 
     def builtin(self, call: ast.MethodCall) -> str | None:

@@ -195,3 +195,28 @@ def test_copy_out_functions_respect_short_circuit_and_order(tmp_path):
                                 late=late))
     assert p.process(bytes([5, 5, 0, 3, 0]), 0) == [(1, bytes([5, 6, 1, 6, 12]))]
     assert p.process(bytes([5, 5, 9, 3, 0]), 0) == [(1, bytes([5, 6, 9, 8, 16]))]
+
+
+def test_sub_parser_shares_the_cursor_and_copies_out(tmp_path):
+    late = """
+    parser Sub(packet_in pkt, inout headers_t hdr, out bit<8> kind) {
+        state start { pkt.extract(hdr.x); kind = hdr.x.v; transition accept; }
+    }
+    """
+    parser = """
+    Sub() sub;
+    bit<8> k;
+    state start {
+        pkt.extract(hdr.h);
+        sub.apply(pkt, hdr, k);
+        transition select(k) { 1: one; default: accept; }
+    }
+    state one { pkt.extract(hdr.y); transition accept; }
+    """
+    ingress = "apply { sm.egress_spec = 1; if (hdr.y.isValid()) { hdr.h.r = 0x11; } }"
+    p = path_for(simple_program(tmp_path, "bit<8> r;", ingress, parser=parser,
+                                headers="hdr_t h; item_t x; item_t y;", extra="header item_t { bit<8> v; }",
+                                late=late,
+                                deparser="apply { pkt.emit(hdr.h); pkt.emit(hdr.x); pkt.emit(hdr.y); }"))
+    assert p.process(bytes([0, 1, 7, 9]), 0) == [(1, bytes([0x11, 1, 7, 9]))]
+    assert p.process(bytes([0, 2, 7, 9]), 0) == [(1, bytes([0, 2, 7, 9]))]
