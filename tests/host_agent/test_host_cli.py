@@ -40,14 +40,15 @@ def records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_recv_and_gen_checksums_match(tmp_path):
+@pytest.mark.parametrize("mode", ["dlcp", "baseline", "tcp"])
+def test_recv_and_gen_checksums_match(tmp_path, mode):
     rx_out, tx_out = tmp_path / "rx.jsonl", tmp_path / "tx.jsonl"
     rx = subprocess.Popen(AGENT + ["recv", "--bind", "127.0.0.1:0", "--count", "161", "--timeout", "20",
-                                   "--out", str(rx_out)])
+                                   "--mode", mode, "--out", str(rx_out)])
     try:
         addr = wait_listening(rx_out)
         subprocess.run(AGENT + ["gen", "--dest", addr, "--profile", "resnet50", "--scale", "0.002", "--worker", "3",
-                                "--out", str(tx_out)], check=True, timeout=60)
+                                "--mode", mode, "--out", str(tx_out)], check=True, timeout=60)
         assert rx.wait(30) == 0
     finally:
         rx.kill()
@@ -56,7 +57,9 @@ def test_recv_and_gen_checksums_match(tmp_path):
     assert len(got) == len(sent["sha256"]) == 161
     for tid, digest in enumerate(sent["sha256"]):
         assert got[tid]["sha256"] == digest and got[tid]["worker"] == 3
-    assert records(rx_out)[-1] == {"event": "summary", "tensors": 161, "drops": {}}
+    if mode != "tcp":
+        assert records(rx_out)[-1] == {"event": "summary", "tensors": 161, "drops": {}}
+        assert {r["layer_class"] for r in got.values()} == ({0} if mode == "baseline" else set(range(8)))
 
 
 @pytest.mark.parametrize("mode", ["dlcp", "tcp"])
