@@ -1,0 +1,61 @@
+// #define with parameters and #undef, as p4c's test programs use them
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8>  a;
+    bit<8>  b;
+    bit<16> c;
+    bit<32> x;
+    bit<32> y;
+}
+header t_t {
+    bit<8> v;
+}
+#define IS_ONE(x) ((x) == 1)
+#define GONE 1
+#undef GONE
+
+struct headers_t {
+    h_t h;
+}
+
+struct meta_t {
+    bit<8> unused;
+}
+
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.h);
+        transition accept;
+    }
+}
+
+control VC(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    
+    apply {
+        if (IS_ONE(hdr.h.a)) { sm.egress_spec = 2; } else { sm.egress_spec = 3; }
+#ifdef GONE
+        sm.egress_spec = 9;
+#endif
+    }
+}
+
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    
+    apply {  }
+}
+
+control CC(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control D(packet_out pkt, in headers_t hdr) {
+    apply { pkt.emit(hdr.h); }
+}
+
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
