@@ -39,8 +39,8 @@ After ``load_program`` returns, the tree is *checked*:
   (``ActionDecl``, ``FunctionDecl``, ``ExternFunctionDecl``, ``MethodDecl`` of an extern,
   ``TableDecl`` for ``t.apply()``, ``ParserDecl``/``ControlDecl`` for sub-parser/control apply,
   ``None`` for header/stack builtins); ``method`` is the method name; ``args`` are reordered into
-  parameter order (named arguments resolved); an omitted ``@optional``/defaulted argument becomes
-  ``None``; ``type_args`` are resolved (explicit or inferred, e.g. ``extract<ethernet_t>``).
+  parameter order (named arguments resolved); an omitted defaulted argument becomes the
+  parameter's default expression and an omitted ``@optional`` argument becomes ``None``; ``type_args`` are resolved (explicit or inferred, e.g. ``extract<ethernet_t>``).
   ``params`` is the callee's parameter list after type-argument substitution.
 * ``Instantiation`` (extern/parser/control/package object): ``type`` resolved (``ExternT`` with
   its type args, e.g. ``register<bit<32>>`` -> ``ExternT("register", (BitT(32),))``), ``decl``

@@ -287,7 +287,8 @@ class CallChecker(ExprChecker):
             np = A.Param(p.name, p.direction, pt, p.default, annotations=p.annotations, loc=p.loc)
             new_params.append(np)
             if e is None:
-                final.append(None)
+                # an omitted defaulted argument takes the (checked) default; @optional -> None
+                final.append(p.default if p.default is not None else None)
                 continue
             what = f"argument '{p.name}' of '{mc.method}'"
             if isinstance(e, A.DontCare):

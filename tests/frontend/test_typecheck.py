@@ -455,3 +455,30 @@ def test_direct_application_and_type_size_builtins(tmp_path):
     assert isinstance(inst, A.Instantiation) and inst in outer.locals and inst.decl.name == "Inner"
     size = outer.apply.stmts[1].rhs
     assert isinstance(size, A.IntLiteral) and size.value == 32 + 3
+
+
+def test_named_optional_and_default_arguments(tmp_path):
+    prog = compile_text(tmp_path, V1_PRELUDE + """
+        extern Thing {
+            Thing();
+            bit<16> update<T>(in T data, @optional in bool zeros_as_ones);
+        }
+        bit<8> add(in bit<8> a, in bit<8> b = 8w7) { return a + b; }
+        control C(inout bit<16> x, inout bit<8> y) {
+            Thing() thing;
+            register<bit<16>>(4) r;
+            apply {
+                x = thing.update({ y });
+                y = add(y);
+                r.write(value = x, index = 2);
+            }
+        }
+    """, require_main=False)
+    stmts = prog.find("C").apply.stmts
+    assert stmts[0].rhs.args[1] is None and stmts[0].rhs.type == A.BitT(16)
+    default = stmts[1].rhs.args[1]
+    assert isinstance(default, A.IntLiteral) and default.value == 7
+    write = stmts[2].call
+    assert [p.name for p in write.params] == ["index", "value"]
+    assert write.args[0].value == 2 and write.args[0].type == A.BitT(32)
+    assert write.args[1].decl.name == "x"
