@@ -47,6 +47,7 @@ class NanomsgPortGroup:
         self.rx_count: dict[int, int] = {}
         self.tx_count: dict[int, int] = {}
         self.tx_dropped = 0
+        self.bad_messages = 0
         self._sock = pynng.Pair0()
         try:
             self._sock.listen(address)
@@ -73,9 +74,14 @@ class NanomsgPortGroup:
             except self._pynng.Closed:
                 break
             if len(msg) < _HDR.size:
+                self.bad_messages += 1
                 log.warning("%s: short nanomsg message (%d bytes) ignored", self.address, len(msg))
                 continue
             kind, port, more = _HDR.unpack_from(msg)
+            if not 0 <= port < 511:
+                self.bad_messages += 1
+                log.warning("%s: message for port %d ignored (ports are 0..510)", self.address, port)
+                continue
             if kind == PACKET_IN:
                 if port in self.down:
                     continue
@@ -90,6 +96,7 @@ class NanomsgPortGroup:
             elif kind == INFO_REQ:
                 self._info_reply(port, more)
             else:
+                self.bad_messages += 1
                 log.warning("%s: unknown nanomsg message type %d ignored", self.address, kind)
         return out
 

@@ -53,3 +53,28 @@ def test_nn_bad_address_is_user_error():
             dev.add_nanomsg("bogus://x")
     finally:
         dev.stop()
+
+
+def test_nn_hostile_messages_are_ignored(tmp_path):
+    addr = f"ipc://{tmp_path}/sw.ipc"
+    dev = SwitchDevice(name="s-nn3")
+    group = dev.add_nanomsg(addr)
+    dev.start()
+    ptf = pynng.Pair0(recv_timeout=2000, send_timeout=1000)
+    try:
+        ptf.dial(addr, block=True)
+        ptf.send(b"\x01\x02")                                        # too short
+        ptf.send(struct.pack("<iii", PACKET_IN, -4, 10) + bytes(10))   # port out of range
+        ptf.send(struct.pack("<iii", 99, 1, 0))                        # unknown type
+        ptf.send(struct.pack("<iii", PACKET_IN, 1, 1 << 30) + bytes(60))  # length larger than the data
+        ptf.send(struct.pack("<iii", 5, 1, INFO_CTRS))
+        reply = ptf.recv()                                             # still answering
+        assert struct.unpack_from("<iii", reply) == (INFO_REP, 1, INFO_CTRS)
+        assert group.bad_messages == 3
+        deadline = time.monotonic() + 2
+        while dev.counters["rx"] < 1 and time.monotonic() < deadline:   # counted after the batch
+            time.sleep(0.01)
+        assert dev.counters["rx"] == 1
+    finally:
+        ptf.close()
+        dev.stop()
