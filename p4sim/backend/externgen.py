@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4sim.backend.exprgen import width_of
-from p4sim.backend.typegen import check_byte_aligned, emit_expr, extract_lines, mask, pyfield
+from p4sim.backend.typegen import check_byte_aligned, emit_expr, extract_lines, mask, pyfield, wire_width
 from p4sim.errors import P4CompileError, P4UnsupportedError
 from p4sim.frontend import ast
 from p4sim.runtime import hashes
@@ -390,8 +390,7 @@ class ExternGen:
                    f"{too_short}, {self.error_index['HeaderTooShort']}, "
                    f"{self.error_index['ParserInvalidArgument']})")
             return
-        check_byte_aligned(t, loc)
-        width = ast.type_width(t)
+        width = wire_width(t)
         with w.block(f"if _p + {width} > _n:"):
             w.line(f"raise _ParserReject({too_short})")
         b = w.tmp("b")

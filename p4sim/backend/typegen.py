@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import keyword
 
-from p4sim.errors import P4UnsupportedError
 from p4sim.frontend import ast
 
 
@@ -106,10 +105,7 @@ class TypeClasses:
         return "\n".join(lines) + "\n"
 
     def _header_codec(self, cls: str, t: ast.HeaderT, fields: list[tuple[str, ast.Type]]) -> list[str]:
-        width = sum(ast.type_width(ft) for _, ft in fields)
-        if width % 8:
-            # p4c rejects such headers for BMv2; extracting/emitting one is an error at codegen.
-            return [f"_HW_{cls} = {width}"]
+        width = wire_width(t)
         fmt, _ = struct_layout(t)
         lines = [f"_HW_{cls} = {width}", f"_ST_{cls} = _Struct({fmt!r})", f"def _x_{cls}(h, d, b):"]
         lines += ["    " + x for x in extract_lines(t, "h", "d", "b", "v", f"_ST_{cls}")]
@@ -180,24 +176,30 @@ def _is_bool(t: ast.HeaderT, slot: str) -> bool:
 
 
 def check_byte_aligned(t: ast.HeaderT, loc) -> None:
+    """Kept for callers: every header is extracted in whole bytes (see ``wire_width``)."""
+
+
+def wire_width(t: ast.HeaderT) -> int:
+    """Bits a header occupies on the wire: BMv2 rounds a header that is not a whole number of
+    bytes up to whole bytes (the pad bits follow the last field; emitted as zeros)."""
     width = sum(ast.type_width(ft) for _, ft in t.fields)
-    if width % 8:
-        raise P4UnsupportedError(loc, f"header {t.name} is {width} bits, not a multiple of 8 (BMv2 rejects it)")
+    return (width + 7) // 8 * 8
 
 
 _PART = {8: "Q", 4: "I", 2: "H", 1: "B"}
 
 
-def struct_layout(t: ast.HeaderT) -> tuple[str, list[tuple[list[tuple[int, int]], list[tuple[str, ast.Type, int, int]]]]] | None:
-    """Split a byte-aligned header into byte-aligned chunks read with one ``struct`` format.
+def struct_layout(t: ast.HeaderT) -> tuple[str, list[tuple[list[tuple[int, int]], list[tuple[str | None, ast.Type, int, int]]]]]:
+    """Split a header into byte-aligned chunks read with one ``struct`` format.
 
     Returns (format, chunks); each chunk is (parts, fields): ``parts`` are (index in the
     unpacked tuple, width in bits) from most significant, ``fields`` are (attr, type, width,
-    shift within the chunk). None when the header is not byte aligned.
+    shift within the chunk; None for the pad bits of a header that is not whole bytes).
     """
     fields = [(pyfield(n), ft, ast.type_width(ft)) for n, ft in t.fields]
-    if sum(w for _, _, w in fields) % 8:
-        return None
+    pad = (-sum(w for _, _, w in fields)) % 8
+    if pad:      # a header that is not whole bytes: pad bits at its end (BMv2)
+        fields.append((None, ast.BitT(pad), pad))
     fmt = "!"
     chunks = []
     current: list[tuple[str, ast.Type, int]] = []
@@ -259,6 +261,8 @@ def extract_lines(t: ast.HeaderT, obj: str, data: str, byte: str, tmp: str, stru
                 value = tmp
         chunk_w = sum(w for _, w in parts)
         for f, ft, w, shift in placed:
+            if f is None:
+                continue
             e = value if shift == 0 else f"({value} >> {shift})"
             if shift + w != chunk_w:
                 e = f"{e} & {hex(mask(w))}"
@@ -274,10 +278,14 @@ def emit_expr(t: ast.HeaderT, obj: str, struct_name: str) -> str:
     for parts, placed in chunks:
         terms = []
         for f, ft, w, shift in placed:
+            if f is None:
+                continue
             v = f"{obj}.{f}"
             if (isinstance(ft, ast.BitT) and ft.signed) or isinstance(ft, ast.BoolT):
                 v = f"(int({v}) & {hex(mask(w))})"
             terms.append(v if shift == 0 else f"({v} << {shift})")
+        if not terms:
+            terms = ["0"]
         value = terms[0] if len(terms) == 1 else f"({' | '.join(terms)})"
         total = sum(w for _, w in parts)
         for _, w in parts:
