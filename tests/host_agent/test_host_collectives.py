@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import threading
 
 import numpy as np
 import pytest
 
 from host_agent.collectives import PSServer, PSWorker, ring_allreduce
 from host_agent.endpoint import Endpoint, EndpointConfig
+from host_agent.packetizer import packetize
 from host_agent.policy import TagPolicy
-from host_agent.relay import LossyRelay, drop_noncritical
+from host_agent.relay import LossyRelay, drop_noncritical, drop_offsets
 
 N = 4
 SHAPES = [(3000,), (40, 50), (7,), (20000,)]
@@ -170,3 +172,31 @@ def test_ring_allreduce_with_loss_stays_within_bound(loss_rate):
     chunk = exact.size / N
     assert wrong <= (N - 1) * N * (bound * chunk + 362)
     assert wrong <= (N - 1) * (bound * exact.size + N * 362)
+
+
+def test_ps_reports_loss_per_layer_class():
+    """Zero-filled share per layer class in the server's stats matches the packets the relay dropped."""
+    shapes = [(362 * 20,), (362 * 20,)]              # tensor 0 -> class 7, tensor 1 -> class 3
+    sep = Endpoint(EndpointConfig(job_id=2, worker_id=0xFFFF))
+    wep = Endpoint(EndpointConfig(job_id=2, worker_id=0))
+    pol = TagPolicy(critical_share=0.0, loss_bound=0.2)
+    grads = [np.ones(s, np.float32) for s in shapes]
+    probe = packetize(grads[0], tensor_id=0, policy=pol, position=0, num_layers=2)
+    assert probe.layer_class == 7
+    dropped = {(0, 362 * i) for i in (1, 5, 9)}       # 3 of tensor 0's 20 packets
+    srv = PSServer(sep, shapes, 1, pol, timeout=20)
+    stats = {}
+    t = threading.Thread(target=lambda: stats.update(s=srv.step(0)))
+    try:
+        with LossyRelay(sep.address, drop_offsets(dropped)) as relay:
+            w = PSWorker(wep, relay.address, [np.zeros(s, np.float32) for s in shapes], pol, timeout=20)
+            t.start()
+            w.step(0, grads)
+            t.join(20)
+    finally:
+        sep.sock.close()
+        wep.sock.close()
+    rec = stats["s"].as_record()
+    assert rec["loss_by_class"] == {"3": 0.0, "7": 3 / 20}
+    assert rec["zero_filled_elements"] == 3 * 362
+    assert np.count_nonzero(srv.last_sum[0] == 0) == 3 * 362
