@@ -221,6 +221,10 @@ class AfPacketPort(Port):
             status, tp_len, snaplen, mac, _net, _s, _ns, tci, tpid = unpack(ring, off)
             if ring[off + _SLL_PKTTYPE_OFFSET] != PACKET_OUTGOING:
                 if snaplen < tp_len:
+                    if not self.rx_dropped:
+                        log.warning("%s: %d-byte frame does not fit the ring (GSO/TSO or GRO on?); dropped. "
+                                    "Disable offloads: ethtool -K %s gro off gso off tso off",
+                                    self.name, tp_len, self.name)
                     self.rx_dropped += 1
                 else:
                     frame = bytes(view[off + mac: off + mac + snaplen])
