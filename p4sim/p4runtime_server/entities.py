@@ -53,10 +53,15 @@ _READERS: dict[str, Callable] = {
 READ_CHUNK = 1000   # entities per ReadResponse message
 
 
-def apply_update(session: PipelineSession, pipeline, update: p4runtime_pb2.Update) -> None:
-    """Apply one update; raises P4RuntimeError (nothing applied) on refusal."""
+def apply_update(session: PipelineSession, pipeline, update) -> None:
+    """Apply one update (a p4.v1.Update or a pre-decoded ``wire.TableUpdate``); raises
+    P4RuntimeError (nothing applied) on refusal."""
     if update.type == p4runtime_pb2.Update.UNSPECIFIED:
         raise invalid("update type is UNSPECIFIED")
+    spec = getattr(update, "spec", None)
+    if spec is not None:
+        table_entries.write_table_entry(session, pipeline, update.type, spec)
+        return
     kind = update.entity.WhichOneof("entity")
     if kind is None:
         raise invalid("update has no entity")

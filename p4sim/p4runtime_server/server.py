@@ -18,6 +18,7 @@ from concurrent import futures
 from typing import Any, NamedTuple
 
 import grpc
+from google.protobuf.message import DecodeError
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4sim.errors import UserError
@@ -28,6 +29,7 @@ from p4sim.p4runtime_server.errors import P4RuntimeError, batch_status, grpc_cod
 from p4sim.p4runtime_server.p4info_index import check_compatible
 from p4sim.p4runtime_server.packet_io import parse_packet_in, serialize_packet_out
 from p4sim.p4runtime_server.session import PipelineSession
+from p4sim.p4runtime_server.wire import WriteBatch, parse_write_request
 
 __all__ = ["P4RuntimeServer", "P4RuntimeService", "API_VERSION"]
 
@@ -85,6 +87,13 @@ def _rpc(method):
             log.exception("%s failed", method.__name__)
             context.abort(grpc.StatusCode.INTERNAL, f"internal error: {err}")
     return wrapper
+
+
+def _atomicity_name(value: int) -> str:
+    try:
+        return p4runtime_pb2.WriteRequest.Atomicity.Name(value)
+    except ValueError:
+        return str(value)
 
 
 def _role(request) -> str:
@@ -185,11 +194,22 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     @_rpc
     def Write(self, request, context):   # noqa: N802
+        """``request`` is a WriteRequest or its raw bytes (the server registers a raw handler so
+        big batches of table entries skip the slow pure-Python protobuf parser)."""
+        if isinstance(request, bytes):
+            try:
+                request = parse_write_request(request)
+            except (DecodeError, ValueError) as err:   # ValueError: bad UTF-8 in a string field
+                raise invalid(f"malformed WriteRequest: {err}") from err
+        else:
+            request = WriteBatch(request.device_id, request.role_id, request.role,
+                                 election_id_of(request), request.atomicity, list(request.updates))
         self._check_device(request.device_id)
-        self.arbitrator.check_primary(request.device_id, _role(request), election_id_of(request), "Write")
+        role = request.role or (f"#{request.role_id}" if request.role_id else "")
+        self.arbitrator.check_primary(request.device_id, role, request.election_id, "Write")
         if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
             raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED,
-                                 f"atomicity {p4runtime_pb2.WriteRequest.Atomicity.Name(request.atomicity)} "
+                                 f"atomicity {_atomicity_name(request.atomicity)} "
                                  f"is not supported by p4sim (use CONTINUE_ON_ERROR)")
         with self.device.lock:
             session, pipeline = self.session, self.device.pipeline
@@ -316,6 +336,31 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 self.arbitrator.remove(holder[0])
 
 
+def _handlers(service: P4RuntimeService) -> grpc.GenericRpcHandler:
+    """The P4Runtime methods; Write takes raw bytes (see ``wire``), the rest the usual messages."""
+    pb = p4runtime_pb2
+    unary, stream = grpc.unary_unary_rpc_method_handler, grpc.unary_stream_rpc_method_handler
+    return grpc.method_handlers_generic_handler("p4.v1.P4Runtime", {
+        "Write": unary(service.Write, request_deserializer=None,
+                       response_serializer=pb.WriteResponse.SerializeToString),
+        "Read": stream(service.Read, request_deserializer=pb.ReadRequest.FromString,
+                       response_serializer=pb.ReadResponse.SerializeToString),
+        "SetForwardingPipelineConfig": unary(
+            service.SetForwardingPipelineConfig,
+            request_deserializer=pb.SetForwardingPipelineConfigRequest.FromString,
+            response_serializer=pb.SetForwardingPipelineConfigResponse.SerializeToString),
+        "GetForwardingPipelineConfig": unary(
+            service.GetForwardingPipelineConfig,
+            request_deserializer=pb.GetForwardingPipelineConfigRequest.FromString,
+            response_serializer=pb.GetForwardingPipelineConfigResponse.SerializeToString),
+        "StreamChannel": grpc.stream_stream_rpc_method_handler(
+            service.StreamChannel, request_deserializer=pb.StreamMessageRequest.FromString,
+            response_serializer=pb.StreamMessageResponse.SerializeToString),
+        "Capabilities": unary(service.Capabilities, request_deserializer=pb.CapabilitiesRequest.FromString,
+                              response_serializer=pb.CapabilitiesResponse.SerializeToString),
+    })
+
+
 class P4RuntimeServer:
     """A gRPC server running the P4Runtime service for one device (device contract)."""
 
@@ -333,7 +378,7 @@ class P4RuntimeServer:
             options=[("grpc.max_receive_message_length", MAX_MESSAGE),
                      ("grpc.max_send_message_length", MAX_MESSAGE),
                      ("grpc.so_reuseport", 0)])
-        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self.service, server)
+        server.add_generic_rpc_handlers((_handlers(self.service),))
         try:
             port = server.add_insecure_port(self.address)
         except RuntimeError as err:

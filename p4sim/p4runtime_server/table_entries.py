@@ -9,6 +9,8 @@ Direct counter data and meter configs come back only when the read request asks 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 
 import grpc
 from p4.v1 import p4runtime_pb2
@@ -17,18 +19,61 @@ from p4sim.p4runtime_server import runtime_bridge as rt
 from p4sim.p4runtime_server.codec import (
     check_priority,
     decode_action,
+    decode_action_parts,
     decode_match,
+    decode_match_tuples,
     encode_action,
     encode_match,
+    field_tuple,
 )
 from p4sim.p4runtime_server.errors import P4RuntimeError, from_runtime_error, invalid, not_found
 from p4sim.p4runtime_server.p4info_index import TableInfo
 from p4sim.p4runtime_server.session import PipelineSession
 
-__all__ = ["write_table_entry", "read_table_entries", "write_direct_counter", "read_direct_counters",
+__all__ = ["EntrySpec", "write_table_entry", "read_table_entries", "write_direct_counter", "read_direct_counters",
            "write_direct_meter", "read_direct_meters", "meter_tuple"]
 
 Update = p4runtime_pb2.Update
+
+
+@dataclass(slots=True)
+class EntrySpec:
+    """A TableEntry to write, as plain values: built from the protobuf message, or straight from
+    the wire by ``wire`` (the fast path for big batches)."""
+
+    table_id: int
+    fields: list[tuple] = dc_field(default_factory=list)    # (field id, kind, a, b), see codec
+    priority: int = 0
+    is_default: bool = False
+    has_action: bool = False
+    action_id: int | None = None                           # a direct action ...
+    params: list = dc_field(default_factory=list)           # ... its (param id, value) pairs
+    member_id: int | None = None
+    group_id: int | None = None
+    action_set: p4runtime_pb2.ActionProfileActionSet | None = None
+    idle_timeout_ns: int = 0
+    counter_data: tuple[int, int] | None = None
+    meter_config: p4runtime_pb2.MeterConfig | None = None
+
+    @classmethod
+    def from_proto(cls, msg: p4runtime_pb2.TableEntry) -> EntrySpec:
+        spec = cls(msg.table_id, [field_tuple(fm) for fm in msg.match], msg.priority,
+                   msg.is_default_action, msg.HasField("action"), idle_timeout_ns=msg.idle_timeout_ns)
+        which = msg.action.WhichOneof("type") if spec.has_action else None
+        if which == "action":
+            spec.action_id = msg.action.action.action_id
+            spec.params = [(p.param_id, p.value) for p in msg.action.action.params]
+        elif which == "action_profile_member_id":
+            spec.member_id = msg.action.action_profile_member_id
+        elif which == "action_profile_group_id":
+            spec.group_id = msg.action.action_profile_group_id
+        elif which == "action_profile_action_set":
+            spec.action_set = msg.action.action_profile_action_set
+        if msg.HasField("counter_data"):
+            spec.counter_data = (msg.counter_data.packet_count, msg.counter_data.byte_count)
+        if msg.HasField("meter_config"):
+            spec.meter_config = msg.meter_config
+        return spec
 
 
 def _table(session: PipelineSession, pipeline, table_id: int) -> tuple[TableInfo, object]:
@@ -58,46 +103,42 @@ def _direct_meter_name(session: PipelineSession, info: TableInfo) -> str:
     return session.index.direct_meters[info.direct_meter_id].name
 
 
-def _decode_table_action(session: PipelineSession, pipeline, info: TableInfo,
-                         msg: p4runtime_pb2.TableEntry) -> tuple:
+def _decode_table_action(session: PipelineSession, pipeline, info: TableInfo, spec: EntrySpec) -> tuple:
     """(ActionCall | None, member_id | None, group_id | None, one-shot action set | None)."""
-    if not msg.HasField("action"):
+    if not spec.has_action:
         raise invalid(f"table '{info.name}': entry has no action")
-    which = msg.action.WhichOneof("type")
     if info.implementation_id == 0:
-        if which != "action":
-            raise invalid(f"table '{info.name}' is a direct table; {which or 'an empty action'} given")
-        name, args = decode_action(session.index, info, msg.action.action)
+        if spec.action_id is None:
+            raise invalid(f"table '{info.name}' is a direct table; it needs a direct action")
+        name, args = decode_action_parts(session.index, info, spec.action_id, spec.params)
         return rt.action_call(name, args), None, None, None
     profile_info = session.index.lookup("action_profiles", info.implementation_id)
     profile = pipeline.action_profiles.get(profile_info.name)
-    if which == "action_profile_member_id":
-        member = msg.action.action_profile_member_id
-        if member not in rt.profile_members(profile):
-            raise not_found(f"table '{info.name}': member {member} does not exist in "
+    if spec.member_id is not None:
+        if spec.member_id not in rt.profile_members(profile):
+            raise not_found(f"table '{info.name}': member {spec.member_id} does not exist in "
                             f"'{profile_info.name}'")
-        return None, member, None, None
-    if which == "action_profile_group_id":
-        group = msg.action.action_profile_group_id
+        return None, spec.member_id, None, None
+    if spec.group_id is not None:
         if not profile_info.with_selector:
             raise invalid(f"table '{info.name}': '{profile_info.name}' has no selector; groups need one")
-        if group not in rt.profile_groups(profile):
-            raise not_found(f"table '{info.name}': group {group} does not exist in '{profile_info.name}'")
-        return None, None, group, None
-    if which == "action_profile_action_set":
+        if spec.group_id not in rt.profile_groups(profile):
+            raise not_found(f"table '{info.name}': group {spec.group_id} does not exist in "
+                            f"'{profile_info.name}'")
+        return None, None, spec.group_id, None
+    if spec.action_set is not None:
         if not profile_info.with_selector:
             raise invalid(f"table '{info.name}': one-shot action sets need an action selector")
-        action_set = msg.action.action_profile_action_set
-        if not action_set.action_profile_actions:
+        if not spec.action_set.action_profile_actions:
             raise invalid(f"table '{info.name}': empty one-shot action set")
         calls = []
-        for item in action_set.action_profile_actions:
+        for item in spec.action_set.action_profile_actions:
             if item.weight <= 0:
                 raise invalid(f"table '{info.name}': one-shot action weight {item.weight} must be > 0")
             name, args = decode_action(session.index, info, item.action)
             calls.append((rt.action_call(name, args), item.weight))
-        return None, None, None, (profile, calls, action_set)
-    if which == "action":
+        return None, None, None, (profile, calls, spec.action_set)
+    if spec.action_id is not None:
         raise invalid(f"table '{info.name}' uses action profile '{profile_info.name}'; "
                       f"give a member, a group or an action set, not an action")
     raise invalid(f"table '{info.name}': empty action")
@@ -128,30 +169,32 @@ def _remove_one_shot(session: PipelineSession, pipeline, key: tuple) -> None:
 
 
 def write_table_entry(session: PipelineSession, pipeline, update_type: int,
-                      msg: p4runtime_pb2.TableEntry) -> None:
-    info, table = _table(session, pipeline, msg.table_id)
-    if msg.idle_timeout_ns:
+                      msg: p4runtime_pb2.TableEntry | EntrySpec) -> None:
+    spec = msg if isinstance(msg, EntrySpec) else EntrySpec.from_proto(msg)
+    info, table = _table(session, pipeline, spec.table_id)
+    if spec.idle_timeout_ns:
         raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"table '{info.name}': idle timeout "
                              f"is not supported by p4sim")
-    if msg.is_default_action:
-        _write_default(session, info, table, update_type, msg)
+    if spec.is_default:
+        _write_default(session, info, table, update_type, spec)
         return
     if info.is_const:
         raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED,
                              f"table '{info.name}' is const; its entries cannot be changed")
-    match = decode_match(info, msg.match)
-    check_priority(info, msg.priority)
+    match = decode_match_tuples(info.keys, info.key_pos, spec.fields, info.name)
+    priority = spec.priority
+    check_priority(info, priority)
     rmatch = rt.to_runtime_match(match)
-    key = (info.name, match, msg.priority)
+    key = (info.name, match, priority)
     if update_type == Update.DELETE:
-        if table.find(rmatch, msg.priority) is None:
+        if table.find(rmatch, priority) is None:
             raise not_found(f"table '{info.name}': no such entry to delete")
-        _runtime(table.delete, rt.make_entry(rmatch, None, msg.priority), info)
+        _runtime(table.delete, rt.make_entry(rmatch, None, priority), info)
         _remove_one_shot(session, pipeline, key)
         return
     if update_type not in (Update.INSERT, Update.MODIFY):
         raise invalid(f"table '{info.name}': update type {update_type} is not insert/modify/delete")
-    existing = table.find(rmatch, msg.priority)
+    existing = table.find(rmatch, priority)
     if update_type == Update.INSERT and existing is not None:
         raise P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS,
                              f"table '{info.name}': an entry with this match already exists")
@@ -160,13 +203,13 @@ def write_table_entry(session: PipelineSession, pipeline, update_type: int,
     if update_type == Update.INSERT and len(table) >= table.size:
         raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                              f"table '{info.name}' is full ({table.size} entries)")
-    action, member, group, one_shot = _decode_table_action(session, pipeline, info, msg)
-    counters = _direct_counter_data(info, msg)
-    meter = _direct_meter_data(info, msg)
+    action, member, group, one_shot = _decode_table_action(session, pipeline, info, spec)
+    counters = _direct_counter_data(info, spec)
+    meter = _direct_meter_data(info, spec)
     member_ids: list[int] = []
     if one_shot is not None:   # everything is validated: create the hidden group, undo on failure
         group, member_ids = _install_one_shot(session, one_shot[0], one_shot[1])
-    entry = rt.make_entry(rmatch, action, msg.priority, member, group)
+    entry = rt.make_entry(rmatch, action, priority, member, group)
     if meter is not None and update_type == Update.INSERT:
         rt.set_direct_meter(pipeline, _direct_meter_name(session, info), entry, meter)
     if counters is not None:
@@ -202,37 +245,38 @@ def _drop_group(profile, group: int, member_ids: list[int]) -> None:
         members.pop(mid, None)
 
 
-def _direct_counter_data(info: TableInfo, msg) -> tuple[int, int] | None:
-    if not msg.HasField("counter_data"):
+def _direct_counter_data(info: TableInfo, spec: EntrySpec) -> tuple[int, int] | None:
+    if spec.counter_data is None:
         return None
     if not info.direct_counter_id:
         raise invalid(f"table '{info.name}' has no direct counter; counter_data given")
-    return msg.counter_data.packet_count, msg.counter_data.byte_count
+    return spec.counter_data
 
 
-def _direct_meter_data(info: TableInfo, msg):
-    if not msg.HasField("meter_config"):
+def _direct_meter_data(info: TableInfo, spec: EntrySpec):
+    if spec.meter_config is None:
         return None
     if not info.direct_meter_id:
         raise invalid(f"table '{info.name}' has no direct meter; meter_config given")
-    return meter_tuple(msg.meter_config)
+    return meter_tuple(spec.meter_config)
 
 
-def _write_default(session: PipelineSession, info: TableInfo, table, update_type: int, msg) -> None:
+def _write_default(session: PipelineSession, info: TableInfo, table, update_type: int,
+                   spec: EntrySpec) -> None:
     if update_type != Update.MODIFY:
         raise invalid(f"table '{info.name}': the default entry can only be modified "
                       f"(update type {Update.Type.Name(update_type)})")
-    if msg.match or msg.priority:
+    if spec.fields or spec.priority:
         raise invalid(f"table '{info.name}': a default entry has no match and no priority")
     if info.const_default_action_id:
         raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED,
                              f"table '{info.name}': the default action is const")
-    if not msg.HasField("action"):
+    if not spec.has_action:
         table.reset_default()
         return
-    if msg.action.WhichOneof("type") != "action":
+    if spec.action_id is None:
         raise invalid(f"table '{info.name}': a default entry takes a direct action")
-    name, args = decode_action(session.index, info, msg.action.action, as_default=True)
+    name, args = decode_action_parts(session.index, info, spec.action_id, spec.params, as_default=True)
     try:
         table.set_default(rt.action_call(name, args))
     except Exception as err:

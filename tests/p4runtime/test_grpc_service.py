@@ -262,8 +262,9 @@ def test_garbage_requests_do_not_hurt_the_server(loaded, clients):
     a = clients(1)
     a.recv_arbitration()
     raw = a.channel.unary_unary("/p4.v1.P4Runtime/Write", request_serializer=None, response_deserializer=None)
-    with pytest.raises(grpc.RpcError):
+    with pytest.raises(grpc.RpcError) as info:
         raw(b"\xff\xff\xff\xff garbage", timeout=5)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     hostile = entry(T_EXACT, list(EXACT_ENTRY.match))
     hostile.action.action.action_id = 16777218
     hostile.action.action.params.add(param_id=1, value=b"\x01" * 10_000)
