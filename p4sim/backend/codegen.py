@@ -132,10 +132,15 @@ class BlockGen(ExternGen, StmtGen):
             elif isinstance(d, ast.HeaderDecl) and d.annotation("controller_header") is not None:
                 self.manifest.controller_headers.append(d)
 
+    def note_action_order(self, fq: str) -> None:
+        if fq not in self.manifest.action_order:
+            self.manifest.action_order.append(fq)
+
     def register_action(self, d: ast.ActionDecl, prefix: str) -> str:
         fq = control_plane_name(prefix, d)
         if prefix:
             self.local_actions[id(d)] = fq
+            self.note_action_order(fq)
         if fq not in self.manifest.actions:
             params = [(p.name, width_of(p.type), p.annotations) for p in d.params if p.direction == ""]
             self.manifest.actions[fq] = res.ActionDesc(fq, params, decl=d)
@@ -398,6 +403,12 @@ class BlockGen(ExternGen, StmtGen):
         return names
 
     def declare_locals(self, decls: list[ast.Declaration], prefix: str) -> None:
+        # p4c localizes the top-level actions a control's tables use ahead of its own actions
+        for d in decls:
+            if isinstance(d, ast.TableDecl):
+                for ref in self.table_action_refs(d):
+                    if ref.decl is not None and ref.decl not in decls:
+                        self.note_action_order(control_plane_name("", ref.decl))
         for d in decls:
             if isinstance(d, ast.ActionDecl):
                 self.register_action(d, prefix)

@@ -71,11 +71,11 @@ def _controller_header_name(d: ast.HeaderDecl) -> str:
 def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
     """P4Info for ``program`` from the generator's ``Manifest``."""
     alloc = ids.IdAllocator()
-    used_actions: list[str] = []
+    referenced: set[str] = set()
     for t in man.tables:
-        for name in t.dispatch or [a.name for a in t.actions]:
-            if name not in used_actions:
-                used_actions.append(name)
+        referenced.update(t.dispatch or [a.name for a in t.actions])
+    used_actions = [a for a in man.action_order if a in referenced]
+    used_actions += sorted(referenced - set(used_actions))
     kinds = {"counter": ids.COUNTER, "direct_counter": ids.DIRECT_COUNTER, "meter": ids.METER,
              "direct_meter": ids.DIRECT_METER, "register": ids.REGISTER, "action_profile": ids.ACTION_PROFILE,
              "action_selector": ids.ACTION_PROFILE}
@@ -100,6 +100,7 @@ def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
 
     info = p4info_pb2.P4Info()
     info.pkg_info.arch = "v1model"
+    info.type_info.SetInParent()     # p4c always writes type_info (empty when unused)
     ext_by_name = {x.name: x for x in man.externs}
     for t in man.tables:
         pt = info.tables.add()

@@ -99,5 +99,6 @@ class Manifest:
     externs: list[ExternDesc] = field(default_factory=list)
     value_sets: list[ValueSetDesc] = field(default_factory=list)
     actions: dict[str, ActionDesc] = field(default_factory=dict)
+    action_order: list[str] = field(default_factory=list)   # P4Info order (as p4c lists them)
     digests: dict[str, DigestDesc] = field(default_factory=dict)
     controller_headers: list[Any] = field(default_factory=list)

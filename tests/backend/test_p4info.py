@@ -56,6 +56,7 @@ counters {{ preamble {{ id: {_id(ids.COUNTER, "I.c")} name: "I.c" alias: "c" }} 
 meters {{ preamble {{ id: {_id(ids.METER, "I.m")} name: "I.m" alias: "m" }} spec {{ unit: BYTES }} size: 4 }}
 registers {{ preamble {{ id: {_id(ids.REGISTER, "I.r")} name: "I.r" alias: "r" }}
   type_spec {{ bitstring {{ bit {{ bitwidth: 32 }} }} }} size: 8 }}
+type_info {{ }}
 """
     return text_format.Parse(text, p4info_pb2.P4Info())
 
