@@ -106,17 +106,29 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def __init__(self, device: Any) -> None:
         self.device = device
         self.arbitrator = Arbitrator(device.device_id)
-        self.session: PipelineSession | None = None
+        self._session: PipelineSession | None = None
         self.packet_in_dropped = 0
         self._streams: set[queue.Queue] = set()
         self._streams_lock = threading.Lock()
         self._config_lock = threading.Lock()
-        program = getattr(device, "program", None)
-        if program is not None:   # started with a program on the command line
-            self.session = PipelineSession(program.p4info, program.device_config(), None, program)
         self.digests = DigestEngine(lambda: self.session, self._send_to_primaries)
         device.set_packet_in_handler(self.on_packet_in)
         device.set_digest_handler(self.digests.on_digest)
+
+    @property
+    def session(self) -> PipelineSession | None:
+        """The pipeline as P4Runtime sees it; follows programs loaded on the device by other
+        means (``p4sim switch PROGRAM``) with that program's own P4Info and device config."""
+        current = self._session
+        program = getattr(self.device, "program", None)
+        if program is not None and (current is None or current.program is not program):
+            # no lock: callers may hold the device lock; racing rebuilds produce equal sessions
+            current = self._session = PipelineSession(program.p4info, program.device_config(), None, program)
+        return current
+
+    @session.setter
+    def session(self, value: PipelineSession | None) -> None:
+        self._session = value
 
     def close(self) -> None:
         """Detach from the device and end every open stream."""

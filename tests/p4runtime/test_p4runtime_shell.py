@@ -246,3 +246,41 @@ def _l2_entry(program, mac: str, port: int | None, to_cpu: bool = False, mcast: 
         te.action.action.action_id = actions["MyIngress.forward"].preamble.id
         te.action.action.params.add(param_id=1, value=bytes([port]))
     return p4runtime_pb2.Entity(table_entry=te)
+
+
+def test_shell_drives_a_p4sim_switch_process(program, config_files):
+    """`p4sim switch --no-p4` as simple_switch_grpc would be run; p4runtime-shell pushes the
+    pipeline, writes an entry and reads it back; SIGTERM shuts the process down cleanly."""
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    import p4runtime_sh.shell as sh
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "p4sim.cli", "switch", "--no-p4", "--device-id", str(DEVICE_ID),
+         "--cpu-port", str(CPU_PORT), "--grpc-server-addr", "127.0.0.1:0", "--ctl-addr", "127.0.0.1:0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = proc.stdout.readline()
+        match = re.search(r"grpc=(\S+):(\d+)", ready)
+        assert match, (ready, proc.stderr.read() if proc.poll() is not None else "")
+        sh.setup(device_id=DEVICE_ID, grpc_addr=f"127.0.0.1:{match.group(2)}", election_id=(0, 1),
+                 config=sh.FwdPipeConfig(*config_files), verbose=False)
+        try:
+            te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.forward")
+            te.match["hdr.ipv4.dstAddr"] = "10.9.0.0/16"
+            te.action["port"] = "4"
+            te.insert()
+            got = list(sh.TableEntry("MyIngress.ipv4_lpm").read())
+            assert len(got) == 1 and got[0].msg().match[0].lpm.prefix_len == 16
+        finally:
+            sh.teardown()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
