@@ -152,13 +152,16 @@ def _reader(args: argparse.Namespace, switch: str | list[str] | None, table_name
     return ctl
 
 
-def _writer(args: argparse.Namespace, switch: str) -> SwitchSession:
-    ctl = _controller(args, [switch])
-    ctl.connect(require_primary=True)
-    session = ctl.sessions[switch]
+def _session(args: argparse.Namespace, switch: str) -> SwitchSession:
+    """The (not yet connected) session of one switch: build and check entries before connecting."""
+    return _controller(args, [switch]).sessions[switch]
+
+
+def _connect_writer(session: SwitchSession) -> None:
+    session.connect()
+    session.client.require_primary()
     if session.check_pipeline(push=False).state != "ok":
-        raise SwitchError(switch, "has no DLCP pipeline; run 'dlcpctl apply' first")
-    return session
+        raise SwitchError(session.name, "has no DLCP pipeline; run 'dlcpctl apply' first")
 
 
 def _entries(session: SwitchSession, table_name: str, counters: bool = False) -> list[p4runtime_pb2.TableEntry]:
@@ -253,19 +256,19 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK if all(i["reachable"] for i in data.values()) else EXIT_SWITCH
 
 
-def _show(args: argparse.Namespace, table_name: str, render) -> int:
+def _show(args: argparse.Namespace, table_name: str, render, reverse: bool = False) -> int:
     ctl = _reader(args, args.switch, table_name)
     try:
         rows, data = [], {}
         for name, s in ctl.sessions.items():
             items = [render(s, e) for e in _entries(s, table_name)]
-            items.sort(key=lambda d: tuple(d.values()))
+            items.sort(key=lambda d: tuple(d.values()), reverse=reverse)
             data[name] = items
             rows.extend((name, *d.values()) for d in items)
         if args.json:
             emit_json(data)
         elif rows:
-            first = next(iter(d for d in data.values() if d))
+            first = next(d for items in data.values() for d in items)
             emit(table(("switch", *first.keys()), rows))
         else:
             emit("(no entries)")
@@ -283,9 +286,10 @@ def cmd_thresholds_show(args: argparse.Namespace) -> int:
 
 
 def cmd_thresholds_set(args: argparse.Namespace) -> int:
-    session = _writer(args, args.switch)
+    session = _session(args, args.switch)
     try:
         entry = api.threshold(session.index, args.queue, args.mag, args.drop, args.ecn)
+        _connect_writer(session)
         done = _write_one(session, entry)
         emit(f"{args.switch}: thresholds queue {args.queue} mag {args.mag}: drop {args.drop} ecn {args.ecn} ({done})")
         return EXIT_OK
@@ -302,7 +306,7 @@ def cmd_priority_show(args: argparse.Namespace) -> int:
                 names[reconcile.entry_key(api.priority_rule(s.index, dict(r.match), r.queue, r.priority))] = r.name
         rule = names.get(reconcile.entry_key(e), "(not in policy)")
         return {"priority": e.priority, "rule": rule, **_match(s, e), "queue": _params(s, e).get("queue", "-")}
-    return _show(args, api.PRIORITY_MAP, render)
+    return _show(args, api.PRIORITY_MAP, render, reverse=True)
 
 
 _NETS: dict[str, netconfig.NetConfig] = {}
@@ -315,10 +319,11 @@ def s_net(args: argparse.Namespace) -> netconfig.NetConfig:
 
 
 def cmd_priority_set(args: argparse.Namespace) -> int:
-    session = _writer(args, args.switch)
+    session = _session(args, args.switch)
     try:
         rule = s_net(args).policy.rule(args.rule)
         entry = api.priority_rule(session.index, dict(rule.match), args.queue, rule.priority)
+        _connect_writer(session)
         done = _write_one(session, entry)
         emit(f"{args.switch}: priority rule {rule.name} -> queue {args.queue} ({done})")
         return EXIT_OK
@@ -355,8 +360,10 @@ def cmd_ecmp_show(args: argparse.Namespace) -> int:
 
 
 def cmd_ecmp_set(args: argparse.Namespace) -> int:
-    session = _writer(args, args.switch)
+    session = _session(args, args.switch)
     try:
+        api.ecmp_group(session.index, args.group, 1, args.spray)   # checks the group id's width
+        _connect_writer(session)
         for e in _entries(session, api.ECMP_GROUPS):
             if int(_match(session, e)["group_id"]) == args.group:
                 members = _params(session, e)["num_members"]

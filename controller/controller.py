@@ -110,6 +110,7 @@ class Controller:
             net.switch(name)  # unknown names fail with a suggestion
         eid = election_id if election_id is not None else net.election_id
         self.sessions = {n: SwitchSession(net.switches[n], eid, role or net.role, net.timeout) for n in names}
+        self._desired: dict[str, desired_mod.SwitchDesired] = {}
         self._stop = threading.Event()
         self._restored = threading.Condition()
         self.restore_count: dict[str, int] = {n: 0 for n in names}
@@ -142,11 +143,17 @@ class Controller:
         self._each(one)
 
     def desired(self, session: SwitchSession) -> desired_mod.SwitchDesired:
-        return desired_mod.build_switch(self.net, session.index, session.name)
+        """The entries ``session``'s switch should hold (built once per controller, then cached)."""
+        if session.name not in self._desired:
+            self._desired[session.name] = desired_mod.build_switch(self.net, session.index, session.name)
+        return self._desired[session.name]
+
+    def _wanted(self) -> dict[str, desired_mod.SwitchDesired]:
+        return {name: self.desired(s) for name, s in self.sessions.items()}
 
     def apply(self, dry_run: bool = False, force_pipeline: bool = False) -> dict[str, SwitchReport]:
         """Reconcile every switch; with ``dry_run`` only compute the plans (nothing is written)."""
-        wanted = {name: self.desired(s) for name, s in self.sessions.items()}  # config errors first
+        wanted = self._wanted()  # config errors first, before anything is written
 
         def one(s: SwitchSession) -> SwitchReport:
             with s.lock:

@@ -78,18 +78,24 @@ def field_match(kind: str, field_id: int, value: object, bitwidth: int,
                 where: str) -> p4runtime_pb2.FieldMatch | None:
     """A ``FieldMatch`` for one key field, or None when the value is a wildcard (omitted)."""
     fm = p4runtime_pb2.FieldMatch(field_id=field_id)
+    return fm if fill_field_match(fm, kind, value, bitwidth, where) else None
+
+
+def fill_field_match(fm: p4runtime_pb2.FieldMatch, kind: str, value: object, bitwidth: int,
+                     where: str) -> bool:
+    """Fill ``fm`` (field_id already set) in place; False when the value is a wildcard (omit it)."""
     if kind == "exact":
         if value is None:
             raise ValueError_(f"{where}: an exact field cannot be a wildcard")
         fm.exact.value = encode_value(value, bitwidth, where)
-        return fm
+        return True
     if kind == "optional":
         if value is None:
-            return None
+            return False
         fm.optional.value = encode_value(value, bitwidth, where)
-        return fm
+        return True
     if value is None or value == "*":
-        return None
+        return False
     if kind == "lpm":
         pair = _pair(value, "/")
         number, plen = (pair if pair else (value, bitwidth))
@@ -104,10 +110,10 @@ def field_match(kind: str, field_id: int, value: object, bitwidth: int,
         if host_bits:
             raise ValueError_(f"{where}: value {value} has bits set past the /{plen} prefix")
         if plen == 0:
-            return None
+            return False
         fm.lpm.value = encode(number, bitwidth)
         fm.lpm.prefix_len = plen
-        return fm
+        return True
     if kind == "ternary":
         pair = _pair(value, "&&&")
         number, mask = pair if pair else (value, (1 << bitwidth) - 1)
@@ -116,10 +122,10 @@ def field_match(kind: str, field_id: int, value: object, bitwidth: int,
         if number & ~mask:
             raise ValueError_(f"{where}: value {number:#x} has bits outside mask {mask:#x}")
         if mask == 0:
-            return None
+            return False
         fm.ternary.value = encode(number, bitwidth)
         fm.ternary.mask = encode(mask, bitwidth)
-        return fm
+        return True
     if kind == "range":
         pair = _pair(value, "..")
         low, high = pair if pair else (value, value)
@@ -127,10 +133,10 @@ def field_match(kind: str, field_id: int, value: object, bitwidth: int,
         if low > high:
             raise ValueError_(f"{where}: empty range {low}..{high}")
         if low == 0 and high == (1 << bitwidth) - 1:
-            return None
+            return False
         fm.range.low = encode(low, bitwidth)
         fm.range.high = encode(high, bitwidth)
-        return fm
+        return True
     raise ValueError_(f"{where}: unsupported match kind '{kind}'")
 
 

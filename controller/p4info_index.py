@@ -65,6 +65,7 @@ class P4InfoIndex:
         self.p4info = p4info
         self._by_name: dict[str, dict[str, object]] = {}
         self._by_id: dict[int, object] = {}
+        self._action_id_cache: dict[int, frozenset[int]] = {}
         for kind, attr in _KINDS.items():
             names: dict[str, object] = {}
             for obj in getattr(p4info, attr):
@@ -129,6 +130,12 @@ class P4InfoIndex:
         raise NameNotFound("action parameter", name, [p.name for p in action.params],
                            f"action {action.preamble.name}")
 
+    def _action_ids(self, table: p4info_pb2.Table) -> frozenset[int]:
+        ids = self._action_id_cache.get(table.preamble.id)
+        if ids is None:
+            ids = self._action_id_cache[table.preamble.id] = frozenset(r.id for r in table.action_refs)
+        return ids
+
     @staticmethod
     def needs_priority(table: p4info_pb2.Table) -> bool:
         return any(MATCH_KINDS.get(mf.match_type) in ("ternary", "range", "optional")
@@ -136,14 +143,17 @@ class P4InfoIndex:
 
     # -- builders ----------------------------------------------------------------------------
     def build_action(self, table: p4info_pb2.Table | None, action_name: str,
-                     params: Mapping[str, object] | None, where: str) -> p4runtime_pb2.Action:
+                     params: Mapping[str, object] | None, where: str,
+                     into: p4runtime_pb2.Action | None = None) -> p4runtime_pb2.Action:
+        """An Action by names (filled into ``into`` when given, to avoid a copy)."""
         action = self.get("action", action_name, where)
-        if table is not None and action.preamble.id not in {r.id for r in table.action_refs}:
+        if table is not None and action.preamble.id not in self._action_ids(table):
             allowed = [self.name_of(r.id) for r in table.action_refs]
             raise ValueError_(f"{where}: action {action.preamble.name} is not an action of this table "
                               f"(allowed: {', '.join(allowed)})")
         params = dict(params or {})
-        msg = p4runtime_pb2.Action(action_id=action.preamble.id)
+        msg = into if into is not None else p4runtime_pb2.Action()
+        msg.action_id = action.preamble.id
         for param in action.params:
             if param.name not in params:
                 raise ValueError_(f"{where}: action {action.preamble.name} needs parameter '{param.name}'")
@@ -171,9 +181,9 @@ class P4InfoIndex:
                 if kind == "exact" and not is_default:
                     raise ValueError_(f"{where}: exact field needs a value")
                 continue
-            fm = encoding.field_match(kind, mf.id, match[mf.name], mf.bitwidth, where)
-            if fm is not None:
-                entry.match.append(fm)
+            fm = entry.match.add(field_id=mf.id)
+            if not encoding.fill_field_match(fm, kind, match[mf.name], mf.bitwidth, where):
+                del entry.match[-1]
         if is_default:
             entry.is_default_action = True
         elif self.needs_priority(table):
@@ -183,7 +193,7 @@ class P4InfoIndex:
         elif priority:
             raise ValueError_(f"table {tname}: exact/lpm entries take no priority (got {priority})")
         if action is not None:
-            entry.action.action.CopyFrom(self.build_action(table, action, params, f"table {tname}"))
+            self.build_action(table, action, params, f"table {tname}", into=entry.action.action)
         return entry
 
     def build_value_set_entry(self, name: str, values: Iterable[object]) -> p4runtime_pb2.ValueSetEntry:

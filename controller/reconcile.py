@@ -31,31 +31,35 @@ def _canon(data: bytes) -> bytes:
     return stripped or b"\0"
 
 
-def normalize(entry: p4runtime_pb2.TableEntry) -> p4runtime_pb2.TableEntry:
-    """The comparable part of an entry: table, match (sorted, canonical bytes), priority, action."""
-    out = p4runtime_pb2.TableEntry(table_id=entry.table_id, priority=entry.priority,
-                                   is_default_action=entry.is_default_action)
-    for fm in sorted(entry.match, key=lambda f: f.field_id):
-        new = out.match.add()
-        new.CopyFrom(fm)
-        kind = fm.WhichOneof("field_match_type")
-        sub = getattr(new, kind)
-        for attr in ("value", "mask", "low", "high"):
-            if hasattr(sub, attr) and getattr(sub, attr) != b"":
-                setattr(sub, attr, _canon(getattr(sub, attr)))
-    if entry.HasField("action"):
-        out.action.CopyFrom(entry.action)
-        if out.action.WhichOneof("type") == "action":
-            params = sorted(out.action.action.params, key=lambda p: p.param_id)
-            del out.action.action.params[:]
-            for p in params:
-                out.action.action.params.add(param_id=p.param_id, value=_canon(p.value))
-    return out
+def _field_key(fm: p4runtime_pb2.FieldMatch) -> tuple:
+    kind = fm.WhichOneof("field_match_type")
+    if kind == "exact":
+        return (fm.field_id, kind, _canon(fm.exact.value))
+    if kind == "lpm":
+        return (fm.field_id, kind, _canon(fm.lpm.value), fm.lpm.prefix_len)
+    if kind == "ternary":
+        return (fm.field_id, kind, _canon(fm.ternary.value), _canon(fm.ternary.mask))
+    if kind == "range":
+        return (fm.field_id, kind, _canon(fm.range.low), _canon(fm.range.high))
+    if kind == "optional":
+        return (fm.field_id, kind, _canon(fm.optional.value))
+    return (fm.field_id, kind, fm.SerializeToString(deterministic=True))
 
 
 def entry_key(entry: p4runtime_pb2.TableEntry) -> tuple:
-    norm = normalize(entry)
-    return (norm.table_id, tuple(fm.SerializeToString(deterministic=True) for fm in norm.match), norm.priority)
+    """What identifies an entry on a switch: table, match (canonical bytes, any order), priority."""
+    return (entry.table_id, tuple(sorted(_field_key(fm) for fm in entry.match)), entry.priority)
+
+
+def action_key(entry: p4runtime_pb2.TableEntry) -> tuple:
+    """What an entry does, comparable across canonical and width-padded encodings."""
+    if not entry.HasField("action"):
+        return ()
+    which = entry.action.WhichOneof("type")
+    if which != "action":
+        return (which, entry.action.SerializeToString(deterministic=True))
+    act = entry.action.action
+    return (act.action_id, tuple(sorted((p.param_id, _canon(p.value)) for p in act.params)))
 
 
 def _value_set_members(entry: p4runtime_pb2.ValueSetEntry) -> list[bytes]:
@@ -120,7 +124,7 @@ def read_current(client: P4RuntimeClient, index: P4InfoIndex) -> dict[tuple, p4r
     current = {}
     for entry in client.read_table_entries(0):
         if entry.table_id in wanted and not entry.is_default_action:
-            current[entry_key(entry)] = normalize(entry)
+            current[entry_key(entry)] = entry
     return current
 
 
@@ -142,14 +146,13 @@ def diff(switch: str, current: dict[tuple, p4runtime_pb2.TableEntry], desired: S
     rank = {index.table(n).preamble.id: i for i, n in enumerate(api.TABLE_ORDER) if index.has("table", n)}
     seen = set()
     for entry in desired.entries:
-        norm = normalize(entry)
-        key = entry_key(norm)
+        key = entry_key(entry)
         seen.add(key)
         old = current.get(key)
         if old is None:
-            plan.inserts.append(Change("insert", norm))
-        elif old.action != norm.action:
-            plan.modifies.append(Change("modify", norm, old))
+            plan.inserts.append(Change("insert", entry))
+        elif action_key(old) != action_key(entry):
+            plan.modifies.append(Change("modify", entry, old))
     stale = [old for key, old in current.items() if key not in seen]
     stale.sort(key=lambda e: -rank.get(e.table_id, 0))
     plan.deletes = [Change("delete", e, e) for e in stale]
@@ -183,43 +186,57 @@ class ApplyResult:
     batches: int
 
 
-def apply_plan(client: P4RuntimeClient, index: P4InfoIndex, plan: Plan, batch_size: int = 5000) -> ApplyResult:
-    """Write ``plan``; on failure undo what it applied and raise the switch's per-entry errors."""
-    phases: list[tuple[list[Update], list[Update], list[str]]] = []   # (updates, inverses, descriptions)
-    for changes, kind, inverse_kind in ((plan.deletes, Update.DELETE, Update.INSERT),
-                                        (plan.modifies, Update.MODIFY, Update.MODIFY),
-                                        (plan.inserts, Update.INSERT, Update.DELETE)):
-        ups = [_update(kind, ch.entry) for ch in changes]
-        inv = [_update(inverse_kind, ch.old if kind != Update.INSERT else ch.entry) for ch in changes]
-        desc = [index.describe(ch.entry) for ch in changes]
-        if kind == Update.MODIFY:
-            for new, old in plan.value_sets:
-                ups.append(_update(Update.MODIFY, value_set=new))
-                restore = old if old is not None else p4runtime_pb2.ValueSetEntry(value_set_id=new.value_set_id)
-                inv.append(_update(Update.MODIFY, value_set=restore))
-                desc.append(f"value_set {index.name_of(new.value_set_id)}")
-        phases.append((ups, inv, desc))
+def _inverse(kind: int, change: Change | tuple) -> Update:
+    """The update that undoes one applied update of ``kind``."""
+    if isinstance(change, tuple):   # value set: (new, old)
+        new, old = change
+        restore = old if old is not None else p4runtime_pb2.ValueSetEntry(value_set_id=new.value_set_id)
+        return _update(Update.MODIFY, value_set=restore)
+    if kind == Update.INSERT:
+        return _update(Update.DELETE, change.entry)
+    if kind == Update.DELETE:
+        return _update(Update.INSERT, change.old)
+    return _update(Update.MODIFY, change.old)
 
-    applied: list[Update] = []   # inverses of what has been applied, in application order
+
+def apply_plan(client: P4RuntimeClient, index: P4InfoIndex, plan: Plan, batch_size: int = 5000) -> ApplyResult:
+    """Write ``plan``; on failure undo what it applied and raise the switch's per-entry errors.
+
+    Descriptions and inverse updates are only built when something fails, so a large install
+    costs one protobuf copy per entry.
+    """
+    phases: list[tuple[int, list]] = [(Update.DELETE, list(plan.deletes)),
+                                      (Update.MODIFY, list(plan.modifies) + list(plan.value_sets)),
+                                      (Update.INSERT, list(plan.inserts))]
+    applied: list[tuple[int, Change | tuple]] = []
     batches = 0
-    for ups, inv, desc in phases:
-        for start in range(0, len(ups), batch_size):
-            chunk, chunk_inv = ups[start:start + batch_size], inv[start:start + batch_size]
-            chunk_desc = desc[start:start + batch_size]
+    for kind, changes in phases:
+        for start in range(0, len(changes), batch_size):
+            chunk = changes[start:start + batch_size]
+            updates = [_update(kind, value_set=c[0]) if isinstance(c, tuple) else _update(kind, c.entry)
+                       for c in chunk]
             try:
-                client.write(chunk, chunk_desc)
+                client.write(updates)
                 batches += 1
             except WriteError as err:
                 failed = {i for i, _, _ in err.details} if err.details else set(range(len(chunk)))
-                applied.extend(u for i, u in enumerate(chunk_inv) if i not in failed)
-                raise _rolled_back(client, applied, err) from None
+                applied.extend((kind, c) for i, c in enumerate(chunk) if i not in failed)
+                described = WriteError(err.switch, err.details, [_describe(index, c) for c in chunk],
+                                       summary=err.message.removeprefix("write failed: "))
+                raise _rolled_back(client, [_inverse(k, c) for k, c in applied], described) from None
             except SwitchError as err:
-                raise _rolled_back(client, applied, err) from None
-            applied.extend(chunk_inv)
+                raise _rolled_back(client, [_inverse(k, c) for k, c in applied], err) from None
+            applied.extend((kind, c) for c in chunk)
     counts = plan.counts()
     if not plan.empty():
         log.info("switch %s: applied %s in %d batch(es)", plan.switch, counts, batches)
     return ApplyResult(plan.switch, counts, batches)
+
+
+def _describe(index: P4InfoIndex, change: Change | tuple) -> str:
+    if isinstance(change, tuple):
+        return f"value_set {index.name_of(change[0].value_set_id)}"
+    return index.describe(change.entry)
 
 
 def _rolled_back(client: P4RuntimeClient, applied: list[Update], err: SwitchError) -> ControllerError:

