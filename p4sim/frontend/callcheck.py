@@ -13,7 +13,7 @@ from typing import Any
 
 from p4sim.frontend import ast as A
 from p4sim.frontend.exprcheck import ExprChecker, is_int
-from p4sim.frontend.scope import Scope
+from p4sim.frontend.scope import Scope, did_you_mean
 from p4sim.frontend.typeresolve import has_typevars, substitute, type_str, unify
 
 HEADER_BUILTINS = {"isValid": 0, "setValid": 0, "setInvalid": 0}
@@ -45,7 +45,8 @@ class CallChecker(ExprChecker):
         if isinstance(f, A.PathExpr):
             decls = (scope.root() if f.global_scope else scope).lookup(f.name)
             if not decls:
-                raise self.err(f, f"'{f.name}' is not declared")
+                raise self.err(f, f"'{f.name}' is not declared"
+                                  f"{did_you_mean(f.name, scope.visible())}")
             callables = [d for d in decls if isinstance(
                 d, (A.ActionDecl, A.FunctionDecl, A.ExternFunctionDecl))]
             if not callables:
@@ -86,7 +87,9 @@ class CallChecker(ExprChecker):
                 raise self.err(f, f"{type_str(t)} has no method '{name}'")
             methods = decl.find_methods(name)
             if not methods:
-                raise self.err(f, f"extern {t.name} has no method '{name}'")
+                names = [m.name for m in decl.methods if not m.is_constructor]
+                raise self.err(f, f"extern {t.name} has no method '{name}'"
+                                  f"{did_you_mean(name, names)}")
             m = self._pick(methods, args, mc, f"{t.name}.{name}")
             mc.kind = "extern_method"
             mc.decl = m

@@ -11,7 +11,7 @@ from typing import Any
 
 from p4sim.frontend import ast as A
 from p4sim.frontend import constfold as CF
-from p4sim.frontend.scope import Scope, TypeParam
+from p4sim.frontend.scope import Scope, TypeParam, did_you_mean
 from p4sim.frontend.typeresolve import TYPE_DECLS, TypeResolver, type_str
 
 ARITH = ("+", "-", "*", "/", "%", "|+|", "|-|", "&", "|", "^")
@@ -39,7 +39,7 @@ class ExprChecker(TypeResolver):
         if not values:
             if decls:
                 raise self.err(e, f"'{e.name}' is a type, not a value")
-            raise self.err(e, f"'{e.name}' is not declared")
+            raise self.err(e, f"'{e.name}' is not declared{did_you_mean(e.name, scope.visible())}")
         return values[0]
 
     def decl_value_type(self, d: Any, where: Any) -> A.Type:
@@ -205,18 +205,21 @@ class ExprChecker(TypeResolver):
     def _e_TypeMember(self, e: A.TypeMember, scope: Scope, exp: A.Type | None) -> A.Expression:
         if e.type_name == "error":
             if e.member not in self.error_names:
-                raise self.err(e, f"error.{e.member} is not declared")
+                raise self.err(e, f"error.{e.member} is not declared"
+                                  f"{did_you_mean(e.member, self.error_names)}")
             return A.ErrorConst(e.member, type=A.ErrorT(), loc=e.loc)
         d = self.lookup_type(e.type_name, scope, e)
         t = self._named_type(d, (), scope, e.loc) if not isinstance(d, TypeParam) else d.bound
         if isinstance(t, A.EnumT):
             if e.member not in t.members:
-                raise self.err(e, f"enum {t.name} has no member '{e.member}'")
+                raise self.err(e, f"enum {t.name} has no member '{e.member}'"
+                                  f"{did_you_mean(e.member, t.members)}")
             return A.EnumConst(t.name, e.member, type=t, loc=e.loc)
         if isinstance(t, A.SerEnumT):
             v = t.value_of(e.member)
             if v is None:
-                raise self.err(e, f"enum {t.name} has no member '{e.member}'")
+                raise self.err(e, f"enum {t.name} has no member '{e.member}'"
+                                  f"{did_you_mean(e.member, [m for m, _ in t.members])}")
             return A.IntLiteral(v, t.underlying.width, t.underlying.signed, type=t, loc=e.loc)
         raise self.err(e, f"type {type_str(t)} has no member '{e.member}'")
 
@@ -230,7 +233,8 @@ class ExprChecker(TypeResolver):
         if isinstance(t, (A.HeaderT, A.StructT, A.HeaderUnionT)):
             ft = t.field_type(e.member)
             if ft is None:
-                raise self.err(e, f"{type_str(t)} has no field '{e.member}'")
+                raise self.err(e, f"{type_str(t)} has no field '{e.member}'"
+                                  f"{did_you_mean(e.member, t.field_names())}")
             e.type = ft
             return e
         if isinstance(t, A.HeaderStackT):

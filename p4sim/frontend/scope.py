@@ -7,6 +7,7 @@ methods such as ``extract``), so each scope maps a name to a list of declaration
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,15 @@ class Scope:
             scope = scope.parent
         return []
 
+    def visible(self) -> list[str]:
+        """Every name visible from this scope (for "did you mean" hints)."""
+        names: list[str] = []
+        scope: Scope | None = self
+        while scope is not None:
+            names.extend(scope.names)
+            scope = scope.parent
+        return names
+
     def root(self) -> Scope:
         scope = self
         while scope.parent is not None:
@@ -58,6 +68,12 @@ class Scope:
                 return scope
             scope = scope.parent
         return None
+
+
+def did_you_mean(name: str, candidates: Any) -> str:
+    """`` (did you mean 'x'?)`` for the closest candidate, or an empty string."""
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.75)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def is_overloadable(decl: Any) -> bool:

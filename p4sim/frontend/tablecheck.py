@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4sim.frontend import ast as A
-from p4sim.frontend.scope import Scope
+from p4sim.frontend.scope import Scope, did_you_mean
 from p4sim.frontend.typeresolve import type_str
 
 KEY_KINDS_NEEDING_BITS = ("lpm", "ternary", "range", "optional")
@@ -66,7 +66,8 @@ class TableChecker:
         if not found:
             if scope.lookup(ref.name):
                 raise self.err(ref, f"'{ref.name}' is not an action")
-            raise self.err(ref, f"action '{ref.name}' is not declared")
+            raise self.err(ref, f"action '{ref.name}' is not declared"
+                                f"{did_you_mean(ref.name, scope.visible())}")
         return found[0]
 
     def _table_actions(self: Any, t: A.TableDecl, scope: Scope) -> None:

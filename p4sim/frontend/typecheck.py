@@ -16,7 +16,7 @@ from typing import Any
 from p4sim.errors import P4CompileError, SourceLocation
 from p4sim.frontend import ast as A
 from p4sim.frontend.callcheck import CallChecker
-from p4sim.frontend.scope import Scope, TypeParam, is_overloadable
+from p4sim.frontend.scope import Scope, TypeParam, did_you_mean, is_overloadable
 from p4sim.frontend.tablecheck import TableChecker
 from p4sim.frontend.typeresolve import type_str
 from p4sim.frontend.v1check import V1ModelChecks
@@ -340,7 +340,8 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
         if name in builtin:
             return builtin[name]
         if name not in names:
-            raise self.err(where, f"unknown parser state '{name}'")
+            raise self.err(where, f"unknown parser state '{name}'"
+                                  f"{did_you_mean(str(name), list(names) + ['accept', 'reject'])}")
         return names[name]
 
     def _check_key_type(self, k: A.Expression, what: str) -> None:

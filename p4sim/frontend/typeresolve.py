@@ -13,7 +13,7 @@ from typing import Any
 
 from p4sim.errors import P4CompileError, P4UnsupportedError, SourceLocation
 from p4sim.frontend import ast as A
-from p4sim.frontend.scope import Scope, TypeParam
+from p4sim.frontend.scope import Scope, TypeParam, did_you_mean
 
 TYPE_DECLS = (A.HeaderDecl, A.HeaderUnionDecl, A.StructDecl, A.EnumDecl, A.TypedefDecl,
               A.ExternDecl, A.ParserTypeDecl, A.ControlTypeDecl, A.PackageTypeDecl,
@@ -131,7 +131,7 @@ class TypeResolver:
                 return d
         if scope.lookup(name):
             raise self.err(where, f"'{name}' is not a type")
-        raise self.err(where, f"unknown type '{name}'")
+        raise self.err(where, f"unknown type '{name}'{did_you_mean(name, scope.visible())}")
 
     # resolution -------------------------------------------------------------------------
     def resolve_type(self, t: A.Type, scope: Scope, where: Any = None) -> A.Type:

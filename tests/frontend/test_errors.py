@@ -184,3 +184,27 @@ def test_narrower_direction_for_verify_checksum_is_accepted(tmp_path):
             "V1Switch(MyP(), MyV(), MyI(), MyI(), MyC(), MyD()) main;\n")
     prog = compile_text(tmp_path, text)
     assert prog.block("vr").name == "MyV"
+
+
+HINT_CASES = [
+    pytest.param(P + "control C(inout bit<8> count) {\n  apply { count = coutn + 1; }\n}\n",
+                 "prog.p4:4:19: error: 'coutn' is not declared (did you mean 'count'?)", id="name"),
+    pytest.param(P + "header e_t { bit<16> ether_type; }\ncontrol C(inout e_t h) {\n"
+                 "  apply { h.ethertype = 1; }\n}\n",
+                 "prog.p4:5:11: error: e_t has no field 'ethertype' (did you mean 'ether_type'?)",
+                 id="field"),
+    pytest.param(P + "parser Q(packet_in p) {\n  state start { transition acept; }\n}\n",
+                 "prog.p4:4:17: error: unknown parser state 'acept' (did you mean 'accept'?)",
+                 id="state"),
+    pytest.param(P + "control C(inout standard_metadata_t sm) {\n  apply { mark_to_dorp(sm); }\n}\n",
+                 "prog.p4:4:11: error: 'mark_to_dorp' is not declared (did you mean 'mark_to_drop'?)",
+                 id="function"),
+    pytest.param(P + "const bool B = error.PacketTooShrt == error.NoError;\n",
+                 "prog.p4:3:16: error: error.PacketTooShrt is not declared (did you mean "
+                 "'PacketTooShort'?)", id="error_member"),
+]
+
+
+@pytest.mark.parametrize("text,message", HINT_CASES)
+def test_did_you_mean_hints(tmp_path, text, message):
+    assert compile_error(tmp_path, text) == message
