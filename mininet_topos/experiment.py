@@ -42,7 +42,7 @@ class ExperimentError(RuntimeError):
 @dataclass
 class ExperimentConfig:
     topo: str = "leaf-spine"
-    topo_params: dict = field(default_factory=lambda: {"spines": 2, "leaves": 2, "hosts_per_leaf": 2})
+    topo_params: dict = field(default_factory=dict)  # the topology factory's defaults
     workload: str = "ps"                 # ps | allreduce | profile:MODEL
     model: str = "digits"                # what ps trains (digits = real MLP) or allreduce reduces
     modes: tuple[str, ...] = MODES
@@ -155,7 +155,7 @@ def run_mode(cfg: ExperimentConfig, mode: str, run_dir: Path, pipeline: dict[str
         if failed:
             name = next(iter(failed))
             raise ExperimentError(f"{mode}: agent on {name} exited {failed[name]}; see {mode_dir}/{name}.log")
-        stats_out = _run(agents.dlcpctl(config_path, "stats", "--json"), "dlcpctl stats")
+        stats_out = _run(agents.dlcpctl(config_path, "--json", "stats"), "dlcpctl stats")
         stats = {"mode": mode, **_switch_stats(json.loads(stats_out) if stats_out.strip() else {})}
     finally:
         for p in procs:
