@@ -1,8 +1,23 @@
 """p4sim's P4_16 front end: preprocess, parse and type-check a program into a typed AST.
 
 Public API: ``load_program(path, include_dirs)`` returns a checked ``ast.Program`` or raises
-``P4CompileError``; ``parse_source(text, filename)`` parses (without checking) for tests.
-The AST contract (what the checker fills in) is documented at the top of ``ast.py``.
+``P4CompileError``; ``parse_source(text, filename)`` parses (without checking) for tests;
+``check_source(text, filename)`` does both. The AST contract (what the checker fills in) is
+documented at the top of ``ast.py``.
+
+Stages: ``preprocessor`` (cpp subset with a line map) -> ``lexhack`` (type-name pre-scan) ->
+``parser`` + ``grammar.lark`` (LALR) -> ``typecheck`` (with ``typeresolve``, ``exprcheck``,
+``callcheck``, ``tablecheck``, ``v1check``, ``constfold``).
+
+Supported: the P4_16 language as p4c's v1model programs use it -- constants, typedefs and
+``type``, plain and serializable enums, errors, match kinds, headers, header stacks and unions,
+structs, tuples, ``bit``/``int``/``bool``/``varbit``; parsers (extract, lookahead, advance,
+verify, select with masks/ranges/tuples/value sets, sub-parsers); controls with actions,
+tables (every match kind, const entries with priorities and ``@priority``, action profiles and
+selectors, direct counters/meters), ``switch``, ``exit``, ``return``, functions, for loops,
+direct application; all v1model externs. Rejected as ``unsupported``: generic functions,
+parsers and controls with type or constructor parameters, abstract extern methods, constructs
+BMv2 refuses to load (``HashAlgorithm.random``).
 """
 
 from __future__ import annotations
