@@ -2,8 +2,8 @@
 
 ``apply_batch`` runs a whole Write batch under the device lock (atomic with respect to packets)
 with CONTINUE_ON_ERROR semantics: every update is tried, each one either fully applied or not at
-all, and the per-update outcome is returned for the status details. ``read_entities`` yields
-ReadResponse messages of bounded size.
+all, and the per-update outcome is returned for the status details. ``read_entities`` returns
+serialized ReadResponse messages of bounded size.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from p4.v1 import p4runtime_pb2
 from p4sim.p4runtime_server import extern_entries, pre_entries, profile_entries, table_entries
 from p4sim.p4runtime_server.errors import P4RuntimeError, invalid
 from p4sim.p4runtime_server.session import PipelineSession
+from p4sim.p4runtime_server.wire_encode import ReadChunks
 
 __all__ = ["apply_update", "apply_batch", "read_entities"]
 
@@ -49,8 +50,6 @@ _READERS: dict[str, Callable] = {
     "value_set_entry": pre_entries.read_value_sets,
     "digest_entry": pre_entries.read_digests,
 }
-
-READ_CHUNK = 1000   # entities per ReadResponse message
 
 
 def apply_update(session: PipelineSession, pipeline, update) -> None:
@@ -89,19 +88,10 @@ def apply_batch(session: PipelineSession, pipeline, updates) -> list[P4RuntimeEr
     return results if failed else []
 
 
-def read_entities(session: PipelineSession, pipeline, entities) -> list[p4runtime_pb2.ReadResponse]:
-    """ReadResponse messages for every entity requested (wildcards expanded), built in place.
+def read_entities(session: PipelineSession, pipeline, entities) -> list[bytes]:
+    """Serialized ReadResponse messages for every entity requested (wildcards expanded).
     Raises if any request is malformed; the caller holds the device lock."""
-    responses: list[p4runtime_pb2.ReadResponse] = []
-    state = {"left": 0}
-
-    def new_entity() -> p4runtime_pb2.Entity:
-        if state["left"] == 0:
-            responses.append(p4runtime_pb2.ReadResponse())
-            state["left"] = READ_CHUNK
-        state["left"] -= 1
-        return responses[-1].entities.add()
-
+    chunks = ReadChunks()
     for entity in entities:
         kind = entity.WhichOneof("entity")
         if kind is None:
@@ -110,11 +100,11 @@ def read_entities(session: PipelineSession, pipeline, entities) -> list[p4runtim
         if reader is None:
             raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"reading {kind} is not supported")
         request = getattr(entity, kind)
-        if kind == "table_entry":   # the bulk case: entries are written straight into the response
-            for _ in table_entries.read_table_entries(session, pipeline, request,
-                                                      lambda: new_entity().table_entry):
+        if kind == "table_entry":   # the bulk case: entries are encoded straight to bytes
+            for _ in table_entries.read_table_entries(session, pipeline, request, chunks):
                 pass
             continue
         for item in reader(session, pipeline, request):
-            getattr(new_entity(), kind).CopyFrom(item)
-    return responses
+            chunks.add_entity(p4runtime_pb2.Entity(**{kind: item}).SerializeToString())
+    chunks.flush()
+    return chunks.responses

@@ -356,7 +356,7 @@ def _handlers(service: P4RuntimeService) -> grpc.GenericRpcHandler:
         "Write": unary(service.Write, request_deserializer=None,
                        response_serializer=pb.WriteResponse.SerializeToString),
         "Read": stream(service.Read, request_deserializer=pb.ReadRequest.FromString,
-                       response_serializer=pb.ReadResponse.SerializeToString),
+                       response_serializer=None),   # already serialized (see wire_encode)
         "SetForwardingPipelineConfig": unary(
             service.SetForwardingPipelineConfig,
             request_deserializer=pb.SetForwardingPipelineConfigRequest.FromString,

@@ -16,6 +16,7 @@ import grpc
 from p4.v1 import p4runtime_pb2
 
 from p4sim.p4runtime_server import runtime_bridge as rt
+from p4sim.p4runtime_server import wire_encode as we
 from p4sim.p4runtime_server.codec import (
     check_priority,
     decode_action,
@@ -313,6 +314,43 @@ def _fill_entry(out: p4runtime_pb2.TableEntry, session: PipelineSession, info: T
             out.meter_config.CopyFrom(config)
 
 
+def _entry_bytes(session: PipelineSession, info: TableInfo, entry, request) -> bytes:
+    """TableEntry bytes of a runtime entry: what ``_fill_entry`` builds, without message objects."""
+    match = rt.from_runtime_match(entry.match, info.kinds)
+    parts = [b"\x08", we.varint(info.id)]
+    for key, f in zip(info.keys, match, strict=True):
+        if f is None or (f[0] in ("lpm", "ternary") and f[2] == 0) or \
+                (f[0] == "range" and f[1] == 0 and f[2] == (1 << key.bitwidth) - 1):
+            continue
+        parts.append(we.ld(b"\x12", we.field_match(key.id, f)))
+    one_shot = session.one_shots.get((info.name, match, entry.priority)) if session.one_shots else None
+    if one_shot is not None:
+        parts.append(we.ld(b"\x1a", we.ld(b"\x22", one_shot[2].SerializeToString())))
+    elif entry.action is not None:
+        action = session.index.action_by_name.get(entry.action.name)
+        if action is None:
+            raise invalid(f"action '{entry.action.name}' is not in the P4Info")
+        parts.append(we.ld(b"\x1a", we.ld(b"\x0a", we.action_bytes(
+            action.id, [p.id for p in action.params], entry.action.args))))
+    elif entry.group_id is not None:
+        parts.append(we.ld(b"\x1a", b"\x18" + we.varint(entry.group_id)))
+    elif entry.member_id is not None:
+        parts.append(we.ld(b"\x1a", b"\x10" + we.varint(entry.member_id)))
+    if info.needs_priority and entry.priority:
+        parts.append(b"\x20" + we.varint(entry.priority))
+    if info.direct_meter_id and request.HasField("meter_config"):
+        config = _meter_config_msg(entry.meter_config)
+        if config is not None:
+            parts.append(we.ld(b"\x32", config.SerializeToString()))
+    if info.direct_counter_id and request.HasField("counter_data"):
+        data = (b"\x08" + we.varint(entry.bytes) if entry.bytes else b"") + \
+            (b"\x10" + we.varint(entry.packets) if entry.packets else b"")
+        parts.append(we.ld(b"\x3a", data))
+    if entry.is_const:
+        parts.append(b"\x68\x01")
+    return b"".join(parts)
+
+
 def _tables_for(session: PipelineSession, table_id: int) -> list[TableInfo]:
     if table_id == 0:
         return list(session.index.tables.values())
@@ -320,11 +358,11 @@ def _tables_for(session: PipelineSession, table_id: int) -> list[TableInfo]:
 
 
 def read_table_entries(session: PipelineSession, pipeline, request: p4runtime_pb2.TableEntry,
-                       new=None) -> Iterator[p4runtime_pb2.TableEntry]:
-    """Entries the request selects. With ``new`` (a factory of TableEntry messages placed in the
-    response), they are written in place and nothing is yielded."""
+                       sink=None) -> Iterator[p4runtime_pb2.TableEntry]:
+    """Entries the request selects, as messages; with ``sink`` (a ``wire_encode.ReadChunks``)
+    they are encoded straight into the response bytes and nothing is yielded."""
     def make() -> p4runtime_pb2.TableEntry:
-        return new() if new is not None else p4runtime_pb2.TableEntry()
+        return p4runtime_pb2.TableEntry()
 
     for info in _tables_for(session, request.table_id):
         table = pipeline.tables[info.name]
@@ -337,8 +375,10 @@ def read_table_entries(session: PipelineSession, pipeline, request: p4runtime_pb
             out.is_default_action = True
             if default is not None:
                 encode_action(session.index, default.name, default.args, out.action.action)
-            if new is None:
+            if sink is None:
                 yield out
+            else:
+                sink.add_table_entry(out.SerializeToString())
             continue
         if request.table_id and request.match:
             match = decode_match(info, request.match)
@@ -349,10 +389,12 @@ def read_table_entries(session: PipelineSession, pipeline, request: p4runtime_pb
         for entry in entries:
             if request.priority and entry.priority != request.priority:
                 continue
+            if sink is not None:
+                sink.add_table_entry(_entry_bytes(session, info, entry, request))
+                continue
             out = make()
             _fill_entry(out, session, info, entry, request)
-            if new is None:
-                yield out
+            yield out
 
 
 # ---- direct counters and meters ---------------------------------------------------------------

@@ -55,7 +55,7 @@ def write(session, pipeline, *updates) -> list:
 def read(session, pipeline, **entity) -> list:
     out = []
     for response in read_entities(session, pipeline, [p4runtime_pb2.Entity(**entity)]):
-        out.extend(response.entities)
+        out.extend(p4runtime_pb2.ReadResponse.FromString(response).entities)
     return out
 
 
@@ -299,3 +299,33 @@ def test_read_rejects_unknown_ids(session, pipeline):
     assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
     with pytest.raises(P4RuntimeError):
         read(session, pipeline, counter_entry=p4runtime_pb2.CounterEntry(counter_id=1234))
+
+
+def test_read_bytes_equal_protobuf_messages(session, pipeline):
+    """Reads encode table entries straight to bytes; they must be what protobuf would build."""
+    from p4sim.p4runtime_server.table_entries import read_table_entries
+    member = p4runtime_pb2.ActionProfileMember(action_profile_id=SELECTOR, member_id=1, action=forward(1))
+    group = p4runtime_pb2.ActionProfileGroup(action_profile_id=SELECTOR, group_id=10)
+    group.members.add(member_id=1, weight=1)
+    by_member = entry(T_ECMP, [ex(1, b"\x0a\x00\x00\x01")])
+    by_member.action.action_profile_group_id = 10
+    one_shot = entry(T_ECMP, [ex(1, b"\x0a\x00\x00\x02")])
+    one_shot.action.action_profile_action_set.action_profile_actions.add(action=forward(7), weight=2)
+    metered = entry(T_TERNARY, [tern(2, b"\x06", b"\xff")], forward(5), 3,
+                    counter_data=p4runtime_pb2.CounterData(packet_count=4, byte_count=400),
+                    meter_config=p4runtime_pb2.MeterConfig(cir=100, cburst=10, pir=200, pburst=20))
+    assert write(session, pipeline, *[update(U.INSERT, table_entry=e) for e in
+                                      (EXACT_ENTRY, LPM_ENTRY, TERNARY_ENTRY, RANGE_ENTRY, OPTIONAL_ENTRY)],
+                 update(U.INSERT, action_profile_member=member), update(U.INSERT, action_profile_group=group),
+                 update(U.INSERT, table_entry=by_member), update(U.INSERT, table_entry=one_shot),
+                 update(U.INSERT, table_entry=metered)) == []
+    requests = [p4runtime_pb2.TableEntry(),
+                p4runtime_pb2.TableEntry(table_id=T_TERNARY, counter_data=p4runtime_pb2.CounterData(),
+                                         meter_config=p4runtime_pb2.MeterConfig()),
+                p4runtime_pb2.TableEntry(table_id=T_EXACT, is_default_action=True)]
+    for request in requests:
+        fast = [e.table_entry for e in read(session, pipeline, table_entry=request)]
+        slow = list(read_table_entries(session, pipeline, request))
+        assert fast == slow and len(fast) > 0
+        assert [e.SerializeToString() for e in fast] == [e.SerializeToString() for e in slow]
+    assert metered in [e.table_entry for e in read(session, pipeline, table_entry=requests[1])]
