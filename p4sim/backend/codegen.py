@@ -197,14 +197,15 @@ class BlockGen(ExternGen, StmtGen):
             keys.append(res.KeyDesc(k.name or key_source(k.expr), k.match_kind, width_of(k.expr.type),
                                     k.annotations))
         actions = []
-        for ref in t.actions:
+        for ref in self.listed_action_refs(t):
             scope = "defaultonly" if ref.has_annotation("defaultonly") else \
                 "tableonly" if ref.has_annotation("tableonly") else ""
             actions.append(res.TableActionRef(self.action_name(ref.decl), scope, ref.annotations))
         default = None
-        if t.default_action is not None:
-            default_fq = self.action_name(t.default_action.decl)
-            default = (default_fq, self.action_data(t.default_action, self.manifest.actions[default_fq].params))
+        default_ref = self.default_ref(t)
+        if default_ref is not None:
+            default_fq = self.action_name(default_ref.decl)
+            default = (default_fq, self.action_data(default_ref, self.manifest.actions[default_fq].params))
         impl = self.env.lookup(t.implementation) if t.implementation is not None else None
         desc = res.TableDesc(
             pyname=self.gname(t.name), name=fq, keys=keys, actions=actions, size=t.size or 1024,

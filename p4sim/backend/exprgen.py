@@ -51,6 +51,7 @@ class ExprGen:
         self.classes = classes
         self.error_index = {name: i for i, name in enumerate(program.errors)}
         self.hoisted: dict[int, tuple[str, str]] = {}   # id(table apply call) -> (hit var, action var)
+        self._implicit_defaults: dict[int, ast.ActionRef] = {}
         self.env = Env()
 
     # ---- entry points ----------------------------------------------------------------------

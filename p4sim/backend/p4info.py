@@ -123,8 +123,14 @@ def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
             ar.id = alloc.get(ids.ACTION, t.default_action[0])
             ar.scope = p4info_pb2.ActionRef.DEFAULT_ONLY
             ar.annotations.append("@defaultonly")
-        if t.default_is_const and t.default_action is not None:
-            pt.const_default_action_id = alloc.get(ids.ACTION, t.default_action[0])
+        if t.default_action is not None:
+            if t.default_is_const:
+                pt.const_default_action_id = alloc.get(ids.ACTION, t.default_action[0])
+            pt.initial_default_action.action_id = alloc.get(ids.ACTION, t.default_action[0])
+            for i, value in enumerate(t.default_action[1], 1):
+                arg = pt.initial_default_action.arguments.add()
+                arg.param_id = i
+                arg.value = value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
         if t.implementation:
             x = ext_by_name[t.implementation]
             pt.implementation_id = alloc.get(kinds[x.kind], x.name)

@@ -415,11 +415,35 @@ class StmtGen(ExprGen):
     def table_action_decls(self, table: ast.TableDecl) -> list[ast.ActionDecl]:
         return [ref.decl for ref in self.table_action_refs(table)]
 
-    @staticmethod
-    def table_action_refs(table: ast.TableDecl) -> list[ast.ActionRef]:
+    def default_ref(self, table: ast.TableDecl) -> ast.ActionRef | None:
+        """The table's default action; p4c makes it ``NoAction`` when none is given."""
+        if table.default_action is not None:
+            return table.default_action
+        implicit = self._implicit_defaults.get(id(table))
+        if implicit is None:
+            no_action = next((d for d in self.program.decls if isinstance(d, ast.ActionDecl)
+                              and d.name == "NoAction"), None)
+            if no_action is None:
+                return None
+            implicit = ast.ActionRef("NoAction", [], [ast.Annotation("defaultonly")])
+            implicit.decl = no_action
+            self._implicit_defaults[id(table)] = implicit
+        return implicit
+
+    def listed_action_refs(self, table: ast.TableDecl) -> list[ast.ActionRef]:
+        """The ``actions`` list, plus p4c's implicit ``@defaultonly NoAction`` when the table
+        has no default action and does not list NoAction."""
         refs = list(table.actions)
-        if table.default_action is not None and table.default_action.decl not in [r.decl for r in refs]:
-            refs.append(table.default_action)
+        default = self.default_ref(table)
+        if table.default_action is None and default is not None and default.decl not in [r.decl for r in refs]:
+            refs.append(default)
+        return refs
+
+    def table_action_refs(self, table: ast.TableDecl) -> list[ast.ActionRef]:
+        refs = self.listed_action_refs(table)
+        default = self.default_ref(table)
+        if default is not None and default.decl not in [r.decl for r in refs]:
+            refs.append(default)
         return refs
 
     @staticmethod

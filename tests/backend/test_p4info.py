@@ -45,6 +45,7 @@ tables {{
   action_refs {{ id: {drop} }}
   action_refs {{ id: {na} scope: DEFAULT_ONLY annotations: "@defaultonly" }}
   const_default_action_id: {na}
+  initial_default_action {{ action_id: {na} }}
   size: 64
 }}
 actions {{ preamble {{ id: {fwd} name: "I.fwd" alias: "fwd" }}
@@ -115,6 +116,7 @@ header packet_in_t { bit<9> ingress_port; bit<7> pad; }
 
 
 def test_p4info_profiles_direct_resources_digest_controller_header(tmp_path):
+    # a table without default_action gets p4c's implicit `@defaultonly NoAction` default
     prog = simple_program(tmp_path, "bit<8> a; bit<16> b;", INGRESS2, meta="bit<8> color;", extra=EXTRA2)
     ecmp, acl = _id(ids.TABLE, "I.ecmp"), _id(ids.TABLE, "I.acl")
     fwd, na = _id(ids.ACTION, "I.fwd"), _id(ids.ACTION, "NoAction")
@@ -125,10 +127,13 @@ pkg_info {{ arch: "v1model" }}
 tables {{ preamble {{ id: {ecmp} name: "I.ecmp" alias: "ecmp" }}
   match_fields {{ id: 1 name: "hdr.h.a" bitwidth: 8 match_type: EXACT }}
   action_refs {{ id: {fwd} }}
+  action_refs {{ id: {na} scope: DEFAULT_ONLY annotations: "@defaultonly" }}
+  initial_default_action {{ action_id: {na} }}
   implementation_id: {sel} size: 1024 }}
 tables {{ preamble {{ id: {acl} name: "I.acl" alias: "acl" }}
   match_fields {{ id: 1 name: "hdr.h.a" bitwidth: 8 match_type: TERNARY }}
   action_refs {{ id: {fwd} }} action_refs {{ id: {na} }}
+  initial_default_action {{ action_id: {na} }}
   direct_resource_ids: {dc} direct_resource_ids: {dm} size: 1024 }}
 actions {{ preamble {{ id: {fwd} name: "I.fwd" alias: "fwd" }} params {{ id: 1 name: "port" bitwidth: 9 }} }}
 actions {{ preamble {{ id: {na} name: "NoAction" alias: "NoAction" annotations: "@noWarn(\\"unused\\")" }} }}
