@@ -1,0 +1,139 @@
+"""Real ``p4sim switch`` processes for controller tests: start, readiness by polling gRPC (no
+sleeps), SIGKILL/restart on the same ports, and BMv2's nanomsg packet interface to send and
+receive frames. Used only when ``p4sim compile`` can build the DLCP program (see ``missing``)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+from google.protobuf import text_format
+
+ROOT = Path(__file__).resolve().parents[2]
+DLCP_P4 = ROOT / "p4src" / "bmv2" / "dlcp.p4"
+PACKET_IN, PACKET_OUT, PORT_ADD = 3, 4, 0
+
+
+@functools.cache
+def missing() -> str | None:
+    """Why a real DLCP switch cannot run here yet (None when it can)."""
+    try:
+        from p4sim.backend import compile_file  # noqa: F401
+        from p4sim.switch import cli  # noqa: F401
+        from p4sim.v1model.pipeline import V1ModelPath  # noqa: F401
+    except ImportError as err:
+        return f"p4sim compiler / v1model path / switch not available yet: {err}"
+    try:
+        compiled_dlcp()
+    except Exception as err:  # noqa: BLE001 - any failure of another part means: not ready yet
+        return f"p4sim cannot compile {DLCP_P4.name} yet: {type(err).__name__}: {err}"
+    return None
+
+
+@functools.cache
+def compiled_dlcp() -> tuple[Path, Path]:
+    """``(p4info.txtpb, p4sim.json)`` of the DLCP program, compiled once per test session."""
+    from p4sim.backend import compile_file
+    program = compile_file(str(DLCP_P4), include_dirs=[str(ROOT / "p4src" / "include")])
+    out = Path(os.environ.get("PYTEST_TMPDIR", "/tmp")) / f"dlcp-controller-tests-{os.getpid()}"
+    out.mkdir(parents=True, exist_ok=True)
+    p4info = out / "dlcp.p4info.txtpb"
+    p4info.write_text(text_format.MessageToString(program.p4info))
+    config = out / "dlcp.p4sim.json"
+    config.write_bytes(program.device_config())
+    return p4info, config
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SwitchProcess:
+    """One ``p4sim switch --no-p4`` process with a P4Runtime server, ctl endpoint and nanomsg ports."""
+
+    def __init__(self, workdir: Path, device_id: int) -> None:
+        self.workdir, self.device_id = workdir, device_id
+        self.grpc_port, self.ctl_port = free_port(), free_port()
+        self.ipc = f"ipc://{workdir}/s{device_id}.ipc"
+        self.log = workdir / f"s{device_id}.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def grpc_addr(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def start(self, timeout: float = 30.0) -> None:
+        argv = [sys.executable, "-m", "p4sim.cli", "switch", "--no-p4", "--device-id", str(self.device_id),
+                "--grpc-server-addr", self.grpc_addr, "--ctl-addr", f"127.0.0.1:{self.ctl_port}",
+                "--packet-in", self.ipc, "--log-file", str(self.log), "--name", f"s{self.device_id}"]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        channel = grpc.insecure_channel(self.grpc_addr)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"p4sim switch exited: {self.proc.stderr.read().decode()[-500:]}")
+                try:
+                    grpc.channel_ready_future(channel).result(timeout=0.5)
+                    return
+                except grpc.FutureTimeoutError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"p4sim switch s{self.device_id} not ready in {timeout}s") from None
+        finally:
+            channel.close()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        if self.proc is not None and self.proc.stderr is not None:
+            self.proc.stderr.close()
+
+
+class NanomsgHost:
+    """PTF's side of the nanomsg packet interface: add ports, inject frames, collect output."""
+
+    def __init__(self, address: str, ports: list[int]) -> None:
+        import pynng
+        self.sock = pynng.Pair0(recv_timeout=200, send_timeout=2000)
+        self.sock.dial(address, block=True)
+        for port in ports:
+            self.sock.send(struct.pack("<iii", PORT_ADD, port, 0))
+
+    def send(self, port: int, frame: bytes) -> None:
+        self.sock.send(struct.pack("<iii", PACKET_IN, port, len(frame)) + frame)
+
+    def receive(self, timeout: float = 2.0, expect: int | None = None) -> list[tuple[int, bytes]]:
+        """Frames the switch sent out, ``(port, frame)``, until ``timeout`` or ``expect`` frames."""
+        import pynng
+        out = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and (expect is None or len(out) < expect):
+            try:
+                msg = self.sock.recv()
+            except pynng.Timeout:
+                continue
+            kind, port, length = struct.unpack_from("<iii", msg)
+            if kind == PACKET_OUT:
+                out.append((port, msg[12:12 + length]))
+        return out
+
+    def close(self) -> None:
+        self.sock.close()

@@ -1,0 +1,165 @@
+"""The controller against real ``p4sim switch`` processes running the compiled DLCP program:
+pipeline push and apply on 3 switches, restart restore with traffic flowing again, and
+``dlcpctl thresholds set`` changing which packets a congested queue drops."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from ctl_support import P4INFO
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from switch_proc import NanomsgHost, SwitchProcess, compiled_dlcp, missing
+
+from controller import dlcp_tables as api
+from controller import netconfig, reconcile
+from controller import stats as stats_mod
+from controller.cli import EXIT_OK, main
+from controller.controller import Controller
+from controller.p4info_index import P4InfoIndex, load_p4info
+
+pytestmark = [pytest.mark.skipif(missing() is not None, reason=str(missing())), pytest.mark.slow]
+
+
+def _contract_view(p4info) -> dict:
+    """What the controller relies on: names, match fields, params, counter sizes (not ids)."""
+    idx = P4InfoIndex(p4info)
+    view = {}
+    for name in api.TABLE_ORDER:
+        t = idx.table(name)
+        view[name] = ([(m.name, m.bitwidth, m.match_type) for m in t.match_fields],
+                      sorted(idx.name_of(r.id) for r in t.action_refs if idx.name_of(r.id) != "NoAction"))
+    for a in p4info.actions:
+        view[a.preamble.name] = [(p.name, p.bitwidth) for p in a.params]
+    for name in (api.PORT_QUEUE_TX, api.SELECTIVE_DROPS, api.ECN_MARKS, api.MALFORMED, api.EGRESS_SAFETY_DROPS):
+        view[name] = idx.counter(name).size
+    view[api.ECMP_MEMBER_PACKETS] = idx.name_of(idx.direct_counter(api.ECMP_MEMBER_PACKETS).direct_table_id)
+    view[api.UDP_PORTS] = [(m.bitwidth, m.match_type) for m in idx.value_set(api.UDP_PORTS).match]
+    return view
+
+
+def test_hand_written_fixture_matches_compiled_p4info():
+    compiled, _ = compiled_dlcp()
+    assert _contract_view(load_p4info(compiled)) == _contract_view(load_p4info(P4INFO))
+
+
+def _yaml(switches: list[SwitchProcess], three: bool = True) -> str:
+    p4info, config = compiled_dlcp()
+    head = (f"defaults:\n  target: p4sim\n  pipeline: {{p4info: {p4info}, config: {config}}}\nswitches:\n")
+    for i, s in enumerate(switches):
+        head += f'  s{i + 1}: {{grpc: "{s.grpc_addr}", device_id: {s.device_id}, runtime: {{addr: "127.0.0.1:{s.ctl_port}"}}}}\n'
+    if three:
+        return head + ("hosts:\n"
+                       '  h1: {ip: 10.0.0.1, mac: "00:00:00:00:00:01", switch: s1, port: 1}\n'
+                       '  h2: {ip: 10.0.0.2, mac: "00:00:00:00:00:02", switch: s2, port: 1}\n'
+                       "links:\n  - [s1:2, s3:1]\n  - [s1:3, s3:2]\n  - [s3:3, s2:2]\n")
+    return head + ("hosts:\n"
+                   '  h1: {ip: 10.0.0.1, mac: "00:00:00:00:00:01", switch: s1, port: 1}\n'
+                   '  h2: {ip: 10.0.0.2, mac: "00:00:00:00:00:02", switch: s1, port: 2}\n')
+
+
+@pytest.fixture
+def three(tmp_path):
+    sws = [SwitchProcess(tmp_path, i + 1) for i in range(3)]
+    try:
+        for s in sws:
+            s.start()
+        path = tmp_path / "net.yaml"
+        path.write_text(_yaml(sws))
+        yield path, sws
+    finally:
+        for s in sws:
+            s.stop()
+
+
+def _frame(dst: str = "10.0.0.2", sport: int = 1234) -> bytes:
+    return bytes(Ether(src="00:00:00:00:00:01", dst="02:00:00:00:01:00") / IP(src="10.0.0.1", dst=dst, ttl=64)
+                 / UDP(sport=sport, dport=5000) / (b"x" * 40))
+
+
+def test_apply_pushes_pipeline_then_restores_a_restarted_switch(three):
+    path, sws = three
+    ctl = Controller(netconfig.load(path))
+    ctl.connect()
+    stop = threading.Event()
+    watcher = None
+    try:
+        reports = ctl.apply()
+        assert {r.pipeline for r in reports.values()} == {"pushed"}
+        for s in ctl.sessions.values():
+            want = {reconcile.entry_key(e) for e in ctl.desired(s).entries}
+            assert set(reconcile.read_current(s.client, s.index)) == want
+        assert all(r.plan.empty() for r in ctl.apply().values())
+
+        restored = threading.Event()
+        watcher = threading.Thread(target=ctl.supervise, args=(stop, 0.1),
+                                   kwargs={"on_restore": lambda n, r: restored.set() if n == "s1" else None})
+        watcher.start()
+        sws[0].kill()
+        sws[0].start()
+        assert restored.wait(60), "s1 was not restored after its restart"
+        host = NanomsgHost(sws[0].ipc, [1, 2, 3])
+        try:
+            host.send(1, _frame())
+            out = host.receive(timeout=10, expect=1)
+        finally:
+            host.close()
+        assert len(out) == 1 and out[0][0] in (2, 3)
+        eth = Ether(out[0][1])
+        assert eth.src == "02:00:00:00:01:00" and eth.dst == "02:00:00:00:03:00" and eth[IP].ttl == 63
+    finally:
+        stop.set()
+        if watcher is not None:
+            watcher.join(10)
+        ctl.close()
+
+
+def _dlcp_frame(seq: int, layer: int = 2, mag: int = 0, count: int = 16) -> bytes:
+    from host_agent.protocol import DLCP_UDP_PORT, HEADER_STRUCT, VERSION
+    header = HEADER_STRUCT.pack((VERSION << 4) | 0, (layer << 5) | mag, 0, 0, 1, 1, 1, 1, count, seq * count, seq)
+    return bytes(Ether(src="00:00:00:00:00:01", dst="02:00:00:00:01:00")
+                 / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=4000, dport=DLCP_UDP_PORT)
+                 / (header + bytes(4 * count)))
+
+
+def test_thresholds_set_changes_dropping_on_live_traffic(tmp_path, capsys):
+    sw = SwitchProcess(tmp_path, 1)
+    sw.start()
+    try:
+        path = tmp_path / "net.yaml"
+        path.write_text(_yaml([sw], three=False))
+        cfg = ("-c", str(path))
+        assert main([*cfg, "apply"]) == EXIT_OK
+        assert main([*cfg, "queues", "set", "s1", "--port", "2", "--rate", "50"]) == EXIT_OK
+        ctl = Controller(netconfig.load(path))
+        ctl.connect(require_primary=False, arbitrate=False)
+        session = ctl.sessions["s1"]
+
+        def dropped() -> int:
+            snap = stats_mod.snapshot(session.client, session.index)
+            return (snap.selective_drops.get((1, 0), (0, 0))[0]
+                    + snap.egress_safety_drops.get((1, 0), (0, 0))[0])
+
+        host = NanomsgHost(sw.ipc, [1, 2])
+        try:
+            burst = 40          # under the 64-packet queue: no tail drops, only DLCP's selective ones
+            for i in range(burst):
+                host.send(1, _dlcp_frame(i))
+            got_before = host.receive(timeout=burst / 50 + 5, expect=burst)
+            drops_before = dropped()
+            assert drops_before > 0 and len(got_before) == burst - drops_before
+
+            assert main([*cfg, "thresholds", "set", "s1", "--queue", "1", "--mag", "0", "--drop", "524287",
+                         "--ecn", "524287"]) == EXIT_OK
+            for i in range(burst):
+                host.send(1, _dlcp_frame(burst + i))
+            got_after = host.receive(timeout=burst / 50 + 5, expect=burst)
+            assert dropped() == drops_before
+            assert len(got_after) == burst
+        finally:
+            host.close()
+            ctl.close()
+    finally:
+        sw.stop()
+    capsys.readouterr()
