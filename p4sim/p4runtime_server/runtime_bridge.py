@@ -21,9 +21,15 @@ __all__ = ["tables_module", "to_runtime_match", "from_runtime_match", "make_entr
            "meter_config_tuple", "set_direct_meter"]
 
 
+_TABLES = None
+
+
 def tables_module():
-    from p4sim.runtime import tables
-    return tables
+    global _TABLES
+    if _TABLES is None:
+        from p4sim.runtime import tables
+        _TABLES = tables
+    return _TABLES
 
 
 def to_runtime_match(match: tuple) -> tuple:

@@ -195,15 +195,10 @@ def write_table_entry(session: PipelineSession, pipeline, update_type: int,
         return
     if update_type not in (Update.INSERT, Update.MODIFY):
         raise invalid(f"table '{info.name}': update type {update_type} is not insert/modify/delete")
-    existing = table.find(rmatch, priority)
-    if update_type == Update.INSERT and existing is not None:
-        raise P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS,
-                             f"table '{info.name}': an entry with this match already exists")
+    # INSERT leaves "exists" and "full" to the runtime (EntryExists, TableFull): one look-up less
+    existing = table.find(rmatch, priority) if update_type == Update.MODIFY else None
     if update_type == Update.MODIFY and existing is None:
         raise not_found(f"table '{info.name}': no such entry to modify")
-    if update_type == Update.INSERT and len(table) >= table.size:
-        raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                             f"table '{info.name}' is full ({table.size} entries)")
     action, member, group, one_shot = _decode_table_action(session, pipeline, info, spec)
     counters = _direct_counter_data(info, spec)
     meter = _direct_meter_data(info, spec)

@@ -55,18 +55,28 @@ def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
 def _fields(buf: bytes, pos: int, end: int):
     """(field number, wire type, value) with value an int (varint) or a (start, end) slice."""
     while pos < end:
-        key, pos = _varint(buf, pos, end)
+        key = buf[pos]
+        if key < 0x80:          # one-byte tags and lengths are the norm: skip the general decoder
+            pos += 1
+        else:
+            key, pos = _varint(buf, pos, end)
         number, wire_type = key >> 3, key & 7
-        if wire_type == 0:
-            value, pos = _varint(buf, pos, end)
-            yield number, 0, value
-        elif wire_type == 2:
-            length, pos = _varint(buf, pos, end)
+        if wire_type == 2:
+            if pos >= end:
+                raise _Bail
+            length = buf[pos]
+            if length < 0x80:
+                pos += 1
+            else:
+                length, pos = _varint(buf, pos, end)
             stop = pos + length
             if stop > end:
                 raise _Bail
             yield number, 2, (pos, stop)
             pos = stop
+        elif wire_type == 0:
+            value, pos = _varint(buf, pos, end)
+            yield number, 0, value
         else:
             raise _Bail
     if pos != end:
