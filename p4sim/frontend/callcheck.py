@@ -143,6 +143,9 @@ class CallChecker(ExprChecker):
     def _type_member_call(self, mc: A.MethodCall, f: A.TypeMember,
                           scope: Scope) -> A.Expression:
         """``T.minSizeInBits()`` on a type, or direct application ``MyControl.apply(...)``."""
+        if self.value_shadowing_type(f.type_name, scope) is not None:
+            mc.func = A.Member(A.PathExpr(f.type_name, loc=f.loc), f.member, loc=f.loc)
+            return self.call(mc, scope, None)
         if f.type_name == "error":
             raise self.err(mc, "expression is not callable")
         t = self.resolve_type(A.TypeName(f.type_name, loc=f.loc), scope, f)

@@ -42,6 +42,15 @@ class ExprChecker(TypeResolver):
             raise self.err(e, f"'{e.name}' is not declared{did_you_mean(e.name, scope.visible())}")
         return values[0]
 
+    @staticmethod
+    def value_shadowing_type(name: str, scope: Scope) -> Any:
+        """The value declaration (parameter, variable, instance...) that hides a type of the same
+        name in ``scope``, if any."""
+        found = scope.lookup(name)
+        if found and not isinstance(found[0], TYPE_DECLS + (TypeParam,)):
+            return found[0]
+        return None
+
     def decl_value_type(self, d: Any, where: Any) -> A.Type:
         if isinstance(d, (A.Param, A.VariableDecl, A.ConstDecl)):
             return d.type
@@ -203,6 +212,10 @@ class ExprChecker(TypeResolver):
         return e
 
     def _e_TypeMember(self, e: A.TypeMember, scope: Scope, exp: A.Type | None) -> A.Expression:
+        shadow = self.value_shadowing_type(e.type_name, scope)
+        if shadow is not None:
+            return self.expr(A.Member(A.PathExpr(e.type_name, loc=e.loc), e.member, loc=e.loc),
+                             scope, exp)
         if e.type_name == "error":
             if e.member not in self.error_names:
                 raise self.err(e, f"error.{e.member} is not declared"

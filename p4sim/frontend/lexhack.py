@@ -135,6 +135,64 @@ def _generic_args_end(toks: list[_Tok], i: int, is_type: Callable[[_Tok], bool])
     return None
 
 
+def _bracket_matches(toks: list[_Tok]) -> tuple[dict[int, int], list[int]]:
+    """Index of the closing bracket for each ``(``/``{``; and, per token, the index of the
+    innermost open bracket around it (-1 at top level)."""
+    match: dict[int, int] = {}
+    inner: list[int] = []
+    stack: list[int] = []
+    for i, t in enumerate(toks):
+        inner.append(stack[-1] if stack else -1)
+        if t.text in ("(", "{"):
+            stack.append(i)
+        elif t.text in (")", "}") and stack:
+            match[stack.pop()] = i
+    return match, inner
+
+
+def _value_shadows(toks: list[_Tok], global_types: set[str]) -> list[tuple[str, int, int]]:
+    """Parameters, variables and instances named like a global type shadow it in their scope
+    (``control d(packet_out p, ...)`` next to ``parser p(...)``): (name, from, to) ranges."""
+    candidates = [i for i, t in enumerate(toks) if t.kind == "id" and t.text in global_types]
+    if not candidates:
+        return []
+    match, inner = _bracket_matches(toks)
+    n = len(toks)
+    out: list[tuple[str, int, int]] = []
+    for i in candidates:
+        if i == 0 or i + 1 >= n:
+            continue
+        p, nxt = toks[i - 1], toks[i + 1].text
+        follows_type = (p.kind == "id" and (p.text not in _KEYWORDS or p.text in _TYPE_KEYWORDS)
+                        and nxt in (",", ")", ";", "="))
+        follows_type = follows_type or (p.text in (">", "]") and nxt in (",", ")", ";", "="))
+        follows_type = follows_type or (p.text == ")" and nxt == ";")
+        if not follows_type:
+            continue
+        j = i - 1
+        while j >= 0 and toks[j].text not in (";", "{", "}"):
+            if toks[j].text in ("typedef", "type"):
+                break
+            j -= 1
+        if j >= 0 and toks[j].text in ("typedef", "type"):
+            continue
+        opener = inner[i]
+        if opener < 0:
+            continue
+        if toks[opener].text == "{":
+            end = match.get(opener, n - 1)
+        else:  # a parameter: visible in the body after the parameter list(s)
+            k = match.get(opener, n - 1) + 1
+            if k < n and toks[k].text == "(":
+                k = match.get(k, n - 1) + 1
+            if k < n and toks[k].text == "{":
+                end = match.get(k, n - 1)
+            else:
+                end = min(k, n - 1)
+        out.append((toks[i].text, toks[i].pos, toks[end].pos))
+    return out
+
+
 def scan(text: str) -> LexInfo:
     """Pre-scan preprocessed P4 text and compute the token reclassifications."""
     toks = _tokenize(text)
@@ -184,9 +242,12 @@ def scan(text: str) -> LexInfo:
                     scopes.append((set(lst[0]), p.pos, toks[end].pos))
 
     info = LexInfo()
+    shadows = _value_shadows(toks, global_types)
 
     def is_type(t: _Tok) -> bool:
         if t.kind != "id":
+            return False
+        if any(t.text == name and lo <= t.pos <= hi for name, lo, hi in shadows):
             return False
         if t.text in global_types:
             return True

@@ -255,3 +255,18 @@ def test_generic_call_statement_with_explicit_type_arguments():
     calls = [s.call for s in prog.find("C").apply.stmts]
     assert calls[0].type_args == [A.BitT(8)]
     assert isinstance(calls[1].type_args[0], A.TypeName) and calls[1].type_args[0].name == "h_t"
+
+
+def test_parameters_named_like_a_parser_shadow_the_type_name():
+    prog = parse("#include <core.p4>\nheader h_t { bit<8> a; }\n"
+                 "parser p(packet_in b, out h_t h) { state start { b.extract(h); transition accept; } }\n"
+                 "control d(packet_out p, in h_t h) { apply { p.emit(h); } }\n"
+                 "control e(inout h_t p) { apply { p.a = 1; if (p.isValid()) { p.a = p.a + 1; } } }\n"
+                 "control f(inout h_t h) { p() sub; apply { } }\n")
+    emit = prog.find("d").apply.stmts[0].call
+    assert isinstance(emit.func, A.Member) and isinstance(emit.func.expr, A.PathExpr)
+    assert emit.func.expr.name == "p"
+    assign = prog.find("e").apply.stmts[0]
+    assert isinstance(assign.lhs, A.Member) and assign.lhs.expr.name == "p"
+    inst = prog.find("f").locals[0]
+    assert isinstance(inst, A.Instantiation) and inst.type.name == "p"
