@@ -284,3 +284,25 @@ def test_shell_drives_a_p4sim_switch_process(program, config_files):
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_program_loaded_at_start_is_served(program):
+    """`p4sim switch PROGRAM`: the program is in place before the server starts; P4Runtime
+    serves its P4Info and device config and accepts writes without a SetForwardingPipelineConfig."""
+    from p4sim.switch.device import SwitchDevice
+    device = SwitchDevice(device_id=DEVICE_ID, cpu_port=CPU_PORT)
+    device.load_program(program)
+    server = P4RuntimeServer(device, "127.0.0.1:0")
+    port = server.start()
+    try:
+        a = primary(port)
+        Get = p4runtime_pb2.GetForwardingPipelineConfigRequest
+        got = a.stub.GetForwardingPipelineConfig(Get(device_id=DEVICE_ID, response_type=Get.ALL)).config
+        assert got.p4info == program.p4info and got.p4_device_config == program.device_config()
+        a.write(p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT,
+                                     entity=_l2_entry(program, "00:00:00:00:00:07", 1)))
+        assert len(device.pipeline.tables["MyIngress.l2_exact"]) == 1
+        a.close()
+    finally:
+        server.stop(grace=0.1)
+        device.stop()
