@@ -24,7 +24,7 @@ from host_agent.errors import HostAgentError, UserError
 from host_agent.packetizer import packetize
 from host_agent.policy import BASELINE_POLICY, TagPolicy, load_policy
 from host_agent.ratecontrol import RateConfig
-from host_agent.tcp_baseline import FRAME, TcpPSServer, TcpPSWorker, _recv_exact, _send_tensor
+from host_agent.tcp_baseline import FRAME, TcpPSServer, TcpPSWorker, TcpRing, _recv_exact, _send_tensor
 from host_agent.training import TrainConfig, train, write_jsonl
 from host_agent.workloads import make_workload
 
@@ -297,8 +297,6 @@ def cmd_worker(args) -> int:
 
 
 def cmd_allreduce(args) -> int:
-    if args.mode == "tcp":
-        raise UserError("allreduce: --mode tcp is not supported (use dlcp or baseline)")
     try:
         peers = [hostport(x) for x in args.peers.split(",")]
     except argparse.ArgumentTypeError as exc:
@@ -307,16 +305,25 @@ def cmd_allreduce(args) -> int:
         raise UserError(f"--rank {args.rank}: must be in 0..{len(peers) - 1}")
     out = write_jsonl(args.out)
     wl = make_workload(args.workload, len(peers), args.scale, args.seed)
-    ep = make_endpoint(args, args.rank)
+    if args.mode == "tcp":
+        ring = TcpRing(args.rank, peers, args.timeout)
+    else:
+        ep = make_endpoint(args, args.rank)
     data = np.empty(0, np.float32)
     for it in range(args.iterations):
         data = np.concatenate([g.reshape(-1) for g in wl.gradients(args.rank, it, [])])
-        st = ring_allreduce(ep, args.rank, peers, data, it, make_policy(args), args.mtu, args.timeout)
+        if args.mode == "tcp":
+            st = ring.allreduce(data)
+        else:
+            st = ring_allreduce(ep, args.rank, peers, data, it, make_policy(args), args.mtu, args.timeout)
         out({"event": "iteration", "role": "allreduce", "rank": args.rank, "iteration": it, "mode": args.mode,
              **st.as_record(), "sha256": hashlib.sha256(data.tobytes()).hexdigest()})
     if args.save_npz:
         np.savez(args.save_npz, data)
-    ep.close(linger=0.5)
+    if args.mode == "tcp":
+        ring.close()
+    else:
+        ep.close(linger=0.5)
     return 0
 
 

@@ -1,7 +1,7 @@
 """Plain-TCP parameter server: the second baseline (kernel reliability, no tags, no loss).
 
 Same interface as collectives.PSServer/PSWorker (``step`` returns CommStats), so every experiment
-can run the identical workload over TCP. Framing per tensor: ``!HHI`` (tensor id, worker id,
+can run the identical workload over TCP; ``TcpRing`` is the TCP twin of the ring all-reduce. Framing per tensor: ``!HHI`` (tensor id, worker id,
 payload bytes) then the raw float32 bytes; parameters come back the same way.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -117,3 +118,64 @@ class TcpPSWorker:
 
     def close(self) -> None:
         self.sock.close()
+
+
+class TcpRing:
+    """Ring all-reduce over TCP (the baseline of ``ring_allreduce``): rank r listens on
+    ``addrs[r]``, connects to its right neighbour, accepts its left one."""
+
+    def __init__(self, rank: int, addrs: Sequence[tuple[str, int]], timeout: float = 60.0) -> None:
+        self.rank, self.n = rank, len(addrs)
+        self.listener = socket.create_server(addrs[rank])
+        self.listener.settimeout(timeout)
+        right = addrs[(rank + 1) % self.n]
+        end = time.monotonic() + timeout
+        while True:                                   # the neighbour may not be listening yet
+            try:
+                self.right = socket.create_connection(right, timeout=timeout)
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() > end:
+                    raise TransportError(f"rank {(rank + 1) % self.n} at {right[0]}:{right[1]} never listened") from None
+                time.sleep(0.02)
+        self.left, _ = self.listener.accept()
+        for s in (self.right, self.left):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.settimeout(timeout)
+
+    def _exchange(self, send: np.ndarray, recv: np.ndarray) -> int:
+        err: list[BaseException] = []
+
+        def push() -> None:
+            try:
+                _send_tensor(self.right, 0, self.rank, send)
+            except BaseException as exc:  # noqa: BLE001 - re-raised below
+                err.append(exc)
+        t = threading.Thread(target=push, daemon=True)   # both directions at once: no deadlock
+        t.start()
+        _recv_tensor(self.left, recv)
+        t.join()
+        if err:
+            raise TransportError(f"TCP ring send failed: {err[0]}")
+        return FRAME.size + send.nbytes
+
+    def allreduce(self, data: np.ndarray) -> CommStats:
+        """In-place sum of the flat float32 ``data`` over all ranks (reduce-scatter + all-gather)."""
+        t0 = time.perf_counter()
+        stats = CommStats()
+        n, r = self.n, self.rank
+        flat = data.reshape(-1)
+        bounds = np.linspace(0, flat.size, n + 1).astype(np.int64)
+        chunk = [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
+        for s in range(n - 1):
+            tmp = np.empty_like(chunk[(r - s - 1) % n])
+            stats.bytes_sent += self._exchange(chunk[(r - s) % n], tmp)
+            chunk[(r - s - 1) % n] += tmp
+        for s in range(n - 1):
+            stats.bytes_sent += self._exchange(np.ascontiguousarray(chunk[(r + 1 - s) % n]), chunk[(r - s) % n])
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+    def close(self) -> None:
+        for s in (self.right, self.left, self.listener):
+            s.close()

@@ -93,10 +93,11 @@ def test_ps_server_and_four_workers_processes(tmp_path, mode):
     assert len(records(srv_out)) == 1 + iters
 
 
-def test_allreduce_four_rank_processes(tmp_path):
+@pytest.mark.parametrize("mode", ["dlcp", "tcp"])
+def test_allreduce_four_rank_processes(tmp_path, mode):
     ports = free_udp_ports(4)
     peers = ",".join(f"127.0.0.1:{p}" for p in ports)
-    procs = [subprocess.Popen(AGENT + ["allreduce", "--rank", str(r), "--peers", peers, "--bind",
+    procs = [subprocess.Popen(AGENT + ["allreduce", "--mode", mode, "--rank", str(r), "--peers", peers, "--bind",
                                        f"127.0.0.1:{ports[r]}", "--workload", "gpt2-small", "--scale", "0.0005",
                                        "--save-npz", str(tmp_path / f"r{r}.npz"), "--out",
                                        str(tmp_path / f"r{r}.jsonl"), "--timeout", "30"]) for r in range(4)]
