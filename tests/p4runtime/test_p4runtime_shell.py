@@ -14,7 +14,7 @@ import grpc
 import pytest
 from google.protobuf import text_format
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
@@ -248,36 +248,81 @@ def _l2_entry(program, mac: str, port: int | None, to_cpu: bool = False, mcast: 
     return p4runtime_pb2.Entity(table_entry=te)
 
 
-def test_shell_drives_a_p4sim_switch_process(program, config_files):
-    """`p4sim switch --no-p4` as simple_switch_grpc would be run; p4runtime-shell pushes the
-    pipeline, writes an entry and reads it back; SIGTERM shuts the process down cleanly."""
+def _shell_session(grpc_port: int, config_files: tuple[str, str]) -> None:
+    """What a user does with p4runtime-shell: push the pipeline, write an entry, read it back."""
+    import p4runtime_sh.shell as sh
+    sh.setup(device_id=DEVICE_ID, grpc_addr=f"127.0.0.1:{grpc_port}", election_id=(0, 1),
+             config=sh.FwdPipeConfig(*config_files), verbose=False)
+    try:
+        te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.forward")
+        te.match["hdr.ipv4.dstAddr"] = "10.9.0.0/16"
+        te.action["port"] = "4"
+        te.insert()
+        got = list(sh.TableEntry("MyIngress.ipv4_lpm").read())
+        assert len(got) == 1 and got[0].msg().match[0].lpm.prefix_len == 16
+    finally:
+        sh.teardown()
+
+
+def _wait_for_grpc(port: int, proc, timeout: float = 20.0) -> None:
+    """Readiness: poll Capabilities until the server answers (or the process dies)."""
+    import time
+    deadline = time.monotonic() + timeout
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, "switch process exited"
+            try:
+                stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=1)
+                return
+            except grpc.RpcError:
+                time.sleep(0.1)
+    raise AssertionError(f"no P4Runtime server on port {port} after {timeout}s")
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("target", ["p4sim", "bmv2"])
+def test_shell_drives_a_switch_process(target, tmp_path, request):
+    """The switch as a process, started the way simple_switch_grpc is; p4runtime-shell pushes the
+    pipeline, writes an entry and reads it back; SIGTERM shuts the process down cleanly. The same
+    test runs against BMv2 when p4c and simple_switch_grpc are installed."""
     import re
+    import shutil
     import signal
     import subprocess
     import sys
 
-    import p4runtime_sh.shell as sh
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "p4sim.cli", "switch", "--no-p4", "--device-id", str(DEVICE_ID),
-         "--cpu-port", str(CPU_PORT), "--grpc-server-addr", "127.0.0.1:0", "--ctl-addr", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if target == "p4sim":
+        config_files = request.getfixturevalue("config_files")
+        cmd = [sys.executable, "-m", "p4sim.cli", "switch", "--no-p4", "--device-id", str(DEVICE_ID),
+               "--cpu-port", str(CPU_PORT), "--grpc-server-addr", "127.0.0.1:0", "--ctl-addr", "127.0.0.1:0"]
+    else:
+        if not (shutil.which("p4c") and shutil.which("simple_switch_grpc")):
+            pytest.skip("BMv2 target: p4c and simple_switch_grpc are not installed here")
+        p4info, blob = str(tmp_path / "p4info.txtpb"), str(tmp_path / "p4rt_all.json")
+        subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "--p4runtime-files", p4info,
+                        "-o", str(tmp_path), PROGRAM], check=True)
+        config_files = (p4info, blob)
+        port = _free_port()
+        cmd = ["simple_switch_grpc", "--no-p4", "--device-id", str(DEVICE_ID), "--",
+               "--grpc-server-addr", f"127.0.0.1:{port}", "--cpu-port", str(CPU_PORT)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        ready = proc.stdout.readline()
-        match = re.search(r"grpc=(\S+):(\d+)", ready)
-        assert match, (ready, proc.stderr.read() if proc.poll() is not None else "")
-        sh.setup(device_id=DEVICE_ID, grpc_addr=f"127.0.0.1:{match.group(2)}", election_id=(0, 1),
-                 config=sh.FwdPipeConfig(*config_files), verbose=False)
-        try:
-            te = sh.TableEntry("MyIngress.ipv4_lpm")(action="MyIngress.forward")
-            te.match["hdr.ipv4.dstAddr"] = "10.9.0.0/16"
-            te.action["port"] = "4"
-            te.insert()
-            got = list(sh.TableEntry("MyIngress.ipv4_lpm").read())
-            assert len(got) == 1 and got[0].msg().match[0].lpm.prefix_len == 16
-        finally:
-            sh.teardown()
+        if target == "p4sim":
+            ready = proc.stdout.readline()
+            match = re.search(r"grpc=(\S+):(\d+)", ready)
+            assert match, (ready, proc.stderr.read() if proc.poll() is not None else "")
+            port = int(match.group(2))
+        _wait_for_grpc(port, proc)
+        _shell_session(port, config_files)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0
+        assert proc.wait(timeout=20) in (0, -signal.SIGTERM)
     finally:
         if proc.poll() is None:
             proc.kill()
