@@ -3,8 +3,8 @@
 The P4Runtime layers speak in neutral values (see ``codec``); this module turns them into the
 runtime's classes (``Exact``, ``ActionCall``, ``TableEntry``...) and reads runtime state back. Runtime
 modules are imported when first needed, so the translation layer works (and is tested) on its own.
-Externs whose contract gives only data (action profile members/groups, PRE tables, value sets) are
-reached through the methods the runtime offers when it has them, else through that data.
+Action profile members and groups are reached through their ``members``/``groups`` maps (a
+member repeats in a group once per unit of weight, which the runtime's own setters would dedupe).
 """
 
 from __future__ import annotations
@@ -106,43 +106,26 @@ def profile_groups(profile: Any) -> dict:
     return groups
 
 
-# ---- packet replication engine ---------------------------------------------------------------
+# ---- packet replication engine (p4sim.runtime.pre.PacketReplicationEngine) -----------------------
 
 def pre_set_multicast(pre: Any, group: int, replicas: list[tuple[int, int]]) -> None:
-    for method in ("set_multicast_group", "set_group", "mc_set"):
-        fn = getattr(pre, method, None)
-        if fn is not None:
-            fn(group, list(replicas))
-            return
-    pre.multicast_groups[group] = list(replicas)
+    """Replace multicast group ``group`` by (instance, port) replicas."""
+    pre.set_group(group, list(replicas))
 
 
 def pre_delete_multicast(pre: Any, group: int) -> None:
-    for method in ("delete_multicast_group", "delete_group", "mc_delete"):
-        fn = getattr(pre, method, None)
-        if fn is not None:
-            fn(group)
-            return
-    del pre.multicast_groups[group]
+    pre.delete_group(group)
 
 
 def pre_set_clone(pre: Any, session: int, replicas: list[tuple[int, int]], class_of_service: int,
                   truncate: int) -> None:
     """Clone session to a set of (instance, port) replicas."""
-    fn = getattr(pre, "set_clone_session", None)
-    if fn is not None:
-        fn(session, replicas=list(replicas), truncate=truncate, class_of_service=class_of_service)
-        return
-    pre.clone_sessions[session] = {"replicas": list(replicas), "class_of_service": class_of_service,
-                                   "truncate": truncate}
+    pre.set_clone_session(session, replicas=list(replicas), truncate=truncate,
+                          class_of_service=class_of_service)
 
 
 def pre_delete_clone(pre: Any, session: int) -> None:
-    fn = getattr(pre, "delete_clone_session", None)
-    if fn is not None:
-        fn(session)
-        return
-    del pre.clone_sessions[session]
+    pre.delete_clone_session(session)
 
 
 # ---- value sets --------------------------------------------------------------------------------
