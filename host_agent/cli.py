@@ -20,7 +20,7 @@ import numpy as np
 
 from host_agent.collectives import PS_SERVER_ID, PSServer, PSWorker, ring_allreduce
 from host_agent.endpoint import Endpoint, EndpointConfig, RecvHandle
-from host_agent.errors import HostAgentError, UserError
+from host_agent.errors import HostAgentError, TransportError, UserError
 from host_agent.packetizer import packetize
 from host_agent.policy import BASELINE_POLICY, TagPolicy, load_policy
 from host_agent.ratecontrol import RateConfig
@@ -63,8 +63,9 @@ def _common(p: argparse.ArgumentParser, bind_default: str = "0.0.0.0:9290") -> N
                         "switches); on = GSO everywhere; off = one datagram per syscall")
     p.add_argument("--receive-deadline", type=float,
                    help="seconds after a tensor's OPEN after which it completes as soon as the loss bound is met")
-    p.add_argument("--out", default="-", help="JSON-lines output file (default stdout)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds before giving up (default 60)")
+    p.add_argument("--out", default="-", help="JSON-lines output file, appended to (default stdout)")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds before giving up (recv: seconds without traffic) (default 60)")
     p.add_argument("--seed", type=int, default=0, help="seed of synthetic data (default 0)")
 
 
@@ -188,7 +189,9 @@ def cmd_recv(args) -> int:
             break
     out({"event": "summary", "tensors": n, "drops": dict(ep.drops)})
     ep.close(linger=0.5)
-    return 0 if not args.count or n >= args.count else 1
+    if args.count and n < args.count:
+        raise TransportError(f"recv: {n} of {args.count} tensors arrived before {args.timeout:g}s without traffic")
+    return 0
 
 
 def _recv_tcp(args, out) -> int:

@@ -128,6 +128,14 @@ def test_bad_input_is_one_line_exit_1(argv, message):
     assert len(lines) == 1 and lines[0].startswith("dlcp-agent: error: ") and message in lines[0]
 
 
+def test_recv_idle_timeout_is_one_line_exit_1(tmp_path):
+    r = subprocess.run(AGENT + ["recv", "--bind", "127.0.0.1:0", "--count", "3", "--timeout", "0.3", "--out",
+                                str(tmp_path / "rx.jsonl")], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert r.stderr.strip() == "dlcp-agent: error: recv: 0 of 3 tensors arrived before 0.3s without traffic"
+    assert records(tmp_path / "rx.jsonl")[-1]["event"] == "summary"
+
+
 def test_usage_error_exit_2():
     r = subprocess.run(AGENT + ["gen", "--dest", "nocolon"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "expected HOST:PORT" in r.stderr
