@@ -212,6 +212,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
             emit(table(("switch", "pipeline", "insert", "modify", "delete", "batches"), rows))
             emit("dry run: nothing written" if args.dry_run else
                  "in sync" if all(r.plan.empty() for r in reports.values()) else "applied")
+        if not args.dry_run:
+            _apply_queues(ctl, quiet=args.json)
         if args.watch and not args.dry_run:
             emit("watching switches (Ctrl-C to stop)")
             ctl.supervise(threading.Event(), on_restore=lambda n, r: emit(
@@ -219,6 +221,17 @@ def cmd_apply(args: argparse.Namespace) -> int:
         return EXIT_OK
     finally:
         ctl.close()
+
+
+def _apply_queues(ctl: Controller, quiet: bool) -> None:
+    """Queue depths/rates from the YAML, through each switch's runtime interface (when it has one)."""
+    from controller.runtime_cli import apply_queue_config, has_runtime
+    for name, s in ctl.sessions.items():
+        if not has_runtime(s.conf):
+            continue
+        for text in apply_queue_config(s.conf, ctl.net.queues):
+            if not quiet:
+                emit(f"{name}: queues: {text}")
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -475,6 +488,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:   # `dlcpctl ... | head`: the reader left; not an error
+        sys.stderr.close()
+        return EXIT_OK
 
 
 if __name__ == "__main__":

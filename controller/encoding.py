@@ -160,7 +160,10 @@ def format_match(kind: str, fm: p4runtime_pb2.FieldMatch | None, bitwidth: int, 
     if which == "lpm":
         return f"{format_value(decode(fm.lpm.value), bitwidth, name)}/{fm.lpm.prefix_len}"
     if which == "ternary":
-        return f"{decode(fm.ternary.value):#x}&&&{decode(fm.ternary.mask):#x}"
+        value, mask = decode(fm.ternary.value), decode(fm.ternary.mask)
+        if mask == (1 << bitwidth) - 1:
+            return format_value(value, bitwidth, name)
+        return f"{value:#x}&&&{mask:#x}"
     if which == "range":
         return f"{decode(fm.range.low)}..{decode(fm.range.high)}"
     if which == "optional":

@@ -12,7 +12,7 @@ import shlex
 import subprocess
 
 from controller.errors import SwitchError
-from controller.netconfig import SwitchConf
+from controller.netconfig import PortConf, SwitchConf
 
 
 def _commands(port: int | None, queue: int | None, depth: int | None, rate_pps: int | None) -> list[tuple]:
@@ -82,3 +82,21 @@ def _bmv2(conf: SwitchConf, texts: list[str], timeout: float) -> None:
     if proc.returncode != 0 or "Error" in out or "Could not connect" in out:
         last = next((ln for ln in reversed(out.splitlines()) if ln.strip()), f"exit {proc.returncode}")
         raise SwitchError(conf.name, f"queues set: {argv[0]}: {last.strip()}")
+
+
+def has_runtime(conf: SwitchConf) -> bool:
+    return bool(conf.runtime_addr or conf.thrift_port)
+
+
+def apply_queue_config(conf: SwitchConf, defaults: PortConf, timeout: float = 5.0) -> list[str]:
+    """Push the YAML's queue depths/rates (network-wide ``queues``, then per-port ``ports``).
+
+    Returns the commands sent; nothing when the YAML sets no queue parameters for this switch.
+    """
+    done: list[str] = []
+    if defaults.depth is not None or defaults.rate_pps is not None:
+        done += set_queues(conf, None, None, defaults.depth, defaults.rate_pps, timeout)
+    for port, pc in sorted(conf.ports.items()):
+        if pc.depth is not None or pc.rate_pps is not None:
+            done += set_queues(conf, port, None, pc.depth, pc.rate_pps, timeout)
+    return done
