@@ -257,7 +257,7 @@ class V1ModelPath:
         h, m, s, payload, length = pkt.context
         port = pkt.egress_port
         s.egress_port = port
-        s.egress_spec = self.drop_port + 1
+        s.egress_spec = (self.drop_port + 1) & 0x1FF   # BMv2 writes drop_port + 1 into the 9-bit field
         s.packet_length = length
         s.egress_global_timestamp = now_us & _M48
         if self._has_queueing:
