@@ -8,6 +8,7 @@ serialized ReadResponse messages of bounded size.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 
@@ -88,9 +89,14 @@ def apply_batch(session: PipelineSession, pipeline, updates) -> list[P4RuntimeEr
     return results if failed else []
 
 
-def read_entities(session: PipelineSession, pipeline, entities) -> list[bytes]:
+def read_entities(session: PipelineSession, pipeline, entities, lock=None) -> list[bytes]:
     """Serialized ReadResponse messages for every entity requested (wildcards expanded).
-    Raises if any request is malformed; the caller holds the device lock."""
+
+    ``lock`` (the device lock) is held only while state is selected and copied, not while big
+    table reads are encoded, so a controller reading 100,000 entries does not stall the packet
+    path. Raises P4RuntimeError on a malformed request, before any response is produced.
+    """
+    guard = lock if lock is not None else contextlib.nullcontext()
     chunks = ReadChunks()
     for entity in entities:
         kind = entity.WhichOneof("entity")
@@ -101,10 +107,13 @@ def read_entities(session: PipelineSession, pipeline, entities) -> list[bytes]:
             raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED, f"reading {kind} is not supported")
         request = getattr(entity, kind)
         if kind == "table_entry":   # the bulk case: entries are encoded straight to bytes
-            for _ in table_entries.read_table_entries(session, pipeline, request, chunks):
-                pass
+            with guard:
+                items = table_entries.select_table_entries(session, pipeline, request)
+            table_entries.encode_table_entries(session, items, request, chunks)
             continue
-        for item in reader(session, pipeline, request):
+        with guard:
+            items = list(reader(session, pipeline, request))
+        for item in items:
             chunks.add_entity(p4runtime_pb2.Entity(**{kind: item}).SerializeToString())
     chunks.flush()
     return chunks.responses

@@ -241,10 +241,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id)
             with self.device.lock:
                 session, pipeline = self.session, self.device.pipeline
-                if session is None or pipeline is None:
-                    raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION,
-                                         "no forwarding pipeline config set")
-                responses = read_entities(session, pipeline, request.entities)
+            if session is None or pipeline is None:
+                raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
+            responses = read_entities(session, pipeline, request.entities, self.device.lock)
         except P4RuntimeError as err:
             context.abort(err.code, err.message)
         except Exception as err:   # noqa: BLE001

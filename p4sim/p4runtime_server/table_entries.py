@@ -31,7 +31,8 @@ from p4sim.p4runtime_server.errors import P4RuntimeError, from_runtime_error, in
 from p4sim.p4runtime_server.p4info_index import TableInfo
 from p4sim.p4runtime_server.session import PipelineSession
 
-__all__ = ["EntrySpec", "write_table_entry", "read_table_entries", "write_direct_counter", "read_direct_counters",
+__all__ = ["EntrySpec", "write_table_entry", "read_table_entries", "select_table_entries",
+           "encode_table_entries", "write_direct_counter", "read_direct_counters",
            "write_direct_meter", "read_direct_meters", "meter_tuple"]
 
 Update = p4runtime_pb2.Update
@@ -352,44 +353,53 @@ def _tables_for(session: PipelineSession, table_id: int) -> list[TableInfo]:
     return [session.index.table(table_id)]
 
 
-def read_table_entries(session: PipelineSession, pipeline, request: p4runtime_pb2.TableEntry,
-                       sink=None) -> Iterator[p4runtime_pb2.TableEntry]:
-    """Entries the request selects, as messages; with ``sink`` (a ``wire_encode.ReadChunks``)
-    they are encoded straight into the response bytes and nothing is yielded."""
-    def make() -> p4runtime_pb2.TableEntry:
-        return p4runtime_pb2.TableEntry()
-
+def select_table_entries(session: PipelineSession, pipeline, request: p4runtime_pb2.TableEntry) -> list:
+    """What a read selects, as (info, runtime entry) and (info, None, default action) items.
+    Cheap; the caller holds the device lock for it, and encodes the items without the lock."""
+    items: list[tuple] = []
     for info in _tables_for(session, request.table_id):
         table = pipeline.tables[info.name]
         if request.is_default_action:
             if request.table_id == 0:
                 raise invalid("reading default entries needs a table id")
-            default = table.default_action
-            out = make()
-            out.table_id = info.id
-            out.is_default_action = True
-            if default is not None:
-                encode_action(session.index, default.name, default.args, out.action.action)
-            if sink is None:
-                yield out
-            else:
-                sink.add_table_entry(out.SerializeToString())
+            items.append((info, None, table.default_action))
             continue
         if request.table_id and request.match:
             match = decode_match(info, request.match)
             found = table.find(rt.to_runtime_match(match), request.priority)
             entries = [found] if found is not None else []
         else:
-            entries = table
-        for entry in entries:
-            if request.priority and entry.priority != request.priority:
-                continue
-            if sink is not None:
-                sink.add_table_entry(_entry_bytes(session, info, entry, request))
-                continue
-            out = make()
-            _fill_entry(out, session, info, entry, request)
-            yield out
+            entries = list(table)
+        items.extend((info, e) for e in entries if not request.priority or e.priority == request.priority)
+    return items
+
+
+def _default_msg(session: PipelineSession, info: TableInfo, default) -> p4runtime_pb2.TableEntry:
+    out = p4runtime_pb2.TableEntry(table_id=info.id, is_default_action=True)
+    if default is not None:
+        encode_action(session.index, default.name, default.args, out.action.action)
+    return out
+
+
+def encode_table_entries(session: PipelineSession, items: list, request, sink) -> None:
+    """Encode selected items straight into ``sink`` (a ``wire_encode.ReadChunks``)."""
+    for item in items:
+        if item[1] is None:
+            sink.add_table_entry(_default_msg(session, item[0], item[2]).SerializeToString())
+        else:
+            sink.add_table_entry(_entry_bytes(session, item[0], item[1], request))
+
+
+def read_table_entries(session: PipelineSession, pipeline,
+                       request: p4runtime_pb2.TableEntry) -> Iterator[p4runtime_pb2.TableEntry]:
+    """Entries the request selects, as messages (the direct counter/meter reads build on this)."""
+    for item in select_table_entries(session, pipeline, request):
+        if item[1] is None:
+            yield _default_msg(session, item[0], item[2])
+            continue
+        out = p4runtime_pb2.TableEntry()
+        _fill_entry(out, session, item[0], item[1], request)
+        yield out
 
 
 # ---- direct counters and meters ---------------------------------------------------------------
