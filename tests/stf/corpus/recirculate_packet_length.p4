@@ -1,0 +1,65 @@
+// a recirculated packet is the deparsed one: its packet_length counts the header egress added
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8>  a;
+    bit<8>  b;
+    bit<16> c;
+    bit<32> x;
+    bit<32> y;
+}
+header t_t {
+    bit<8> v;
+}
+
+struct headers_t {
+    h_t h;
+    t_t t;
+}
+
+struct meta_t {
+    bit<8> unused;
+}
+
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.h);
+        transition accept;
+    }
+}
+
+control VC(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    
+    apply {
+        if (sm.instance_type == 4) {
+            hdr.h.c = (bit<16>)sm.packet_length;
+            sm.egress_spec = 2;
+        }
+    }
+}
+
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    
+    apply { if (hdr.h.b == 0) {
+            hdr.h.b = 1;
+            hdr.t.setValid();
+            hdr.t.v = 0x5A;
+            recirculate_preserving_field_list(0);
+        } }
+}
+
+control CC(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control D(packet_out pkt, in headers_t hdr) {
+    apply { pkt.emit(hdr.h);
+        pkt.emit(hdr.t); }
+}
+
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
