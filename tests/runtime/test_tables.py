@@ -287,3 +287,18 @@ def test_lpm_matches_brute_force_reference(keys):
     for _ in range(1000):
         key = (rng.getrandbits(16),) if len(keys) == 1 else (rng.randrange(4), rng.getrandbits(16))
         assert t.lookup(key) is _reference_lookup(rest, keys, key)
+
+
+def test_scan_table_modify_and_delete_update_lookups():
+    t = table([KeyField("x", "ternary", 8)])
+    t.insert(TableEntry((Ternary(0x10, 0xF0),), A, priority=5))
+    t.insert(TableEntry((Ternary(0x11, 0xFF),), A, priority=9))
+    assert t.lookup((0x11,)).priority == 9           # memoised
+    t.modify(TableEntry((Ternary(0x11, 0xFF),), B, priority=9))
+    assert t.lookup((0x11,)).action == B
+    with pytest.raises(EntryNotFound):
+        t.modify(TableEntry((Ternary(0x11, 0xFF),), B, priority=8))   # priority is part of the key
+    t.delete(TableEntry((Ternary(0x11, 0xFF),), None, priority=9))
+    assert t.lookup((0x11,)).priority == 5
+    assert t.find((Ternary(0x10, 0xF0),), 5).action == A
+    assert t.find((Ternary(0x10, 0xF0),), 6) is None
