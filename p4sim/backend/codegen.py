@@ -339,6 +339,11 @@ class BlockGen(ExternGen, StmtGen):
                     outs.append(pn)
             self.return_mode = "tuple" if outs else "return"
             self.fn_outs = outs
+            for p, pn in zip(d.params, pnames, strict=True):
+                if p.direction == "out" and isinstance(p.type, AGGREGATES_T):
+                    # an `out` header starts invalid (copy-out then writes it to the caller)
+                    self.w.line(f"{pn}._setinvalid()" if not isinstance(p.type, ast.HeaderStackT)
+                                else f"{pn}._invalidate()")
             self.stmts(d.body.stmts)
             if outs:
                 self.w.line(f"return (None, {', '.join(outs)})")
