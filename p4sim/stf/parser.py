@@ -374,9 +374,14 @@ def key_value(text: str, match_kind: str, width: int) -> object:
             raise ValueError(f"range {text!r}: low > high")
         return Range(lo, hi)
     if match_kind == "optional":
-        if text == "*" or text.endswith("&&&0"):
+        if text == "*":
             return None
-        v = parse_int(text.split("&&&", 1)[0])
+        if "&&&" in text:   # simple_switch_CLI writes optional keys as ternary ones
+            v_txt, m_txt = text.split("&&&", 1)
+            if parse_int(m_txt) == 0:
+                return None
+            text = v_txt
+        v = parse_int(text)
         _check_fits(v, width, text)
         return Optional_(v)
     raise ValueError(f"unknown match kind {match_kind!r}")

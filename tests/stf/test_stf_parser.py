@@ -123,3 +123,6 @@ def test_exact_range_optional():
         key_value("9..3", "range", 8)
     assert key_value("6", "optional", 8) == Optional_(6)
     assert key_value("*", "optional", 8) is None
+    assert key_value("17&&&255", "optional", 8) == Optional_(17)
+    assert key_value("0x11&&&0x00", "optional", 8) is None
+    assert key_value("10.0.1.1&&&255.255.255.0", "ternary", 32) == Ternary(0x0A000100, 0xFFFFFF00)
