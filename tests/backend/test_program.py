@@ -121,3 +121,19 @@ def test_compile_cli_reports_errors_in_one_line(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 1
     assert len(r.stderr.strip().splitlines()) == 1 and "bad.p4:" in r.stderr
+
+
+def test_device_config_carries_included_files(tmp_path):
+    from p4sim.backend import compile_file
+    from p4sim.backend.program import CompiledProgram
+
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "defs.p4").write_text("#define OUT_PORT 7\nheader h_t { bit<8> a; }\n")
+    main = tmp_path / "prog" / "main.p4"
+    main.parent.mkdir()
+    main.write_text(open(ROUTER).read().replace("#include <v1model.p4>",
+                                                "#include <v1model.p4>\n#include \"defs.p4\""))
+    prog = compile_file(str(main), [str(inc)])
+    again = CompiledProgram.from_device_config(prog.device_config())
+    assert again.p4info == prog.p4info and again.source == prog.source
