@@ -166,6 +166,13 @@ class TensorAssembly:
             ce_marks=self.ce_marks)
         return self.stats
 
+    def drop_buffer(self) -> None:
+        """After completion: let go of the data (late packets are refused before any write)."""
+        assert self.complete
+        self.out = np.empty(0, self.out.dtype)
+        self._bytes = self.out.view(np.uint8)
+        self._mv = memoryview(self._bytes)
+
     def bitmap_chunks(self, round_: int) -> list[bytes]:
         """BITMAP bodies for this probe round: received bits, LSB-first, cut into chunks."""
         bits = np.packbits(self.received, bitorder="little")

@@ -181,6 +181,7 @@ def cmd_recv(args) -> int:
             h = done.pop(0)
             assert h.assembly is not None
             out(tensor_record(h, h.assembly.out))
+            ep.release(h)
             n += 1
         activity = ep.packets_received + sum(ep.drops.values()) + n
         if activity != seen:                      # idle timeout: --timeout without any packet

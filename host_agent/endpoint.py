@@ -49,7 +49,7 @@ class EndpointConfig:
     rto_max: float = 0.5
     give_up_after: float = 10.0        # s without any answer from the receiver of a tensor
     stage_unexpected: bool = True      # OPENs with no expect() yet get a staging buffer
-    max_staged_elements: int = 1 << 28
+    max_staged_elements: int = 1 << 27   # elements held for OPENs nobody expect()ed yet
     receive_deadline: float | None = None  # s after OPEN: complete as soon as the bound is met
     socket_buffer: int = 64 << 20
     send_batch: int = 256
@@ -198,6 +198,19 @@ class Endpoint:
         h = RecvHandle(worker_id, iteration, tensor_id, out, loss_bound)
         self.handles[key] = h
         return h
+
+    def release(self, h: RecvHandle) -> None:
+        """Forget the data of a completed tensor nobody expected (``recv`` mode) to free staging.
+
+        The assembly stays (without its buffer) so late PROBEs still get their DONE.
+        """
+        if not h.done or h.assembly is None:
+            return
+        if h.key in self._staged:
+            self._staged.discard(h.key)
+            self.staged_elements -= h.assembly.desc.n_elements
+        h.assembly.drop_buffer()
+        self.handles.pop(h.key, None)
 
     def run(self, handles: list, timeout: float = 60.0) -> None:
         """Turn the loop until every handle is done; TransportError on failure or timeout."""

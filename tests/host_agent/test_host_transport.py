@@ -258,3 +258,24 @@ def test_receive_deadline_completes_without_probe(endpoints):
         run_both(tx, [s], rx, [r])
     assert relay.dropped["PROBE_critical"] >= 1
     assert r.stats.zero_filled_packets == 3 and s.stats.retransmitted == 0
+
+
+def test_recv_mode_releases_staging(endpoints):
+    """Unexpected tensors are staged within a cap; releasing consumed ones lets the next in."""
+    tx = endpoints(job_id=1, worker_id=2)
+    rx = endpoints(job_id=1, max_staged_elements=25_000)
+    seen = []
+
+    def consume(h):
+        seen.append((h.tensor_id, h.assembly.out.copy()))
+        rx.release(h)
+    rx.on_unexpected = consume
+    tensors = [grad(10_000) for _ in range(5)]
+    sends = []
+    for tid, g in enumerate(tensors):
+        pt = packetize(g, tensor_id=tid, policy=TagPolicy(), job_id=1, worker_id=2, iteration=1)
+        sends.append(tx.send(pt, rx.address))
+        run_both(tx, sends[-1:], rx, [])
+    assert [t for t, _ in seen] == list(range(5))
+    assert all(np.array_equal(a, tensors[t]) for t, a in seen)
+    assert rx.staged_elements == 0 and not rx.drops
