@@ -314,6 +314,11 @@ class CallChecker(ExprChecker):
             final.append(e)
         mc.args = final
         mc.params = new_params
+        for tp in type_params:
+            if isinstance(subst.get(tp), A.InfIntT):
+                raise self.err(mc, f"cannot infer the bit width of type parameter '{tp}' of "
+                                   f"'{mc.method}' from an unsized constant; give it a width "
+                                   f"(e.g. 16w0 or (bit<16>)0), as p4c requires")
         mc.type_args = [subst.get(tp, A.DontCareT()) for tp in type_params]
         mc._subst = subst  # type: ignore[attr-defined]
         rt = substitute(ret, subst)

@@ -208,3 +208,11 @@ HINT_CASES = [
 @pytest.mark.parametrize("text,message", HINT_CASES)
 def test_did_you_mean_hints(tmp_path, text, message):
     assert compile_error(tmp_path, text) == message
+
+
+def test_unsized_constant_cannot_fix_a_type_parameter(tmp_path):
+    text = (P + "control C(inout bit<16> x) {\n"
+            "  apply { hash(x, HashAlgorithm.crc16, 0, { x }, 16w1024); }\n}\n")
+    assert compile_error(tmp_path, text) == (
+        "prog.p4:4:11: error: cannot infer the bit width of type parameter 'T' of 'hash' from "
+        "an unsized constant; give it a width (e.g. 16w0 or (bit<16>)0), as p4c requires")
