@@ -25,7 +25,14 @@ from p4sim.errors import UserError
 from p4sim.p4runtime_server.arbitration import Arbitrator, Controller, election_id_of
 from p4sim.p4runtime_server.digests import DigestEngine
 from p4sim.p4runtime_server.entities import apply_batch, read_entities
-from p4sim.p4runtime_server.errors import P4RuntimeError, batch_status, grpc_code_number, invalid
+from p4sim.p4runtime_server.errors import (
+    DETAILS_LIMIT_KEY,
+    MAX_DETAILS_BYTES,
+    P4RuntimeError,
+    batch_status,
+    grpc_code_number,
+    invalid,
+)
 from p4sim.p4runtime_server.p4info_index import check_compatible
 from p4sim.p4runtime_server.packet_io import parse_packet_in, serialize_packet_out
 from p4sim.p4runtime_server.session import PipelineSession
@@ -87,6 +94,17 @@ def _rpc(method):
             log.exception("%s failed", method.__name__)
             context.abort(grpc.StatusCode.INTERNAL, f"internal error: {err}")
     return wrapper
+
+
+def _details_limit(context) -> int:
+    """Trailer budget for per-update errors: the default, or what the client says it accepts."""
+    for key, value in context.invocation_metadata() or ():
+        if key == DETAILS_LIMIT_KEY:
+            try:
+                return max(MAX_DETAILS_BYTES, min(int(value), MAX_MESSAGE))
+            except ValueError:
+                break
+    return MAX_DETAILS_BYTES
 
 
 def _atomicity_name(value: int) -> str:
@@ -233,7 +251,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             # collector's full scans, which otherwise grow with the table and dominate large reads.
             gc.freeze()
         if results:
-            raise _BatchFailed(batch_status(results))
+            raise _BatchFailed(batch_status(results, _details_limit(context)))
         return p4runtime_pb2.WriteResponse()
 
     def Read(self, request, context):   # noqa: N802

@@ -13,7 +13,7 @@ import time
 import grpc
 import pytest
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4sim.p4runtime_server import API_VERSION, P4RuntimeServer
 from p4sim.p4runtime_server.session import PipelineSession
@@ -293,3 +293,28 @@ def test_large_failed_batch_still_answers_unknown(loaded, clients):
         a.write(*[update(U.INSERT, table_entry=LPM_ENTRY)] * 3000)
     assert info.value.code() == grpc.StatusCode.UNKNOWN
     assert "3000 of 3000 updates failed" in info.value.details()
+
+
+def test_failed_batch_details_stay_under_the_default_trailer_limit(loaded, clients):
+    """Up to ~150 updates the details always arrive (default gRPC clients refuse big trailers at
+    random above 8 KiB); a client that raised its limit can ask for details of any batch."""
+    a = clients(1)
+    a.recv_arbitration()
+    a.write(update(U.INSERT, table_entry=LPM_ENTRY))
+    for _ in range(30):
+        with pytest.raises(grpc.RpcError) as info:
+            a.write(*[update(U.INSERT, table_entry=LPM_ENTRY)] * 120)
+        assert info.value.code() == grpc.StatusCode.UNKNOWN
+        assert len(write_errors(info.value)) == 120
+    big = grpc.insecure_channel(f"127.0.0.1:{loaded.port}", options=[("grpc.max_metadata_size", 1 << 22)])
+    try:
+        req = p4runtime_pb2.WriteRequest(device_id=DEVICE_ID)
+        req.election_id.low = 1
+        req.updates.extend([update(U.INSERT, table_entry=LPM_ENTRY)] * 1000)
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(big)
+        with pytest.raises(grpc.RpcError) as info:
+            stub.Write(req, metadata=(("p4sim-status-details-limit", str(1 << 21)),), timeout=30)
+        assert info.value.code() == grpc.StatusCode.UNKNOWN
+        assert [c for c, _ in write_errors(info.value)] == [code_pb2.ALREADY_EXISTS] * 1000
+    finally:
+        big.close()
