@@ -83,7 +83,6 @@ class StfRun(CliCommands):
         self.table_entries: dict[str, list[TableEntry]] = {}
         self.cli_handles: dict[tuple[str, str], int] = {}
         self.action_params = _action_params(pipeline)
-        self.action_scopes = _action_scopes(pipeline)
 
     # -- command dispatch -----------------------------------------------------------------
 
@@ -125,11 +124,7 @@ class StfRun(CliCommands):
             self._add(cmd)
         elif isinstance(cmd, SetDefaultCommand):
             table = self._table(cmd.table)
-            action = self._action(table, cmd.action, cmd.args)
-            if self.action_scopes.get((table.name, action.name)) == _TABLE_ONLY:
-                raise UserError(f"table {table.name}: action {action.name} is @tableonly, "
-                                f"it cannot be the default action")
-            table.set_default(action)
+            table.set_default(self._action(table, cmd.action, cmd.args))
         elif isinstance(cmd, CheckCounterCommand):
             self._check_counter(cmd)
         elif cmd.kind == "remove_all":
@@ -179,9 +174,6 @@ class StfRun(CliCommands):
         else:
             priority = 0
         action = self._action(table, cmd.action, cmd.args)
-        if self.action_scopes.get((table.name, action.name)) == _DEFAULT_ONLY:
-            raise UserError(f"table {table.name}: action {action.name} is @defaultonly, "
-                            f"entries cannot use it")
         entry = TableEntry(tuple(match), action, priority=priority)
         self._insert(table, entry)
         if cmd.handle:
@@ -227,23 +219,6 @@ def _queued_of(out: object) -> object:
     for attr in ("pkt", "packet", "queued"):
         if hasattr(out, attr):
             return getattr(out, attr)
-    return out
-
-
-_TABLE_ONLY, _DEFAULT_ONLY = 1, 2   # p4.config.v1.ActionRef.Scope
-
-
-def _action_scopes(pipeline: object) -> dict[tuple[str, str], int]:
-    """(table, action) -> P4Info ActionRef scope, for @tableonly / @defaultonly actions."""
-    out: dict[tuple[str, str], int] = {}
-    p4info = getattr(getattr(pipeline, "program", None), "p4info", None)
-    if p4info is None:
-        return out
-    names = {a.preamble.id: a.preamble.name for a in p4info.actions}
-    for t in p4info.tables:
-        for ref in t.action_refs:
-            if ref.scope and ref.id in names:
-                out[(t.preamble.name, names[ref.id])] = ref.scope
     return out
 
 
