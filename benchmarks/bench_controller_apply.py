@@ -1,12 +1,13 @@
 """Controller benchmark: 10,000 routes plus the DLCP policy onto one switch, and a no-op ``apply``
 on a 10-switch network.
 
-Switches are p4sim's real P4Runtime server over stand-in devices (``tests/controller/standin.py``)
-until ``p4sim switch`` can load the compiled DLCP program. Figures are printed as ratios against a
+Switches are real ``p4sim switch`` processes running the compiled DLCP program (``--target p4sim``,
+the default when the compiler works) or p4sim's P4Runtime server in-process over stand-in devices
+(``--target standin``, ``tests/controller/standin.py``). Figures are printed as ratios against a
 baseline measured in the same run: the same entries written with one raw pre-built WriteRequest
-(the cost of the server alone), so the ratio is the controller's overhead.
+(the cost of the switch alone), so the ratio is the controller's overhead.
 
-    .venv/bin/python benchmarks/bench_controller_apply.py [--routes N]
+    .venv/bin/python benchmarks/bench_controller_apply.py [--routes N] [--target p4sim|standin]
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ sys.path.insert(0, str(ROOT / "tests" / "controller"))  # the stand-in device li
 
 from p4.v1 import p4runtime_pb2  # noqa: E402
 from standin import StandInSwitch  # noqa: E402
+from switch_proc import SwitchProcess, missing  # noqa: E402
 
 from controller import desired, netconfig  # noqa: E402
 from controller.controller import Controller  # noqa: E402
@@ -32,8 +34,59 @@ from controller.p4rt_client import P4RuntimeClient  # noqa: E402
 P4INFO = ROOT / "tests" / "controller" / "fixtures" / "dlcp.p4info.txtpb"
 
 
+class ProcSwitch:
+    """A real ``p4sim switch`` process with the interface of ``StandInSwitch`` used here."""
+
+    def __init__(self, device_id: int, workdir: Path) -> None:
+        self.proc = SwitchProcess(workdir, device_id)
+        self.proc.start()
+        self.device_id = device_id
+        self.port = self.proc.grpc_port
+        self.address = self.proc.grpc_addr
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+TARGET = {"name": "standin", "workdir": Path("/tmp")}
+
+
+def make_switch(device_id: int):
+    if TARGET["name"] == "p4sim":
+        return ProcSwitch(device_id, TARGET["workdir"])
+    return StandInSwitch(device_id, load_p4info(P4INFO))
+
+
+def compile_resized(routes: int, workdir: Path) -> tuple[Path, Path]:
+    """The DLCP program with ipv4_routes resized to hold ``routes`` (the shipped size is smaller)."""
+    import re
+    import shutil
+
+    from google.protobuf import text_format
+
+    from p4sim.backend import compile_file
+    inc = workdir / "include"
+    shutil.copytree(ROOT / "p4src" / "include", inc)
+    sizes = inc / "sizes.p4"
+    size = max(1024, 1 << (routes + 64).bit_length())
+    sizes.write_text(re.sub(r"#define IPV4_ROUTES_SIZE\s+\d+", f"#define IPV4_ROUTES_SIZE {size}", sizes.read_text()))
+    program = compile_file(str(ROOT / "p4src" / "bmv2" / "dlcp.p4"), include_dirs=[str(inc)])
+    p4info, config = workdir / "dlcp.p4info.txtpb", workdir / "dlcp.p4sim.json"
+    p4info.write_text(text_format.MessageToString(program.p4info))
+    config.write_bytes(program.device_config())
+    return p4info, config
+
+
+def pipeline_paths() -> tuple[Path, str]:
+    if TARGET["name"] == "p4sim":
+        p4info, config = TARGET["compiled"]
+        return p4info, str(config)
+    return P4INFO, "/dev/null"
+
+
 def net_yaml(ports: list[int], routes: int) -> str:
-    lines = ["defaults:", f"  pipeline: {{p4info: {P4INFO}, config: /dev/null}}", "switches:"]
+    p4info, config = pipeline_paths()
+    lines = ["defaults:", f"  pipeline: {{p4info: {p4info}, config: {config}}}", "switches:"]
     lines += [f'  s{i + 1}: {{grpc: "127.0.0.1:{p}", device_id: {i + 1}}}' for i, p in enumerate(ports)]
     lines += ["hosts:", '  h1: {ip: 10.255.0.1, mac: "00:00:00:00:00:01", switch: s1, port: 1}']
     lines += ['  h2: {ip: 10.255.0.2, mac: "00:00:00:00:00:02", switch: s1, port: 2}']
@@ -50,8 +103,7 @@ def net_yaml(ports: list[int], routes: int) -> str:
 
 
 def bench_install(routes: int, tmp: Path) -> None:
-    p4info = load_p4info(P4INFO)
-    sw = StandInSwitch(1, p4info)
+    sw = make_switch(1)
     path = tmp / "one.yaml"
     path.write_text(net_yaml([sw.port], routes))
     try:
@@ -74,10 +126,13 @@ def bench_install(routes: int, tmp: Path) -> None:
         sw.stop()
 
     # baseline: the same entries, pre-built, one raw WriteRequest, fresh switch
-    sw = StandInSwitch(1, p4info)
+    sw = make_switch(1)
     try:
         client = P4RuntimeClient("base", sw.address, 1)
         client.connect()
+        if TARGET["name"] == "p4sim":
+            session = ctl.sessions["s1"]
+            client.set_pipeline(session.p4info, session.config_bytes, session.cookie)
         updates = []
         for e in want.entries:
             u = p4runtime_pb2.Update(type=p4runtime_pb2.Update.INSERT)
@@ -93,6 +148,7 @@ def bench_install(routes: int, tmp: Path) -> None:
     apply_s = t3 - t1
     end_to_end = t3 - t0
     base = b1 - b0
+    print(f"target: {TARGET['name']}")
     print(f"install: {entries} entries ({routes} routes + nexthops, groups, policy) on one switch")
     print(f"  load+validate YAML        {t1 - t0:8.3f} s")
     print(f"  connect + build entries   {t2 - t1:8.3f} s")
@@ -105,8 +161,7 @@ def bench_install(routes: int, tmp: Path) -> None:
 
 
 def bench_noop(tmp: Path, n: int = 10) -> None:
-    p4info = load_p4info(P4INFO)
-    sws = [StandInSwitch(i + 1, p4info) for i in range(n)]
+    sws = [make_switch(i + 1) for i in range(n)]
     path = tmp / "ten.yaml"
     path.write_text(net_yaml([s.port for s in sws], 0))
     try:
@@ -141,8 +196,17 @@ def bench_noop(tmp: Path, n: int = 10) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--routes", type=int, default=10000)
+    parser.add_argument("--target", choices=("p4sim", "standin"), default=None,
+                        help="default: p4sim when the DLCP program compiles, else standin")
     args = parser.parse_args()
+    TARGET["name"] = args.target or ("p4sim" if missing() is None else "standin")
+    if TARGET["name"] == "p4sim" and missing() is not None:
+        print(f"cannot run real p4sim switches: {missing()}", file=sys.stderr)
+        return 1
     with tempfile.TemporaryDirectory() as tmp:
+        TARGET["workdir"] = Path(tmp)
+        if TARGET["name"] == "p4sim":
+            TARGET["compiled"] = compile_resized(args.routes, Path(tmp))
         bench_install(args.routes, Path(tmp))
         bench_noop(Path(tmp))
     return 0

@@ -114,7 +114,7 @@ class NetConfig:
     policy: Policy
     election_id: int = 1
     role: str | None = None
-    batch_size: int = 5000
+    batch_size: int = 250
     timeout: float = 10.0
     lines: dict = field(default_factory=dict, repr=False)
 
@@ -356,5 +356,5 @@ def loads(text: str, file: str = "<net.yaml>", base_dir: Path | None = None) -> 
                      derive_routes=data.get("derive_routes", True),
                      queues=PortConf(**data.get("queues", {})), policy=policy,
                      election_id=ctl.get("election_id", 1), role=ctl.get("role"),
-                     batch_size=ctl.get("batch_size", 5000), timeout=float(ctl.get("timeout", 10.0)),
+                     batch_size=ctl.get("batch_size", 250), timeout=float(ctl.get("timeout", 10.0)),
                      lines=lines)

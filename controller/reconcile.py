@@ -2,7 +2,8 @@
 
 A ``Plan`` lists deletes, modifies and inserts (plus value-set MODIFYs). ``apply_plan`` writes them
 in three phases, deletes (reverse dependency order), modifies, inserts (dependency order), each
-phase one WriteRequest (split only past ``batch_size``). Nothing to change means no Write at all,
+phase in WriteRequests of ``batch_size`` updates (default 250: a refused batch's per-update errors
+must fit the switch's gRPC status trailer, about 11 KB on p4sim). Nothing to change means no Write at all,
 so running ``apply`` twice writes nothing. When a phase fails, every update already applied by this
 plan (earlier phases and the accepted part of the failed batch) is undone in reverse, and the error
 lists the refused entries one by one with the switch's own message.
@@ -24,6 +25,7 @@ from controller.p4rt_client import P4RuntimeClient
 log = logging.getLogger("controller.reconcile")
 
 Update = p4runtime_pb2.Update
+DEFAULT_BATCH_SIZE = 250
 
 
 def _canon(data: bytes) -> bytes:
@@ -199,7 +201,8 @@ def _inverse(kind: int, change: Change | tuple) -> Update:
     return _update(Update.MODIFY, change.old)
 
 
-def apply_plan(client: P4RuntimeClient, index: P4InfoIndex, plan: Plan, batch_size: int = 5000) -> ApplyResult:
+def apply_plan(client: P4RuntimeClient, index: P4InfoIndex, plan: Plan,
+               batch_size: int = DEFAULT_BATCH_SIZE) -> ApplyResult:
     """Write ``plan``; on failure undo what it applied and raise the switch's per-entry errors.
 
     Descriptions and inverse updates are only built when something fails, so a large install
