@@ -21,6 +21,14 @@ STACK_BUILTINS = {"push_front": 1, "pop_front": 1}
 SIZE_BUILTINS = ("minSizeInBits", "minSizeInBytes", "maxSizeInBits", "maxSizeInBytes")
 
 
+def _has_infint(t: A.Type | None) -> bool:
+    if isinstance(t, A.InfIntT):
+        return True
+    if isinstance(t, A.TupleT):
+        return any(_has_infint(e) for e in t.elements)
+    return False
+
+
 def _fits(params: list[A.Param], args: list[A.Argument]) -> bool:
     if any(a.name for a in args):
         names = {p.name for p in params}
@@ -315,7 +323,7 @@ class CallChecker(ExprChecker):
         mc.args = final
         mc.params = new_params
         for tp in type_params:
-            if isinstance(subst.get(tp), A.InfIntT):
+            if _has_infint(subst.get(tp)):
                 raise self.err(mc, f"cannot infer the bit width of type parameter '{tp}' of "
                                    f"'{mc.method}' from an unsized constant; give it a width "
                                    f"(e.g. 16w0 or (bit<16>)0), as p4c requires")
