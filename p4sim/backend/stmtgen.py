@@ -190,7 +190,21 @@ class StmtGen(ExprGen):
         else:
             raise P4UnsupportedError(s.loc, f"local declaration {type(d).__name__}")
 
+    def lvalue(self, e: Any) -> Any:
+        """Evaluate the effects in an lvalue's indexes first (P4 evaluates the left side first)."""
+        if not self.effectful(e):
+            return e
+        new = copy.copy(e)
+        if isinstance(e, ast.Index):
+            new.expr = self.lvalue(e.expr)
+            new.index = self.settle(e.index)
+        elif isinstance(e, (ast.Member, ast.Slice)):
+            new.expr = self.lvalue(e.expr)
+        return new
+
     def st_AssignStmt(self, s: ast.AssignStmt) -> None:
+        if self.effectful(s.lhs):
+            s = ast.AssignStmt(self.lvalue(s.lhs), s.rhs, loc=s.loc)
         rhs = self.hoist(s.rhs)
         if isinstance(s.lhs.type, ast.VarbitT) and isinstance(s.lhs, ast.Member) and isinstance(s.rhs, ast.Member):
             self.w.line(f"{self.ex(s.lhs)}_len = {self.ex(s.rhs)}_len")   # a varbit value carries its length

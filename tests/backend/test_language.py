@@ -220,3 +220,15 @@ def test_sub_parser_shares_the_cursor_and_copies_out(tmp_path):
                                 deparser="apply { pkt.emit(hdr.h); pkt.emit(hdr.x); pkt.emit(hdr.y); }"))
     assert p.process(bytes([0, 1, 7, 9]), 0) == [(1, bytes([0x11, 1, 7, 9]))]
     assert p.process(bytes([0, 2, 7, 9]), 0) == [(1, bytes([0, 2, 7, 9]))]
+
+
+def test_lvalue_index_with_copy_out_call_is_evaluated_first(tmp_path):
+    late = "bit<8> pick(inout bit<8> v) { v = v + 1; return 1; }"
+    ingress = "apply { sm.egress_spec = 1; hdr.s[pick(hdr.h.n)].v = hdr.h.n; }"
+    p = path_for(simple_program(tmp_path, "bit<8> n;", ingress, extra="header item_t { bit<8> v; }",
+                                headers="hdr_t h; item_t[2] s;", late=late,
+                                parser="state start { pkt.extract(hdr.h); pkt.extract(hdr.s.next); "
+                                       "pkt.extract(hdr.s.next); transition accept; }",
+                                deparser="apply { pkt.emit(hdr.h); pkt.emit(hdr.s); }"))
+    # the index call runs (n: 4 -> 5) before the right-hand side reads n
+    assert p.process(bytes([4, 0, 0]), 0) == [(1, bytes([5, 0, 5]))]
