@@ -49,9 +49,12 @@ class LossyRelay:
 
     def __init__(self, target: tuple[str, int], rule: DropRule | None = None,
                  reverse_rule: DropRule | None = None, mark_ce: bool = False,
-                 bind: tuple[str, int] = ("127.0.0.1", 0)) -> None:
+                 bind: tuple[str, int] = ("127.0.0.1", 0),
+                 raw_rule: Callable[[bytes], bool] | None = None) -> None:
+        """``raw_rule`` sees each whole upstream UDP payload (e.g. to run it through a P4 program)."""
         self.target = target
         self.rule = rule
+        self.raw_rule = raw_rule
         self.reverse_rule = reverse_rule
         self.mark_ce = mark_ce
         self.listen = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -116,7 +119,9 @@ class LossyRelay:
                     except (BlockingIOError, OSError):
                         break
                     if s is self.listen:
-                        if not self._decide(data, self.rule):
+                        if self.raw_rule is not None and self.raw_rule(data):
+                            self.dropped["raw_rule"] += 1
+                        elif not self._decide(data, self.rule):
                             self._up(addr).sendto(data, self.target)
                             self.forwarded += 1
                     else:
