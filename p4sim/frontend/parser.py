@@ -752,6 +752,24 @@ def _describe(tok: Token) -> str:
     return f"'{text}'"
 
 
+_KEYWORDS = frozenset({
+    "action", "actions", "apply", "bool", "bit", "const", "control", "default", "else",
+    "entries", "enum", "error", "exit", "extern", "false", "header", "header_union", "if", "in",
+    "inout", "int", "key", "match_kind", "out", "package", "parser", "return", "select", "state",
+    "string", "struct", "switch", "table", "transition", "true", "tuple", "typedef", "type",
+    "value_set", "varbit", "void", "for", "break", "continue"})
+
+
+def _undeclared_type_hint(text: str, tok: Token) -> str:
+    """`` (is 'foo_t' an undeclared type?)`` when an identifier follows another identifier."""
+    if tok.type != "IDENTIFIER" or tok.start_pos is None:
+        return ""
+    m = re.search(r"(?<![.\w])([A-Za-z_]\w*)\s+$", text[:tok.start_pos])
+    if m is None or m.group(1) in _KEYWORDS:
+        return ""
+    return f" (is '{m.group(1)}' an undeclared type?)"
+
+
 def parse_program(pre: Preprocessed) -> A.Program:
     """Parse preprocessed text into an (unchecked) ``ast.Program``."""
     parser = _get_parser()
@@ -765,7 +783,8 @@ def parse_program(pre: Preprocessed) -> A.Program:
                 loc = pre.offset_location(max(len(pre.text.rstrip()), 0))
             else:
                 loc = pre.location(tok.line or 1, tok.column or 1)
-            raise P4CompileError(loc, f"syntax error, unexpected {_describe(tok)}") from None
+            raise P4CompileError(loc, f"syntax error, unexpected {_describe(tok)}"
+                                      f"{_undeclared_type_hint(pre.text, tok)}") from None
         except UnexpectedCharacters as err:
             loc = pre.location(err.line, err.column)
             ch = pre.text[err.pos_in_stream] if err.pos_in_stream < len(pre.text) else "?"

@@ -270,3 +270,10 @@ def test_parameters_named_like_a_parser_shadow_the_type_name():
     assert isinstance(assign.lhs, A.Member) and assign.lhs.expr.name == "p"
     inst = prog.find("f").locals[0]
     assert isinstance(inst, A.Instantiation) and inst.type.name == "p"
+
+
+def test_unknown_type_name_gets_a_hint():
+    with pytest.raises(P4CompileError) as info:
+        parse("control C() { apply { foo_t x; } }")
+    assert str(info.value) == ("t.p4:1:29: error: syntax error, unexpected identifier 'x' "
+                               "(is 'foo_t' an undeclared type?)")
