@@ -20,7 +20,10 @@ After ``load_program`` returns, the tree is *checked*:
   never survive checking. ``TypeVarT`` only appears inside generic extern declarations.
 * Every ``Expression`` has ``type`` set. Integer literals get their final type: ``BitT`` when a
   width is known (written ``8w5`` or inferred from context) or ``InfIntT`` only where P4 allows an
-  unsized constant (e.g. extern arguments like ``register`` sizes, shift amounts, indices).
+  unsized constant: shift amounts, stack/tuple indices, slice bounds, ``push_front``/``pop_front``
+  counts, table ``size``, entry priorities, ``value_set`` sizes and ``minSizeInBits()`` results.
+  (A generic extern's type parameter is never bound to ``int``: ``hash(.., 0, ..)`` is an error,
+  as in p4c.) ``IntLiteral.value`` of an ``int<W>`` literal is the signed value.
 * Every ``PathExpr`` has ``decl``: the declaration it names (``Param``, ``VariableDecl``,
   ``ConstDecl``, ``ActionDecl``, ``TableDecl``, ``Instantiation``, ``FunctionDecl``,
   ``ExternFunctionDecl``, ``ParserState``, ...).
@@ -46,7 +49,12 @@ After ``load_program`` returns, the tree is *checked*:
   its type args, e.g. ``register<bit<32>>`` -> ``ExternT("register", (BitT(32),))``), ``decl``
   is the ``ExternDecl``/``ParserDecl``/``ControlDecl``/``PackageTypeDecl``; constructor ``args``
   constant-folded; ``ctor`` is the chosen constructor ``MethodDecl`` for externs.
-* ``Program.main`` is the ``Instantiation`` named ``main``; ``Program.main_blocks`` lists, in the
+* ``TypeMember`` never survives checking (see above; a value named like a type, e.g. a parameter
+  ``p`` next to ``parser p``, becomes a ``Member`` of a ``PathExpr``). Direct application
+  ``MyCtrl.apply(...)`` becomes an apply of an implicit ``Instantiation`` named
+  ``MyCtrl_inst_<n>`` appended to the enclosing control's/parser's ``locals``.
+* ``Program.main`` is the ``Instantiation`` named ``main`` (its ``args`` become the
+  ``ParserDecl``/``ControlDecl`` objects passed to the package); ``Program.main_blocks`` lists, in the
   package's parameter order, ``(param_name, ParserDecl | ControlDecl)`` -- for v1model:
   ``p, vr, ig, eg, ck, dep`` -> MyParser, MyVerifyChecksum, MyIngress, MyEgress,
   MyComputeChecksum, MyDeparser. ``Program.arch`` is ``"v1model"`` when ``main`` is a V1Switch.
