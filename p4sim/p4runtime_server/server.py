@@ -2,7 +2,8 @@
 
 RPCs: Capabilities; Set/GetForwardingPipelineConfig (VERIFY and VERIFY_AND_COMMIT; the device
 config is ``CompiledProgram.device_config()`` bytes and its P4Info must agree with the one sent);
-Write (primary only, CONTINUE_ON_ERROR, per-update ``p4.v1.Error`` details in an UNKNOWN status);
+Write (primary only; CONTINUE_ON_ERROR, or all-or-nothing for ROLLBACK_ON_ERROR/DATAPLANE_ATOMIC;
+per-update ``p4.v1.Error`` details in an UNKNOWN status);
 Read (wildcards, streamed); StreamChannel (arbitration, packet-out/in, digests and their acks).
 A refused request gets one status with the spec's code; a bug answers INTERNAL, never a dead server.
 """
@@ -23,6 +24,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4sim.errors import UserError
 from p4sim.p4runtime_server.arbitration import Arbitrator, Controller, election_id_of
+from p4sim.p4runtime_server.atomic import apply_atomic_batch
 from p4sim.p4runtime_server.digests import DigestEngine
 from p4sim.p4runtime_server.entities import apply_batch, read_entities
 from p4sim.p4runtime_server.errors import (
@@ -226,9 +228,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def Write(self, request, context):   # noqa: N802
         """``request`` is a WriteRequest or its raw bytes (the server registers a raw handler so
         big batches of table entries skip the slow pure-Python protobuf parser)."""
-        if isinstance(request, bytes):
+        raw = request if isinstance(request, bytes) else None
+        if raw is not None:
             try:
-                request = parse_write_request(request)
+                request = parse_write_request(raw)
             except (DecodeError, ValueError) as err:   # ValueError: bad UTF-8 in a string field
                 raise invalid(f"malformed WriteRequest: {err}") from err
         else:
@@ -237,15 +240,21 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._check_device(request.device_id)
         role = request.role or (f"#{request.role_id}" if request.role_id else "")
         self.arbitrator.check_primary(request.device_id, role, request.election_id, "Write")
-        if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
-            raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED,
-                                 f"atomicity {_atomicity_name(request.atomicity)} "
-                                 f"is not supported by p4sim (use CONTINUE_ON_ERROR)")
+        Req = p4runtime_pb2.WriteRequest
+        atomic = request.atomicity in (Req.ROLLBACK_ON_ERROR, Req.DATAPLANE_ATOMIC)
+        if request.atomicity != Req.CONTINUE_ON_ERROR and not atomic:
+            raise invalid(f"unknown atomicity {_atomicity_name(request.atomicity)}")
+        updates = request.updates
+        if atomic and raw is not None:   # undo needs every update as a message
+            updates = list(Req.FromString(raw).updates)
         with self.device.lock:
             session, pipeline = self.session, self.device.pipeline
             if session is None or pipeline is None:
                 raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
-            results = apply_batch(session, pipeline, request.updates)
+            if atomic:
+                results = apply_atomic_batch(session, pipeline, updates)
+            else:
+                results = apply_batch(session, pipeline, updates)
         if len(request.updates) >= GC_FREEZE_BATCH:
             # Installed entries live until deleted and hold no cycles: keep them out of the
             # collector's full scans, which otherwise grow with the table and dominate large reads.

@@ -329,3 +329,67 @@ def test_read_bytes_equal_protobuf_messages(session, pipeline):
         assert fast == slow and len(fast) > 0
         assert [e.SerializeToString() for e in fast] == [e.SerializeToString() for e in slow]
     assert metered in [e.table_entry for e in read(session, pipeline, table_entry=requests[1])]
+
+
+def snapshot(session, pipeline) -> list[bytes]:
+    """Everything a client can read, as bytes (order-insensitive)."""
+    pre = p4runtime_pb2.PacketReplicationEngineEntry
+    out = []
+    for entity in (dict(table_entry=entry(0, [], counter_data=p4runtime_pb2.CounterData(),
+                                          meter_config=p4runtime_pb2.MeterConfig())),
+                   dict(table_entry=p4runtime_pb2.TableEntry(table_id=T_EXACT, is_default_action=True)),
+                   dict(action_profile_member=p4runtime_pb2.ActionProfileMember()),
+                   dict(action_profile_group=p4runtime_pb2.ActionProfileGroup()),
+                   dict(counter_entry=p4runtime_pb2.CounterEntry()),
+                   dict(meter_entry=p4runtime_pb2.MeterEntry()),
+                   dict(register_entry=p4runtime_pb2.RegisterEntry()),
+                   dict(packet_replication_engine_entry=pre(multicast_group_entry=p4runtime_pb2.MulticastGroupEntry())),
+                   dict(packet_replication_engine_entry=pre(clone_session_entry=p4runtime_pb2.CloneSessionEntry())),
+                   dict(digest_entry=p4runtime_pb2.DigestEntry())):
+        out.extend(sorted(e.SerializeToString() for e in read(session, pipeline, **entity)))
+    return out
+
+
+def test_atomic_batch_rolls_everything_back(session, pipeline):
+    from p4sim.p4runtime_server.atomic import apply_atomic_batch
+    metered = entry(T_TERNARY, list(TERNARY_ENTRY.match), forward(3), 10,
+                    counter_data=p4runtime_pb2.CounterData(packet_count=5, byte_count=50),
+                    meter_config=p4runtime_pb2.MeterConfig(cir=10, cburst=1, pir=20, pburst=2))
+    member = p4runtime_pb2.ActionProfileMember(action_profile_id=SELECTOR, member_id=1, action=forward(1))
+    mc = p4runtime_pb2.PacketReplicationEngineEntry()
+    mc.multicast_group_entry.multicast_group_id = 9
+    mc.multicast_group_entry.replicas.add(instance=0, port=b"\x01")
+    reg = p4runtime_pb2.RegisterEntry(register_id=REGISTER, data=p4data_pb2.P4Data(bitstring=b"\x07"))
+    reg.index.index = 3
+    default = p4runtime_pb2.TableEntry(table_id=T_EXACT, is_default_action=True)
+    default.action.action.action_id = A_DROP
+    assert write(session, pipeline, update(U.INSERT, table_entry=EXACT_ENTRY),
+                 update(U.INSERT, table_entry=metered), update(U.INSERT, table_entry=RANGE_ENTRY),
+                 update(U.INSERT, action_profile_member=member),
+                 update(U.INSERT, packet_replication_engine_entry=mc),
+                 update(U.MODIFY, register_entry=reg), update(U.MODIFY, table_entry=default)) == []
+    before = snapshot(session, pipeline)
+    counter = p4runtime_pb2.CounterEntry(counter_id=COUNTER, data=p4runtime_pb2.CounterData(packet_count=9))
+    counter.index.index = 1
+    reg2 = p4runtime_pb2.RegisterEntry(register_id=REGISTER, data=p4data_pb2.P4Data(bitstring=b"\x09"))
+    mc2 = p4runtime_pb2.PacketReplicationEngineEntry()
+    mc2.multicast_group_entry.multicast_group_id = 9
+    member2 = p4runtime_pb2.ActionProfileMember(action_profile_id=SELECTOR, member_id=1, action=forward(2))
+    new_default = p4runtime_pb2.TableEntry(table_id=T_EXACT, is_default_action=True)
+    new_default.action.action.action_id = A_MISS
+    batch = [update(U.INSERT, table_entry=LPM_ENTRY),
+             update(U.MODIFY, table_entry=entry(T_TERNARY, list(TERNARY_ENTRY.match), forward(7), 10)),
+             update(U.DELETE, table_entry=entry(T_RANGE, list(RANGE_ENTRY.match), priority=5)),
+             update(U.DELETE, table_entry=entry(T_EXACT, list(EXACT_ENTRY.match))),
+             update(U.MODIFY, counter_entry=counter), update(U.MODIFY, register_entry=reg2),
+             update(U.MODIFY, action_profile_member=member2),
+             update(U.DELETE, packet_replication_engine_entry=mc2),
+             update(U.MODIFY, table_entry=new_default),
+             update(U.INSERT, table_entry=OPTIONAL_ENTRY),
+             update(U.INSERT, table_entry=OPTIONAL_ENTRY)]          # fails: already exists
+    results = apply_atomic_batch(session, pipeline, batch)
+    assert [r.code for r in results] == [grpc.StatusCode.ABORTED] * 10 + [grpc.StatusCode.ALREADY_EXISTS]
+    assert snapshot(session, pipeline) == before
+    assert pipeline.tables["MyIngress.t_range"].lookup((0x15,)) is not None   # the packet path agrees
+    assert apply_atomic_batch(session, pipeline, batch[:-1]) == []
+    assert snapshot(session, pipeline) != before

@@ -154,8 +154,8 @@ def test_failed_batch_reports_every_update(loaded, clients):
 def test_request_level_errors(server, loaded, clients):
     a = clients(1)
     a.recv_arbitration()
-    assert rpc_code(a.write, update(U.INSERT, table_entry=EXACT_ENTRY),
-                    atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR) == grpc.StatusCode.UNIMPLEMENTED
+    assert rpc_code(a.write, update(U.INSERT, table_entry=EXACT_ENTRY), atomicity=7) == \
+        grpc.StatusCode.INVALID_ARGUMENT
     other = StreamClient(server.port, device_id=9)
     other.election_id = 1
     try:
@@ -318,3 +318,19 @@ def test_failed_batch_details_stay_under_the_default_trailer_limit(loaded, clien
         assert [c for c, _ in write_errors(info.value)] == [code_pb2.ALREADY_EXISTS] * 1000
     finally:
         big.close()
+
+
+def test_rollback_on_error_over_grpc(loaded, clients, device):
+    a = clients(1)
+    a.recv_arbitration()
+    a.write(update(U.INSERT, table_entry=LPM_ENTRY))
+    with pytest.raises(grpc.RpcError) as info:
+        a.write(update(U.INSERT, table_entry=EXACT_ENTRY), update(U.INSERT, table_entry=TERNARY_ENTRY),
+                update(U.INSERT, table_entry=LPM_ENTRY), atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+    assert info.value.code() == grpc.StatusCode.UNKNOWN
+    assert [c for c, _ in write_errors(info.value)] == [code_pb2.ABORTED, code_pb2.ABORTED,
+                                                        code_pb2.ALREADY_EXISTS]
+    assert len(a.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry()))) == 1
+    a.write(update(U.INSERT, table_entry=EXACT_ENTRY), update(U.INSERT, table_entry=TERNARY_ENTRY),
+            atomicity=p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC)
+    assert len(a.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry()))) == 3
