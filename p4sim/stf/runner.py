@@ -87,17 +87,21 @@ class StfRun(CliCommands):
     # -- command dispatch -----------------------------------------------------------------
 
     def run(self) -> list[str]:
-        hashes.reset_crc_parameters()
-        for cmd in self.stf.commands:
-            log.debug("%s:%d: %s at t=%d us", self.stf.path, cmd.line, cmd.kind, self.now_us)
-            try:
-                self._do(cmd)
-            except UserError as err:
-                # a refusal by the runtime: BMv2's CLI prints an error and the test goes on
-                self.notes.append(f"{self.stf.path}:{cmd.line}: {cmd.kind}: {err}")
-                log.info("%s", self.notes[-1])
-            except ValueError as err:
-                raise StfError(self.stf.path, cmd.line, str(err)) from None
+        """Run every command; the mismatches between expected and received packets (empty = pass)."""
+        hashes.reset_crc_parameters()   # custom CRC settings live for one test only
+        try:
+            for cmd in self.stf.commands:
+                log.debug("%s:%d: %s at t=%d us", self.stf.path, cmd.line, cmd.kind, self.now_us)
+                try:
+                    self._do(cmd)
+                except UserError as err:
+                    # a refusal by the runtime: BMv2's CLI prints an error and the test goes on
+                    self.notes.append(f"{self.stf.path}:{cmd.line}: {cmd.kind}: {err}")
+                    log.info("%s", self.notes[-1])
+                except ValueError as err:
+                    raise StfError(self.stf.path, cmd.line, str(err)) from None
+        finally:
+            hashes.reset_crc_parameters()
         return self.errors + compare_outputs(self.stf.ports(), self.expected, self.expect_any, self.outputs)
 
     def _do(self, cmd: Command) -> None:

@@ -1,0 +1,56 @@
+// crc16_custom after set_crc16_parameters (CRC-16/CCITT-FALSE: poly 0x1021, init 0xFFFF, no reflection)
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8>  a;
+    bit<8>  b;
+    bit<16> c;
+    bit<32> x;
+    bit<32> y;
+}
+header t_t {
+    bit<8> v;
+}
+
+struct headers_t {
+    h_t h;
+}
+
+struct meta_t {
+    bit<8> unused;
+}
+
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.h);
+        transition accept;
+    }
+}
+
+control VC(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    
+    apply {
+        sm.egress_spec = 1;
+        hash(hdr.h.c, HashAlgorithm.crc16_custom, 16w0, { hdr.h.x, hdr.h.y }, 32w65536);
+    }
+}
+
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    
+    apply {  }
+}
+
+control CC(inout headers_t hdr, inout meta_t meta) {
+    apply {  }
+}
+
+control D(packet_out pkt, in headers_t hdr) {
+    apply { pkt.emit(hdr.h); }
+}
+
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
