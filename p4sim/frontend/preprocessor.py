@@ -276,6 +276,21 @@ class Preprocessor:
             out.append(self.expand(body, hide | {tok}, loc))
         return "".join(out)
 
+    def _open_macro_call(self, line: str) -> bool:
+        """True if ``line`` calls a function-like macro whose ``(`` is not closed on it."""
+        if not any(m.params is not None for m in self.macros.values()):
+            return False
+        for m in _IDENT_SUB_RE.finditer(line):
+            macro = self.macros.get(m.group(0))
+            if macro is None or macro.params is None:
+                continue
+            j = m.end()
+            while j < len(line) and line[j] in " \t":
+                j += 1
+            if j >= len(line) or (line[j] == "(" and _split_macro_args(line, j) is None):
+                return True
+        return False
+
     def _eval_condition(self, expr: str, loc: SourceLocation) -> bool:
         # defined(X) / defined X before macro expansion
         def defined(m: re.Match[str]) -> str:
@@ -332,6 +347,12 @@ class Preprocessor:
                         self._emit("", path, start + 1 + k)
                 continue
             if active:
+                # a function-like macro call whose arguments continue on the next lines
+                while self._open_macro_call(line) and i < len(lines) and \
+                        not _DIRECTIVE_RE.match(lines[i]):
+                    line = line + " " + lines[i]
+                    i += 1
+                nlines = i - start
                 self._emit(self.expand(line, loc=SourceLocation(path, start + 1, 1)), path,
                            start + 1)
                 for k in range(1, nlines):

@@ -153,3 +153,10 @@ def test_recursive_include_is_reported(tmp_path: Path):
         preprocess((tmp_path / "loop.p4").read_text(), str(tmp_path / "loop.p4"))
     assert "nested too deeply" in str(info.value)
     assert str(info.value).startswith(str(tmp_path / "loop.p4") + ":1:1: error:")
+
+
+def test_function_like_macro_call_spanning_lines_keeps_the_line_map():
+    pre = preprocess("#define ADD(a, b) ((a) + (b))\nx = ADD(1,\n        2);\ny = 3;\n", "m.p4")
+    lines = pre.text.split("\n")
+    assert lines[1] == "x = ((1) + (2));" and lines[2] == "" and lines[3] == "y = 3;"
+    assert pre.location(4, 1).line == 4
