@@ -19,6 +19,8 @@ from collections.abc import Callable
 from host_agent import protocol as P
 
 DropRule = Callable[[P.DlcpHeader], bool]
+# What a raw rule may return for a packet (False/True also work for FORWARD/DROP).
+FORWARD, DROP, MARK_CE = 0, 1, 2
 
 
 def drop_noncritical(rate: float, seed: int = 0, first_only: bool = True) -> DropRule:
@@ -50,8 +52,9 @@ class LossyRelay:
     def __init__(self, target: tuple[str, int], rule: DropRule | None = None,
                  reverse_rule: DropRule | None = None, mark_ce: bool = False,
                  bind: tuple[str, int] = ("127.0.0.1", 0),
-                 raw_rule: Callable[[bytes], bool] | None = None) -> None:
-        """``raw_rule`` sees each whole upstream UDP payload (e.g. to run it through a P4 program)."""
+                 raw_rule: Callable[[bytes], int] | None = None) -> None:
+        """``raw_rule`` sees each whole upstream UDP payload (e.g. to run it through a P4 program)
+        and returns FORWARD, DROP or MARK_CE (forward with IPv4 ECN = CE)."""
         self.target = target
         self.rule = rule
         self.raw_rule = raw_rule
@@ -63,6 +66,7 @@ class LossyRelay:
         self.upstream: dict[tuple[str, int], socket.socket] = {}
         self.client_of: dict[socket.socket, tuple[str, int]] = {}
         self.forwarded = 0
+        self.ce_marked = 0
         self.dropped: collections.Counter[str] = collections.Counter()
         self.dropped_headers: list[P.DlcpHeader] = []
         self._stop = False
@@ -108,6 +112,17 @@ class LossyRelay:
             self.client_of[s] = client
         return s
 
+    def _forward_up(self, client: tuple[str, int], data: bytes, ce: bool) -> None:
+        up = self._up(client)
+        if ce and not self.mark_ce:
+            up.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, P.ECN_CE)
+            up.sendto(data, self.target)
+            up.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0)
+            self.ce_marked += 1
+        else:
+            up.sendto(data, self.target)
+        self.forwarded += 1
+
     def _loop(self) -> None:
         while not self._stop:
             socks = [self.listen, *self.upstream.values()]
@@ -119,11 +134,11 @@ class LossyRelay:
                     except (BlockingIOError, OSError):
                         break
                     if s is self.listen:
-                        if self.raw_rule is not None and self.raw_rule(data):
+                        verdict = int(self.raw_rule(data)) if self.raw_rule is not None else FORWARD
+                        if verdict == DROP:
                             self.dropped["raw_rule"] += 1
                         elif not self._decide(data, self.rule):
-                            self._up(addr).sendto(data, self.target)
-                            self.forwarded += 1
+                            self._forward_up(addr, data, verdict == MARK_CE)
                     else:
                         if not self._decide(data, self.reverse_rule):
                             self.listen.sendto(data, self.client_of[s])

@@ -20,7 +20,7 @@ from scapy.layers.l2 import Ether
 from host_agent import protocol as P
 from host_agent.packetizer import packetize
 from host_agent.policy import TagPolicy
-from host_agent.relay import LossyRelay
+from host_agent.relay import DROP, FORWARD, MARK_CE, LossyRelay
 
 ROOT = Path(__file__).resolve().parents[2]
 EGRESS_PORT = 2
@@ -43,7 +43,7 @@ def program():
 class Switch:
     """dlcp.p4 with 10.0.2.0/24 -> port 2, queue = layer class, drops for mag <= ``drop_mag``."""
 
-    def __init__(self, program, drop_mag: int) -> None:
+    def __init__(self, program, drop_mag: int, ecn_depth: int = (1 << 19) - 1) -> None:
         from p4sim.runtime import tables as rt
         from p4sim.v1model.pipeline import V1ModelPath
         self.pipeline = program.instantiate()
@@ -60,21 +60,26 @@ class Switch:
             t["DlcpIngress.priority_map"].insert(rt.TableEntry(
                 match=match, action=rt.ActionCall("DlcpIngress.set_queue", (layer,)), priority=10))
         for q in range(8):
-            for mag in range(drop_mag + 1):
+            for mag in range(16):
+                drop = DEPTH // 2 if mag <= drop_mag else (1 << 19) - 1
                 t["DlcpIngress.drop_thresholds"].insert(rt.TableEntry(
                     match=(rt.Exact(q), rt.Exact(mag)),
-                    action=rt.ActionCall("DlcpIngress.set_thresholds", (DEPTH // 2, (1 << 19) - 1))))
+                    action=rt.ActionCall("DlcpIngress.set_thresholds", (drop, ecn_depth))))
         self.congest(DEPTH)
         self.dropped: list[P.DlcpHeader] = []
         self.queues: dict[int, int] = {}
+        self.depth = DEPTH
+        self.marked = 0
 
     def congest(self, depth: int) -> None:
+        self.depth = depth
         reg = self.pipeline.registers["queue_depth_reg"]
         for q in range(8):
             reg.write(EGRESS_PORT * 8 + q, depth)
 
-    def __call__(self, udp_payload: bytes) -> bool:
-        """Run one packet through ingress; True when the program dropped it."""
+    def __call__(self, udp_payload: bytes) -> int:
+        """Run one packet through ingress and egress: DROP, MARK_CE (the program set CE) or FORWARD."""
+        from p4sim.v1model.pipeline import QueueMetadata, Transmit
         frame = bytes(Ether(dst="00:00:00:00:00:02", src="00:00:00:00:00:01")
                       / IP(src="10.0.1.1", dst="10.0.2.2", tos=P.ECN_ECT0)
                       / UDP(sport=40000, dport=P.DLCP_UDP_PORT) / udp_payload)
@@ -82,10 +87,18 @@ class Switch:
         h = P.DlcpHeader.unpack(udp_payload)
         if not out:
             self.dropped.append(h)
-            return True
+            return DROP
         if h.msg_type == P.MSG_DATA:
             self.queues[h.layer_class] = out[0].priority
-        return False
+        # egress sees the queue as congested as we say (deq_qdepth feeds queue_depth_reg)
+        qmeta = QueueMetadata(enq_timestamp=0, enq_qdepth=0, deq_qdepth=self.depth, deq_timedelta=0,
+                              qid=out[0].priority)
+        sent = [o for o in self.path.egress(out[0], qmeta, 0) if isinstance(o, Transmit)]
+        assert len(sent) == 1 and sent[0].port == EGRESS_PORT
+        if Ether(sent[0].data)[IP].tos & 3 == P.ECN_CE:
+            self.marked += 1
+            return MARK_CE
+        return FORWARD
 
     def counter(self, name: str) -> list[list[int]]:
         return self.pipeline.counters[name].cells
@@ -120,7 +133,7 @@ def test_switch_drops_above_bound_are_repaired_when_congestion_clears(endpoints,
     sw = Switch(program, drop_mag=3)          # drop magnitude classes 0..3: 25 % > p = 10 %
     retx_seen = []
 
-    def rule(udp_payload: bytes) -> bool:
+    def rule(udp_payload: bytes) -> int:
         h = P.DlcpHeader.unpack(udp_payload)
         if h.flags & P.FLAG_RETX and not retx_seen:
             retx_seen.append(h)
@@ -144,3 +157,20 @@ def test_switch_drops_above_bound_are_repaired_when_congestion_clears(endpoints,
     kept = dropped_idx[np.argsort(-pt.magnitude[dropped_idx], kind="stable")[: 40 - allowed]]
     for i in kept:
         assert np.array_equal(out[i * 362:(i + 1) * 362], g[i * 362:(i + 1) * 362])
+
+
+def test_switch_ecn_marks_are_echoed_and_slow_the_sender(endpoints, program):
+    """Depth above ecn_depth but below every drop threshold: CE marks, no drops, the sender backs off."""
+    sw = Switch(program, drop_mag=-1, ecn_depth=DEPTH // 2)
+    tx, rx = endpoints(job_id=3, worker_id=1), endpoints(job_id=3)
+    g = np.random.default_rng(5).standard_normal(362 * 100).astype(np.float32)
+    pt = packetize(g, tensor_id=1, policy=TagPolicy(), job_id=3, worker_id=1, iteration=1)
+    out = np.zeros_like(g)
+    with LossyRelay(rx.address, raw_rule=sw) as relay:
+        r = rx.expect(1, 1, 1, out)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r])
+    assert not sw.dropped and sw.marked == pt.n_packets == relay.ce_marked
+    assert r.stats.ce_marks == pt.n_packets and np.array_equal(out, g)
+    assert tx.ecn_echoes_received > 0 and tx.pacer.decreases > 0 and tx.pacer.rate is not None
+    assert sw.counter("DlcpIngress.ecn_marks")[pt.layer_class * 16 + 15][0] > 0
