@@ -53,6 +53,7 @@ class GeneratedModule:
     errors: list[str]
     aliases: dict[str, list[tuple[str, int]]] = None   # @alias("x.y") user metadata fields
     empty_blocks: frozenset = frozenset()              # roles whose control does nothing
+    sm_aliases: dict[str, str] = None                  # "intrinsic_metadata.x" -> standard_metadata attr
     uses_ctx: bool = True                              # whether code reads _CTX (length, time)
 
 
@@ -351,8 +352,21 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
         src = "\n".join([PRELUDE, self.classes.source(), *self.functions, *tail]) + "\n"
         empty = frozenset(role for role, fn in blocks.items() if fn in self.empty_fns)
         body = "\n".join(self.functions)
-        return GeneratedModule(src, self.manifest, blocks, fl, list(self.program.errors), self.aliases(m_t),
-                               empty, "_CTX" in body)
+        return GeneratedModule(src, self.manifest, blocks, fl, list(self.program.errors),
+                               aliases=self.aliases(m_t), empty_blocks=empty, uses_ctx="_CTX" in body,
+                               sm_aliases=self.sm_aliases(sm_t))
+
+    @staticmethod
+    def sm_aliases(sm_t: ast.Type) -> dict[str, str]:
+        """Names BMv2 knows standard_metadata fields by: their own ``@alias`` and
+        ``standard_metadata.<field>``."""
+        out: dict[str, str] = {}
+        for f in getattr(getattr(sm_t, "decl", None), "fields", None) or []:
+            out[f"standard_metadata.{f.name}"] = pyfield(f.name)
+            a = f.annotation("alias")
+            if a is not None and a.args and isinstance(a.args[0], ast.StringLiteral):
+                out[a.args[0].value] = pyfield(f.name)
+        return out
 
     def aliases(self, m_t: ast.Type) -> dict[str, list[tuple[str, int]]]:
         """User metadata fields BMv2 binds to intrinsic metadata through ``@alias``."""

@@ -125,9 +125,14 @@ class V1ModelPath:
         self._has_priority = "priority" in self._sm_fields
         self._has_queueing = {"enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth"} <= self._sm_fields
         aliases = pipeline.program.module.aliases or {}
-        # user metadata bound by @alias to queueing metadata (BMv2 honours these); set at egress
+        sm_names = pipeline.program.module.sm_aliases or {}
+        # user metadata fields bound by @alias to intrinsic metadata (BMv2 honours these): they
+        # mirror the standard_metadata field; queueing values without one come from the TM
+        self._bound = [(name, sm_names[alias], (1 << width) - 1)
+                       for alias, fields in aliases.items() if alias in sm_names for name, width in fields]
         self._egress_aliases = [(alias.split(".", 1)[1], name, (1 << width) - 1)
-                                for alias, fields in aliases.items() if alias.startswith("queueing_metadata.")
+                                for alias, fields in aliases.items()
+                                if alias not in sm_names and alias.startswith("queueing_metadata.")
                                 for name, width in fields]
 
     # ---- helpers ---------------------------------------------------------------------------
@@ -140,6 +145,22 @@ class V1ModelPath:
                 s, d = getattr(s, p), getattr(d, p)
             value = getattr(s, last)
             setattr(d, last, value._copy() if hasattr(value, "_copy") else value)
+
+    def _bind_in(self, m: Any, s: Any) -> list[int]:
+        """Copy standard_metadata into @alias-bound user fields; returns the copied values."""
+        snap = []
+        for name, field, mask in self._bound:
+            value = getattr(s, field) & mask
+            setattr(m, name, value)
+            snap.append(value)
+        return snap
+
+    def _bind_out(self, m: Any, s: Any, snap: list[int]) -> None:
+        """Alias-bound user fields the program changed write through to standard_metadata."""
+        for (name, field, _mask), before in zip(self._bound, snap, strict=True):
+            value = getattr(m, name)
+            if value != before:
+                setattr(s, field, value)
 
     def _assert_failed(self, err: Exception) -> None:
         self.drops["assert"] += 1
@@ -186,6 +207,7 @@ class V1ModelPath:
                 ctx.sm = s
                 ctx.length = length
                 ctx.now = now_us
+            snap = self._bind_in(m, s) if self._bound else None
             try:
                 payload = data[self._parse(data, h, m, s):]
                 if self._verify is not None:
@@ -195,6 +217,8 @@ class V1ModelPath:
             except AssertionFailed as err:
                 self._assert_failed(err)
                 return out
+            if snap is not None:
+                self._bind_out(m, s, snap)
             clone = s._clone
             if clone is not None:
                 s._clone = None
@@ -268,6 +292,7 @@ class V1ModelPath:
         if self._egress_aliases:
             for attr, name, mask in self._egress_aliases:
                 setattr(m, name, getattr(qmeta, attr, 0) & mask)
+        snap = self._bind_in(m, s) if self._bound else None
         ctx = self._ctx
         if self._uses_ctx:
             ctx.sm = s
@@ -278,6 +303,8 @@ class V1ModelPath:
         try:
             if self._egress is not None:
                 self._egress(h, m, s)
+                if snap is not None:
+                    self._bind_out(m, s, snap)
                 clone = s._clone
                 if clone is not None:
                     s._clone = None

@@ -157,3 +157,14 @@ def test_hash_crc16_matches_bmv2(tmp_path):
     expected = compute("crc16", bytes([0x42]))
     out = p.process(bytes([8, 0, 0, 0x42]), 0)
     assert out == [(1, bytes([8, expected & 0xFF, 0, expected >> 8]))]
+
+
+def test_alias_bound_user_metadata_mirrors_intrinsic_fields(tmp_path):
+    meta = '@alias("intrinsic_metadata.mcast_grp") bit<16> grp; @alias("standard_metadata.ingress_port") bit<9> inp;'
+    ingress = "apply { hdr.h.n = (bit<8>)meta.inp; meta.grp = 3; }"
+    egress = "apply { hdr.h.rid = (bit<8>)sm.egress_rid; }"
+    p = path_for(simple_program(tmp_path, HEADER, ingress, meta=meta, egress=egress))
+    pre = p.pipeline.pre
+    pre.mc_mgrp_create(3)
+    pre.mc_node_associate(3, pre.mc_node_create(9, [4]))
+    assert p.process(bytes([0, 0, 0, 0]), 6) == [(4, bytes([0, 0, 9, 6]))]
