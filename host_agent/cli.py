@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def make_policy(args) -> TagPolicy:
+def make_policy(args: argparse.Namespace) -> TagPolicy:
     if args.mode == "baseline":
         return BASELINE_POLICY
     pol = load_policy(args.policy) if args.policy else TagPolicy()
@@ -144,7 +144,7 @@ def make_policy(args) -> TagPolicy:
     return pol
 
 
-def make_endpoint(args, worker_id: int) -> Endpoint:
+def make_endpoint(args: argparse.Namespace, worker_id: int) -> Endpoint:
     rate = RateConfig(initial_rate=args.rate * 1e6 / 8) if args.rate else RateConfig()
     try:
         return Endpoint(EndpointConfig(job_id=args.job, worker_id=worker_id, bind=args.bind, rate=rate,
@@ -165,7 +165,7 @@ def tensor_record(h: RecvHandle, arr: np.ndarray) -> dict:
 
 
 # -- subcommands --------------------------------------------------------------------------------
-def cmd_recv(args) -> int:
+def cmd_recv(args: argparse.Namespace) -> int:
     out = write_jsonl(args.out)
     if args.mode == "tcp":
         return _recv_tcp(args, out)
@@ -195,7 +195,7 @@ def cmd_recv(args) -> int:
     return 0
 
 
-def _recv_tcp(args, out) -> int:
+def _recv_tcp(args: argparse.Namespace, out) -> int:
     srv = socket.create_server(args.bind)
     srv.settimeout(args.timeout)
     out({"event": "listening", "address": "{}:{}".format(*srv.getsockname())})
@@ -218,7 +218,7 @@ def _recv_tcp(args, out) -> int:
     return 0
 
 
-def cmd_gen(args) -> int:
+def cmd_gen(args: argparse.Namespace) -> int:
     from host_agent.workloads import ProfileWorkload
     out = write_jsonl(args.out)
     wl = ProfileWorkload(args.profile, args.scale, args.seed)
@@ -254,7 +254,7 @@ def cmd_gen(args) -> int:
     return 0
 
 
-def cmd_ps_server(args) -> int:
+def cmd_ps_server(args: argparse.Namespace) -> int:
     out = write_jsonl(args.out)
     wl = make_workload(args.workload, args.workers, args.scale, args.seed)
     update = wl.server_update(args.workers)
@@ -276,7 +276,7 @@ def cmd_ps_server(args) -> int:
     return 0
 
 
-def cmd_worker(args) -> int:
+def cmd_worker(args: argparse.Namespace) -> int:
     if not 0 <= args.rank < args.workers:
         raise UserError(f"--rank {args.rank}: must be in 0..{args.workers - 1}")
     out = write_jsonl(args.out)
@@ -300,7 +300,7 @@ def cmd_worker(args) -> int:
     return 0
 
 
-def cmd_allreduce(args) -> int:
+def cmd_allreduce(args: argparse.Namespace) -> int:
     try:
         peers = [hostport(x) for x in args.peers.split(",")]
     except argparse.ArgumentTypeError as exc:
@@ -331,7 +331,7 @@ def cmd_allreduce(args) -> int:
     return 0
 
 
-def cmd_relay(args) -> int:
+def cmd_relay(args: argparse.Namespace) -> int:
     import signal
     import threading
 
@@ -354,7 +354,7 @@ def cmd_relay(args) -> int:
     return 0
 
 
-def cmd_train(args) -> int:
+def cmd_train(args: argparse.Namespace) -> int:
     acc = train(TrainConfig(workers=args.workers, epochs=args.epochs, mode=args.mode, loss_rate=args.loss_rate,
                             loss_bound=args.loss_bound, seed=args.seed), write_jsonl(args.out))
     write_jsonl(args.out)({"event": "final", "accuracy": acc, "mode": args.mode, "loss_rate": args.loss_rate})

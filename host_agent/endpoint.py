@@ -22,7 +22,7 @@ import numpy as np
 from host_agent import protocol as P
 from host_agent.assembly import NUMPY_OF_DTYPE, ReceiveStats, TensorAssembly
 from host_agent.errors import TransportError, UserError
-from host_agent.outgoing import OutgoingTensor, SendState
+from host_agent.outgoing import OutgoingTensor, SendState, SendStats
 from host_agent.packetizer import PacketizedTensor
 from host_agent.ratecontrol import AimdPacer, RateConfig
 
@@ -75,7 +75,7 @@ class SendHandle:
         return self.tx.state is SendState.FAILED
 
     @property
-    def stats(self):
+    def stats(self) -> SendStats:
         return self.tx.stats
 
 
