@@ -110,7 +110,8 @@ class Annotation(Node):
     """``@name`` / ``@name(expr, ...)`` / ``@name[k=v, ...]``.
 
     ``args`` holds parsed expressions when the body parses as an expression list (``@name("x")``,
-    ``@id(3)``); ``body`` always holds the raw text between the parentheses.
+    ``@id(3)``); ``body`` always holds the raw text between the parentheses. Annotation bodies
+    are not type-checked: literals carry their literal type, names stay unresolved.
     """
 
     name: str
@@ -525,7 +526,8 @@ class Argument(Node):
 
 @dataclass(eq=False)
 class MethodCall(Expression):
-    """``func<type_args>(args)``. ``func`` is a ``PathExpr`` or ``Member``.
+    """``func<type_args>(args)``. ``func`` is a ``PathExpr`` or ``Member`` (the callee is not a
+    value, so ``func`` itself stays untyped; use ``target``, ``method`` and ``decl``).
 
     Filled by the checker: ``kind`` (see ``METHOD_CALL_KINDS``), ``decl``, ``method`` (name),
     ``target`` (the object expression for extern methods/builtins/apply: e.g. the ``PathExpr``

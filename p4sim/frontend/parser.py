@@ -152,8 +152,12 @@ class _ToAst(Transformer):
         except (UnexpectedInput, P4CompileError):
             return None
         if kv and isinstance(result, dict):
+            for v in result.values():
+                _type_literal(v)
             return result
         if not kv and isinstance(result, list):
+            for v in result:
+                _type_literal(v)
             return result
         return None
 
@@ -724,6 +728,16 @@ class _ToAst(Transformer):
 
     def invalid_header(self, meta: Any, ch: list[Any]) -> A.Expression:
         return A.InvalidHeader(loc=self.loc(meta))
+
+
+def _type_literal(e: A.Expression) -> None:
+    """Give annotation-body literals their literal type (bodies are not type-checked)."""
+    if isinstance(e, A.StringLiteral):
+        e.type = A.StringT()
+    elif isinstance(e, A.BoolLiteral):
+        e.type = A.BoolT()
+    elif isinstance(e, A.IntLiteral):
+        e.type = A.BitT(e.width, e.signed) if e.width else A.InfIntT()
 
 
 class _AnnoPre(Preprocessed):
