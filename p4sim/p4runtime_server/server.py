@@ -46,6 +46,8 @@ log = logging.getLogger("p4sim.p4runtime")
 
 API_VERSION = "1.3.0"
 GC_FREEZE_BATCH = 100        # Write batches at least this big freeze the heap afterwards
+MAX_STREAMS = 16              # open StreamChannels; each holds a worker thread for its lifetime
+WORKERS = 64                  # so unary RPCs always find a worker even with every stream open
 STREAM_QUEUE = 65536          # messages buffered per stream before packet-ins are dropped
 MAX_MESSAGE = 256 * 1024 * 1024
 _END = object()
@@ -355,6 +357,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 out.put(_END)
 
         with self._streams_lock:
+            if len(self._streams) >= MAX_STREAMS:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              f"too many open StreamChannels ({MAX_STREAMS}); close one first")
             self._streams.add(out)
         context.add_callback(lambda: out.put(_END))
         thread = threading.Thread(target=reader, name="p4rt-stream", daemon=True)
@@ -412,7 +417,7 @@ class P4RuntimeServer:
         """Listen and serve; returns the bound port ("127.0.0.1:0" picks an ephemeral one)."""
         self.service = P4RuntimeService(self.device)
         server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="p4rt"),
+            futures.ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="p4rt"),
             options=[("grpc.max_receive_message_length", MAX_MESSAGE),
                      ("grpc.max_send_message_length", MAX_MESSAGE),
                      ("grpc.so_reuseport", 0)])

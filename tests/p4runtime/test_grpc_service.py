@@ -334,3 +334,15 @@ def test_rollback_on_error_over_grpc(loaded, clients, device):
     a.write(update(U.INSERT, table_entry=EXACT_ENTRY), update(U.INSERT, table_entry=TERNARY_ENTRY),
             atomicity=p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC)
     assert len(a.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry()))) == 3
+
+
+def test_stream_limit_keeps_unary_rpcs_alive(loaded, clients):
+    from p4sim.p4runtime_server.server import MAX_STREAMS
+    opened = [clients(None) for _ in range(MAX_STREAMS)]
+    for c in opened:
+        c.recv_arbitration()
+    extra = clients(None)
+    err = extra.recv()
+    assert isinstance(err, grpc.RpcError) and err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert opened[0].stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=5).p4runtime_api_version
+    assert opened[0].read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())) == []
