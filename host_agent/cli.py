@@ -24,7 +24,7 @@ from host_agent.errors import HostAgentError, TransportError, UserError
 from host_agent.packetizer import packetize
 from host_agent.policy import BASELINE_POLICY, TagPolicy, load_policy
 from host_agent.ratecontrol import RateConfig
-from host_agent.tcp_baseline import FRAME, TcpPSServer, TcpPSWorker, TcpRing, _recv_exact, _send_tensor
+from host_agent.tcp_baseline import FRAME, TcpPSServer, TcpPSWorker, TcpRing, recv_exact, send_tensor
 from host_agent.training import TrainConfig, train, write_jsonl
 from host_agent.workloads import make_workload
 
@@ -204,12 +204,12 @@ def _recv_tcp(args: argparse.Namespace, out) -> int:
     head = bytearray(FRAME.size)
     while not args.count or n < args.count:
         try:
-            _recv_exact(conn, memoryview(head))
+            recv_exact(conn, memoryview(head))
         except HostAgentError:
             break
         tid, wid, nbytes = FRAME.unpack(head)
         arr = np.empty(nbytes // 4, np.float32)
-        _recv_exact(conn, memoryview(arr).cast("B"))
+        recv_exact(conn, memoryview(arr).cast("B"))
         out({"event": "tensor", "worker": wid, "tensor_id": tid, "elements": int(arr.size),
              "sha256": hashlib.sha256(arr.tobytes()).hexdigest()})
         n += 1
@@ -228,7 +228,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
         for it in range(args.iterations):
             t0 = time.perf_counter()
             grads = wl.gradients(args.worker, it, [])
-            nbytes = sum(_send_tensor(sock, tid, args.worker, g) for tid, g in enumerate(grads))
+            nbytes = sum(send_tensor(sock, tid, args.worker, g) for tid, g in enumerate(grads))
             out({"event": "iteration", "iteration": it, "mode": "tcp", "bytes_sent": nbytes,
                  "comm_seconds": round(time.perf_counter() - t0, 6),
                  "sha256": [hashlib.sha256(g.tobytes()).hexdigest() for g in grads]})

@@ -21,7 +21,7 @@ from host_agent.errors import TransportError
 FRAME = struct.Struct("!HHI")
 
 
-def _recv_exact(sock: socket.socket, buf: memoryview) -> None:
+def recv_exact(sock: socket.socket, buf: memoryview) -> None:
     got = 0
     while got < len(buf):
         n = sock.recv_into(buf[got:])
@@ -30,20 +30,20 @@ def _recv_exact(sock: socket.socket, buf: memoryview) -> None:
         got += n
 
 
-def _send_tensor(sock: socket.socket, tid: int, wid: int, arr: np.ndarray) -> int:
+def send_tensor(sock: socket.socket, tid: int, wid: int, arr: np.ndarray) -> int:
     data = np.ascontiguousarray(arr, np.float32)
     sock.sendall(FRAME.pack(tid, wid, data.nbytes))
     sock.sendall(memoryview(data).cast("B"))
     return FRAME.size + data.nbytes
 
 
-def _recv_tensor(sock: socket.socket, out: np.ndarray) -> tuple[int, int]:
+def recv_tensor(sock: socket.socket, out: np.ndarray) -> tuple[int, int]:
     head = bytearray(FRAME.size)
-    _recv_exact(sock, memoryview(head))
+    recv_exact(sock, memoryview(head))
     tid, wid, nbytes = FRAME.unpack(head)
     if nbytes != out.nbytes:
         raise TransportError(f"TCP frame of {nbytes} bytes for a tensor of {out.nbytes}")
-    _recv_exact(sock, memoryview(out.reshape(-1)).cast("B"))
+    recv_exact(sock, memoryview(out.reshape(-1)).cast("B"))
     return tid, wid
 
 
@@ -79,17 +79,17 @@ class TcpPSServer:
         for conn in self.conns:
             for _ in self.shapes:
                 probe = bytearray(FRAME.size)
-                _recv_exact(conn, memoryview(probe))
+                recv_exact(conn, memoryview(probe))
                 tid, _wid, nbytes = FRAME.unpack(probe)
                 if tid >= len(self.shapes) or nbytes != buf[tid].nbytes:
                     raise TransportError(f"TCP frame for unknown tensor {tid} ({nbytes} bytes)")
-                _recv_exact(conn, memoryview(buf[tid].reshape(-1)).cast("B"))
+                recv_exact(conn, memoryview(buf[tid].reshape(-1)).cast("B"))
                 sums[tid] += buf[tid]
         self.last_sum = sums
         params = [self.update(tid, s) for tid, s in enumerate(sums)]
         for conn in self.conns:
             for tid, p in enumerate(params):
-                stats.bytes_sent += _send_tensor(conn, tid, 0xFFFF, p)
+                stats.bytes_sent += send_tensor(conn, tid, 0xFFFF, p)
         stats.seconds = time.perf_counter() - t0
         return stats
 
@@ -110,9 +110,9 @@ class TcpPSWorker:
         t0 = time.perf_counter()
         stats = CommStats()
         for tid, g in enumerate(grads):
-            stats.bytes_sent += _send_tensor(self.sock, tid, self.worker_id, g)
+            stats.bytes_sent += send_tensor(self.sock, tid, self.worker_id, g)
         for p in self.params:
-            _recv_tensor(self.sock, p)
+            recv_tensor(self.sock, p)
         stats.seconds = time.perf_counter() - t0
         return stats
 
@@ -148,12 +148,12 @@ class TcpRing:
 
         def push() -> None:
             try:
-                _send_tensor(self.right, 0, self.rank, send)
+                send_tensor(self.right, 0, self.rank, send)
             except BaseException as exc:  # noqa: BLE001 - re-raised below
                 err.append(exc)
         t = threading.Thread(target=push, daemon=True)   # both directions at once: no deadlock
         t.start()
-        _recv_tensor(self.left, recv)
+        recv_tensor(self.left, recv)
         t.join()
         if err:
             raise TransportError(f"TCP ring send failed: {err[0]}")
