@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -150,9 +151,39 @@ def _dotted(path: tuple) -> str:
     return ".".join(str(p) for p in path)
 
 
+_ROUTE_KEYS = frozenset(("switch", "prefix", "ports", "spray"))
+_PREFIX_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}(/\d{1,2})?$")
+
+
+def _plainly_valid_route(item: object) -> bool:
+    """A fast check that accepts only routes the schema accepts (anything else goes to jsonschema,
+    which gives the error message), so large route lists validate in milliseconds."""
+    if not isinstance(item, dict) or not _ROUTE_KEYS.issuperset(item) or len(item) < 3:
+        return False
+    ports = item.get("ports")
+    return (isinstance(item.get("switch"), str) and isinstance(item.get("prefix"), str)
+            and _PREFIX_RE.match(item["prefix"]) is not None
+            and isinstance(ports, list) and 1 <= len(ports) <= 255
+            and all(type(p) is int and 0 <= p <= 510 for p in ports)
+            and ("spray" not in item or type(item["spray"]) is bool))
+
+
 def _validate(data: object, lines: dict, file: str, sch: dict) -> None:
+    if isinstance(data, dict) and isinstance(data.get("routes"), list) and "routes" in sch.get("properties", {}):
+        routes = data["routes"]
+        suspects = [i for i, r in enumerate(routes) if not _plainly_valid_route(r)]
+        data = {**data, "routes": [routes[i] for i in suspects]}
+        index_map = dict(enumerate(suspects))
+    else:
+        index_map = None
     validator = jsonschema.Draft202012Validator(sch)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if index_map is not None:
+        for e in errors:   # map indexes in the filtered route list back to the file's
+            path = list(e.absolute_path)
+            if len(path) >= 2 and path[0] == "routes":
+                e.path.clear()
+                e.relative_path.extend(["routes", index_map[path[1]], *path[2:]])
     if not errors:
         return
     err = errors[0]

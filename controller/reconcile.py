@@ -216,10 +216,9 @@ def apply_plan(client: P4RuntimeClient, index: P4InfoIndex, plan: Plan,
     for kind, changes in phases:
         for start in range(0, len(changes), batch_size):
             chunk = changes[start:start + batch_size]
-            updates = [_update(kind, value_set=c[0]) if isinstance(c, tuple) else _update(kind, c.entry)
-                       for c in chunk]
+            updates = [(kind, c[0] if isinstance(c, tuple) else c.entry) for c in chunk]
             try:
-                client.write(updates)
+                client.write_entities(updates)
                 batches += 1
             except WriteError as err:
                 failed = {i for i, _, _ in err.details} if err.details else set(range(len(chunk)))

@@ -105,3 +105,24 @@ def test_diff_orders_deletes_routes_first_and_inserts_nexthops_first(index, net_
     order = [index.name_of(c.entry.table_id) for c in plan.inserts]
     assert order.index(api.NEXTHOPS) < order.index(api.ECMP_GROUPS) < order.index(api.IPV4_ROUTES)
     assert plan.value_sets and plan.counts()["insert"] == len(want.entries)
+
+
+def test_raw_write_request_encoding_equals_protobuf(index, net_yaml):
+    from controller.p4rt_client import encode_write_request
+    net = netconfig.load(net_yaml)
+    want = desired.build_switch(net, index, "s1")
+    header = p4runtime_pb2.WriteRequest(device_id=3, role="r")
+    header.election_id.low = 7
+    pairs = [(p4runtime_pb2.Update.INSERT, e) for e in want.entries[:20]]
+    pairs += [(p4runtime_pb2.Update.MODIFY, want.value_sets[0]), (p4runtime_pb2.Update.DELETE, want.entries[0])]
+    expected = p4runtime_pb2.WriteRequest()
+    expected.CopyFrom(header)
+    for kind, msg in pairs:
+        up = expected.updates.add(type=kind)
+        if isinstance(msg, p4runtime_pb2.TableEntry):
+            up.entity.table_entry.CopyFrom(msg)
+        else:
+            up.entity.value_set_entry.CopyFrom(msg)
+    raw = encode_write_request(header, pairs)
+    assert p4runtime_pb2.WriteRequest.FromString(raw) == expected
+    assert raw == expected.SerializeToString()

@@ -134,3 +134,12 @@ def test_relative_paths_resolve_against_the_yaml(tmp_path):
         """)
     net = _load(tmp_path, text)
     assert net.switches["s1"].pipeline.config == tmp_path / "build" / "dlcp.p4sim.json"
+
+
+def test_route_errors_name_the_route_index_in_the_file(tmp_path):
+    extra = ("routes:\n  - {switch: s1, prefix: 10.9.0.0/16, ports: [2]}\n"
+             "  - {switch: s1, prefix: 10.8.0.0/16, ports: [2], sprey: true}\n")
+    msg = _error(tmp_path, three_switch_yaml([1, 2, 3], extra=extra))
+    assert msg == f"{tmp_path}/net.yaml:17: routes.1.sprey: unknown key (allowed: ports, prefix, spray, switch)"
+    extra = "routes:\n  - {switch: s1, prefix: 10.9.0.0/16, ports: [2]}\n  - {switch: s1, prefix: 10.8.0.0/16, ports: [600]}\n"
+    assert ": routes.1.ports.0: 600 is greater than the maximum of 510" in _error(tmp_path, three_switch_yaml([1, 2, 3], extra=extra))
