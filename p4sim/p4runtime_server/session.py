@@ -9,7 +9,6 @@ and clone-session/multicast shadows in wire form. They all live here and die wit
 from __future__ import annotations
 
 import itertools
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +42,6 @@ class PipelineSession:
     clones: dict[int, p4runtime_pb2.CloneSessionEntry] = field(default_factory=dict)
     value_sets: dict[int, list[p4runtime_pb2.ValueSetMember]] = field(default_factory=dict)
     group_weights: dict[tuple[str, int], dict[int, tuple[int, int]]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(ONE_SHOT_ID_BASE))
 
     def __post_init__(self) -> None:
