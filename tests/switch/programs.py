@@ -18,6 +18,7 @@ from scapy.packet import Raw
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TM_PROBE_P4 = os.path.join(HERE, "p4", "tm_probe.p4")
+CLONE_RECIRC_P4 = os.path.join(HERE, "p4", "clone_recirc.p4")
 PROBE_PORT = 9999
 PROBE_FIELDS = ("seq", "enq_timestamp", "enq_qdepth", "deq_qdepth", "deq_timedelta", "qid", "egress_port")
 _PROBE = struct.Struct("!7I")

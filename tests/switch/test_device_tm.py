@@ -5,13 +5,20 @@ from __future__ import annotations
 import time
 
 import pytest
+from scapy.layers.inet import IP
+from scapy.layers.l2 import Ether
 
 from p4sim.switch.ctl_server import CtlServer
 from p4sim.switch.device import SwitchDevice
 from tests.switch import scenarios
-from tests.switch.programs import TM_PROBE_P4, compiled, needs_compiler, probe_frame, read_probe
-
-pytestmark = needs_compiler
+from tests.switch.programs import (
+    CLONE_RECIRC_P4,
+    TM_PROBE_P4,
+    compiled,
+    needs_program,
+    probe_frame,
+    read_probe,
+)
 
 
 class VirtualHarness:
@@ -135,5 +142,28 @@ def test_cpu_port_packet_in_and_packet_out():
         host.send(probe_frame(7))
         time.sleep(0.1)
         assert dev.counters["packet_in_dropped"] == 1 and len(got) == 1
+    finally:
+        dev.stop()
+
+
+@needs_program(CLONE_RECIRC_P4)
+def test_clone_and_recirculation_through_the_switch():
+    dev = SwitchDevice(name="s-clone")
+    dev.load_program(compiled(CLONE_RECIRC_P4))
+    with dev.lock:
+        dev.pipeline.pre.mirroring_add(5, 3)          # clone session 5 -> port 3
+    peers = {p: dev.add_virtual_port(p) for p in (1, 2, 3)}
+    dev.start()
+    try:
+        sent = probe_frame(1)
+        peers[1].send(sent)
+        assert peers[2].recv(2.0) == sent                       # the original, unchanged
+        clone = Ether(peers[3].recv(2.0))
+        assert clone.src == "00:00:00:00:00:cc" and bytes(clone)[12:] == sent[12:]
+        peers[2].send(probe_frame(2))
+        out = Ether(peers[3].recv(2.0))                         # recirculated, field list kept
+        assert out[IP].ttl == 8
+        assert peers[1].recv(0.2) is None                       # recirculated packets do not leave
+        assert dev.counters["tx"] == 3
     finally:
         dev.stop()
