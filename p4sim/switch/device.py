@@ -28,6 +28,7 @@ from p4sim.switch.tm import DEFAULT_PRIORITY_QUEUES, DEFAULT_QUEUE_DEPTH, Traffi
 DROP_PORT = 511
 RX_BATCH = 64          # frames taken from one port per turn (fairness between ports)
 EGRESS_BATCH = 256     # packets dequeued per turn
+RECIRC_CAPACITY = 1024  # BMv2's input buffer for resubmitted/recirculated packets
 
 
 class SwitchLoggerAdapter(logging.LoggerAdapter):
@@ -371,7 +372,11 @@ class SwitchDevice:
             self.log.exception("%s failed on a packet from port %d; packet dropped", stage, port)
 
     def _recirculate(self, out) -> None:
-        """Feed a recirculated packet back into ingress on the next turn (BMv2's recirc queue)."""
+        """Feed a recirculated packet back into ingress on the next turn (BMv2's recirc queue:
+        1024 packets, dropped when full)."""
+        if len(self._recirc) >= RECIRC_CAPACITY:
+            self.counters["recirc_drops"] += 1
+            return
         self._recirc.append(out)
         os.eventfd_write(self._wake_fd, 1)
 
