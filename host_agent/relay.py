@@ -46,6 +46,14 @@ def drop_offsets(offsets: set[tuple[int, int]], first_only: bool = True) -> Drop
     return rule
 
 
+def _big_buffer(sock: socket.socket, size: int = 64 << 20) -> None:
+    """Receive buffer big enough for bursts (SO_RCVBUFFORCE as root, else capped by rmem_max)."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), size)
+    except OSError:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
+
+
 class LossyRelay:
     """Start with ``with LossyRelay(target, rule) as relay:`` and send to ``relay.address``."""
 
@@ -62,7 +70,7 @@ class LossyRelay:
         self.mark_ce = mark_ce
         self.listen = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.listen.bind(bind)
-        self.listen.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+        _big_buffer(self.listen)
         self.upstream: dict[tuple[str, int], socket.socket] = {}
         self.client_of: dict[socket.socket, tuple[str, int]] = {}
         self.forwarded = 0
@@ -105,7 +113,7 @@ class LossyRelay:
         if s is None:
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.bind((self.listen.getsockname()[0], 0))
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+            _big_buffer(s)
             if self.mark_ce:
                 s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, P.ECN_CE)
             self.upstream[client] = s

@@ -10,6 +10,7 @@ from host_agent import protocol as P
 from host_agent.errors import TransportError
 from host_agent.packetizer import packetize
 from host_agent.policy import BASELINE_POLICY, TagPolicy
+from host_agent.ratecontrol import RateConfig
 from host_agent.relay import LossyRelay, drop_noncritical, drop_offsets
 
 RNG = np.random.default_rng(7)
@@ -279,3 +280,23 @@ def test_recv_mode_releases_staging(endpoints):
     assert [t for t, _ in seen] == list(range(5))
     assert all(np.array_equal(a, tensors[t]) for t, a in seen)
     assert rx.staged_elements == 0 and not rx.drops
+
+
+def test_multi_chunk_bitmap_for_large_tensor(endpoints):
+    """20 000 packets: the BITMAP of a round spans 3 chunks; every chunk's losses are repaired."""
+    # paced so the Python relay never overflows: only the chosen packets are lost
+    tx = endpoints(job_id=1, worker_id=2, rate=RateConfig(initial_rate=60e6, additive_step=0.0))
+    rx = endpoints(job_id=1)
+    g = grad(362 * 20_000)
+    pt = packetize(g, tensor_id=1, policy=TagPolicy(critical_share=0.01, loss_bound=0.0), job_id=1,
+                   worker_id=2, iteration=1)
+    crit = np.flatnonzero(pt.critical)
+    lost = {int(crit[-1])} | {i for i in (5, 8191, 8192, 9000, 16384, 19_999) if not pt.critical[i]}
+    out = np.zeros_like(g)
+    with LossyRelay(rx.address, drop_offsets({(1, i * 362) for i in lost})) as relay:
+        r = rx.expect(2, 1, 1, out)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r], timeout=60)
+    assert sum(relay.dropped.values()) == len(lost)
+    assert s.stats.retransmitted == len(lost) and s.stats.rounds == 1
+    assert np.array_equal(out, g)
