@@ -34,6 +34,7 @@ from controller.output import emit, emit_json, table
 from p4sim.errors import UserError
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_SWITCH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+APPLY_LINES = 10   # diff lines per switch that `apply` prints (`apply --dry-run` prints all)
 
 
 def _nonneg(text: str) -> int:
@@ -202,10 +203,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
                               "batches": r.result.batches if r.result else 0,
                               "diff": r.plan.lines(ctl.sessions[name].index)} for name, r in reports.items()})
         else:
+            limit = None if args.dry_run else APPLY_LINES
             for name, r in reports.items():
-                idx = ctl.sessions[name].index
-                for line in r.plan.lines(idx):
+                lines = r.plan.lines(ctl.sessions[name].index)
+                for line in lines[:limit]:
                     emit(f"{name}: {line}")
+                if limit is not None and len(lines) > limit:
+                    emit(f"{name}: ... and {len(lines) - limit} more (--dry-run lists every change)")
             rows = [(name, r.pipeline, r.plan.counts()["insert"], r.plan.counts()["modify"],
                      r.plan.counts()["delete"], r.result.batches if r.result else 0)
                     for name, r in reports.items()]

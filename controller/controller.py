@@ -208,6 +208,8 @@ class Controller:
                 log.debug("switch %s: restore not yet possible: %s", s.name, err)
                 return
         report = SwitchReport(s.name, status.state, plan, result)
+        if status.state == "pushed":   # a fresh switch process also lost its queue settings
+            self._restore_queues(s)
         if not plan.empty() or status.state == "pushed":
             log.warning("switch %s: restored (pipeline %s, %s)", s.name, status.state, plan.counts())
         with self._restored:
@@ -215,6 +217,15 @@ class Controller:
             self._restored.notify_all()
         if on_restore is not None:
             on_restore(s.name, report)
+
+    def _restore_queues(self, s: SwitchSession) -> None:
+        from controller.runtime_cli import apply_queue_config, has_runtime
+        if not has_runtime(s.conf):
+            return
+        try:
+            apply_queue_config(s.conf, self.net.queues)
+        except ControllerError as err:
+            log.warning("switch %s: queue settings not restored: %s", s.name, err)
 
     def stop(self) -> None:
         self._stop.set()

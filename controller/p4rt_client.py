@@ -108,6 +108,13 @@ def unpack_write_error(err: grpc.RpcError) -> list[tuple[int, str, str]]:
     return details
 
 
+class _SwitchLog(logging.LoggerAdapter):
+    """Prefixes every log line with the switch name."""
+
+    def process(self, msg, kwargs):
+        return f"switch {self.extra['switch']}: {msg}", kwargs
+
+
 class P4RuntimeClient:
     """P4Runtime client for one switch (``name`` appears in every log line and error)."""
 
@@ -132,7 +139,7 @@ class P4RuntimeClient:
         self._stream = None
         self._raw_write = None
         self._closing = False
-        self._log = logging.LoggerAdapter(log, {"switch": name})
+        self._log = _SwitchLog(log, {"switch": name})
 
     # -- connection and arbitration ---------------------------------------------------------------
     def connect(self, timeout: float | None = None, arbitrate: bool = True) -> None:
