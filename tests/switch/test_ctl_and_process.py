@@ -239,3 +239,13 @@ def test_switch_runs_compiled_program_file_over_nanomsg(tmp_path):
         ptf.close()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
+
+
+def test_log_file_has_switch_prefix_and_console_stays_quiet(tmp_path):
+    log_path = tmp_path / "s7.log"
+    proc, _ = start_switch("--no-p4", "--name", "s7", "--log-file", str(log_path), "--log-level", "debug")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+    assert proc.stderr.read() == ""                      # no --log-console: nothing below WARNING
+    text = log_path.read_text()
+    assert "[s7] shutting down" in text and "[s7] stopped" in text
