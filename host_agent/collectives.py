@@ -37,7 +37,7 @@ class CommStats:
     packets_sent: int = 0
     retransmitted: int = 0
     packets_by_class: dict[int, int] = field(default_factory=lambda: collections.Counter())
-    zero_filled_by_class: dict[int, int] = field(default_factory=lambda: collections.Counter())
+    missing_by_class: dict[int, int] = field(default_factory=lambda: collections.Counter())
     zero_filled_elements: int = 0
 
     def add_send(self, h: SendHandle) -> None:
@@ -48,7 +48,8 @@ class CommStats:
     def add_recv(self, h: RecvHandle) -> None:
         assert h.stats is not None
         self.packets_by_class[h.layer_class] += h.stats.n_packets
-        self.zero_filled_by_class[h.layer_class] += h.stats.zero_filled_packets
+        # packets never received: zero-filled (gradients) or left at the previous value (parameters)
+        self.missing_by_class[h.layer_class] += h.stats.n_packets - h.stats.received
         self.zero_filled_elements += h.stats.zero_filled_elements
 
     def merge(self, other: CommStats) -> None:
@@ -57,11 +58,12 @@ class CommStats:
         self.packets_sent += other.packets_sent
         self.retransmitted += other.retransmitted
         self.packets_by_class.update(other.packets_by_class)
-        self.zero_filled_by_class.update(other.zero_filled_by_class)
+        self.missing_by_class.update(other.missing_by_class)
         self.zero_filled_elements += other.zero_filled_elements
 
     def loss_by_class(self) -> dict[str, float]:
-        return {str(c): self.zero_filled_by_class[c] / n for c, n in sorted(self.packets_by_class.items()) if n}
+        """Share of received-side packets missing at completion, per layer class."""
+        return {str(c): self.missing_by_class[c] / n for c, n in sorted(self.packets_by_class.items()) if n}
 
     def as_record(self) -> dict:
         return {"comm_seconds": round(self.seconds, 6), "bytes_sent": self.bytes_sent,
