@@ -102,6 +102,8 @@ def test_ps_with_loss_stays_within_bound():
     wrong_sum = sum(int((results["server"][0][t] != exact[t]).sum()) for t in range(len(SHAPES)))
     # each worker loses at most p of its elements (rounded up to whole packets per tensor)
     assert wrong_sum <= N * (bound * total + 362 * len(SHAPES))
+    # parameters lost on the way back are reported by the workers (kept at their previous value)
+    assert sum(sum(results[r][0][1]["loss_by_class"].values()) for r in range(N)) > 0
     for r in range(N):
         params, rec = results[r][0]
         stale = sum(int((params[t] != results["server"][0][t]).sum()) for t in range(len(SHAPES)))
