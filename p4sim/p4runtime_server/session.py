@@ -37,6 +37,8 @@ class PipelineSession:
     # (table name, entry identity) -> (group id, member ids, the action set as written)
     one_shots: dict[tuple, tuple[int, list[int], p4runtime_pb2.ActionProfileActionSet]] = \
         field(default_factory=dict)
+    # (table name, match, priority) -> (controller_metadata, metadata) of entries that carry them
+    entry_meta: dict[tuple, tuple[int, bytes]] = field(default_factory=dict)
     digest_configs: dict[int, p4runtime_pb2.DigestEntry.Config] = field(default_factory=dict)
     multicast: dict[int, p4runtime_pb2.MulticastGroupEntry] = field(default_factory=dict)
     clones: dict[int, p4runtime_pb2.CloneSessionEntry] = field(default_factory=dict)

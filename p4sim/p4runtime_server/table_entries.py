@@ -56,11 +56,14 @@ class EntrySpec:
     idle_timeout_ns: int = 0
     counter_data: tuple[int, int] | None = None
     meter_config: p4runtime_pb2.MeterConfig | None = None
+    controller_metadata: int = 0                            # opaque to the switch, read back as written
+    metadata: bytes = b""
 
     @classmethod
     def from_proto(cls, msg: p4runtime_pb2.TableEntry) -> EntrySpec:
         spec = cls(msg.table_id, [field_tuple(fm) for fm in msg.match], msg.priority,
-                   msg.is_default_action, msg.HasField("action"), idle_timeout_ns=msg.idle_timeout_ns)
+                   msg.is_default_action, msg.HasField("action"), idle_timeout_ns=msg.idle_timeout_ns,
+                   controller_metadata=msg.controller_metadata, metadata=msg.metadata)
         which = msg.action.WhichOneof("type") if spec.has_action else None
         if which == "action":
             spec.action_id = msg.action.action.action_id
@@ -193,6 +196,7 @@ def write_table_entry(session: PipelineSession, pipeline, update_type: int,
             raise not_found(f"table '{info.name}': no such entry to delete")
         _runtime(table.delete, rt.make_entry(rmatch, None, priority), info)
         _remove_one_shot(session, pipeline, key)
+        session.entry_meta.pop(key, None)
         return
     if update_type not in (Update.INSERT, Update.MODIFY):
         raise invalid(f"table '{info.name}': update type {update_type} is not insert/modify/delete")
@@ -225,6 +229,10 @@ def write_table_entry(session: PipelineSession, pipeline, update_type: int,
         _remove_one_shot(session, pipeline, key)
     if one_shot is not None:
         session.one_shots[key] = (group, member_ids, one_shot[2])
+    if spec.controller_metadata or spec.metadata:
+        session.entry_meta[key] = (spec.controller_metadata, spec.metadata)
+    else:
+        session.entry_meta.pop(key, None)
 
 
 def _runtime(fn, entry, info: TableInfo) -> None:
@@ -301,6 +309,9 @@ def _fill_entry(out: p4runtime_pb2.TableEntry, session: PipelineSession, info: T
         out.action.action_profile_member_id = entry.member_id
     if entry.is_const:
         out.is_const = True
+    meta = session.entry_meta.get((info.name, match, entry.priority)) if session.entry_meta else None
+    if meta is not None:
+        out.controller_metadata, out.metadata = meta
     if info.direct_counter_id and request.HasField("counter_data"):
         out.counter_data.packet_count = entry.packets
         out.counter_data.byte_count = entry.bytes
@@ -334,6 +345,9 @@ def _entry_bytes(session: PipelineSession, info: TableInfo, entry, request) -> b
         parts.append(we.ld(b"\x1a", b"\x10" + we.varint(entry.member_id)))
     if info.needs_priority and entry.priority:
         parts.append(b"\x20" + we.varint(entry.priority))
+    meta = session.entry_meta.get((info.name, match, entry.priority)) if session.entry_meta else None
+    if meta is not None and meta[0]:
+        parts.append(b"\x28" + we.varint(meta[0]))
     if info.direct_meter_id and request.HasField("meter_config"):
         config = _meter_config_msg(entry.meter_config)
         if config is not None:
@@ -342,6 +356,8 @@ def _entry_bytes(session: PipelineSession, info: TableInfo, entry, request) -> b
         data = (b"\x08" + we.varint(entry.bytes) if entry.bytes else b"") + \
             (b"\x10" + we.varint(entry.packets) if entry.packets else b"")
         parts.append(we.ld(b"\x3a", data))
+    if meta is not None and meta[1]:
+        parts.append(we.ld(b"\x5a", meta[1]))
     if entry.is_const:
         parts.append(b"\x68\x01")
     return b"".join(parts)

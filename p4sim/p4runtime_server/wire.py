@@ -166,6 +166,10 @@ def _table_entry(buf: bytes, start: int, end: int) -> EntrySpec:
             spec.priority = _int32(value)
         elif number == 8 and wt == 0:
             spec.is_default = bool(value)
+        elif number == 5 and wt == 0:
+            spec.controller_metadata = value & _U64
+        elif number == 11 and wt == 2:
+            spec.metadata = buf[value[0]:value[1]]
         else:
             raise _Bail
     return spec

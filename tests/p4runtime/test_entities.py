@@ -313,7 +313,8 @@ def test_read_bytes_equal_protobuf_messages(session, pipeline):
     one_shot.action.action_profile_action_set.action_profile_actions.add(action=forward(7), weight=2)
     metered = entry(T_TERNARY, [tern(2, b"\x06", b"\xff")], forward(5), 3,
                     counter_data=p4runtime_pb2.CounterData(packet_count=4, byte_count=400),
-                    meter_config=p4runtime_pb2.MeterConfig(cir=100, cburst=10, pir=200, pburst=20))
+                    meter_config=p4runtime_pb2.MeterConfig(cir=100, cburst=10, pir=200, pburst=20),
+                    controller_metadata=77, metadata=b"\x00opaque")
     assert write(session, pipeline, *[update(U.INSERT, table_entry=e) for e in
                                       (EXACT_ENTRY, LPM_ENTRY, TERNARY_ENTRY, RANGE_ENTRY, OPTIONAL_ENTRY)],
                  update(U.INSERT, action_profile_member=member), update(U.INSERT, action_profile_group=group),
@@ -393,3 +394,13 @@ def test_atomic_batch_rolls_everything_back(session, pipeline):
     assert pipeline.tables["MyIngress.t_range"].lookup((0x15,)) is not None   # the packet path agrees
     assert apply_atomic_batch(session, pipeline, batch[:-1]) == []
     assert snapshot(session, pipeline) != before
+
+
+def test_controller_metadata_is_kept_and_read_back(session, pipeline):
+    tagged = entry(T_LPM, list(LPM_ENTRY.match), forward(2), controller_metadata=2**40, metadata=b"cookie")
+    apply_update(session, pipeline, update(U.INSERT, table_entry=tagged))
+    assert [e.table_entry for e in read(session, pipeline, table_entry=p4runtime_pb2.TableEntry(
+        table_id=T_LPM))] == [tagged]
+    apply_update(session, pipeline, update(U.MODIFY, table_entry=LPM_ENTRY))     # carries none: cleared
+    assert [e.table_entry for e in read(session, pipeline, table_entry=p4runtime_pb2.TableEntry(
+        table_id=T_LPM))] == [LPM_ENTRY]
