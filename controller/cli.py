@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import threading
 import time
@@ -62,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--election-id", type=_nonneg, help="P4Runtime election id (default: the YAML's)")
     p.add_argument("--role", help="P4Runtime role name (default: the YAML's, else the default role)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("-v", "--verbose", action="count", default=0, help="log progress (-vv: debug)")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="log to stderr: -v progress and warnings, -vv debug")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     a = sub.add_parser("apply", help="make every switch match the YAML (prints the diff)")
@@ -219,8 +221,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
         if not args.dry_run:
             _apply_queues(ctl, quiet=args.json)
         if args.watch and not args.dry_run:
-            emit("watching switches (Ctrl-C to stop)")
-            ctl.supervise(threading.Event(), on_restore=lambda n, r: emit(
+            emit("watching switches (Ctrl-C or SIGTERM to stop)")
+            stop = threading.Event()
+            signal.signal(signal.SIGTERM, lambda *_: stop.set())
+            ctl.supervise(stop, on_restore=lambda n, r: emit(
                 f"{n}: restored (pipeline {r.pipeline}, {r.plan.counts()})"))
         return EXIT_OK
     finally:
@@ -267,9 +271,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             rows.append((name, i["address"], i["device_id"], i["target"],
                          "yes" if i["reachable"] else "NO", i.get("pipeline", "-"), i.get("entries", "-")))
         emit(table(("switch", "address", "device", "target", "reachable", "pipeline", "entries"), rows))
-        for name, i in data.items():
+        for i in data.values():
             if "error" in i:
-                emit(f"{name}: {i['error']}")
+                emit(i["error"])
     return EXIT_OK if all(i["reachable"] for i in data.values()) else EXIT_SWITCH
 
 
@@ -476,7 +480,7 @@ def cmd_queues_set(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
+    level = [logging.ERROR, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         return int(args.func(args) or 0)

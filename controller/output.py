@@ -11,7 +11,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Columns padded to their widest cell; numbers right-aligned, text left-aligned."""
     cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    numeric = [all(isinstance(row[i], (int, float)) for row in rows) if rows else False
+    numeric = [any(isinstance(row[i], (int, float)) for row in rows)
+               and all(isinstance(row[i], (int, float)) or row[i] == "-" for row in rows)
                for i in range(len(headers))]
     lines = []
     for r in cells:
