@@ -29,6 +29,22 @@ def _has_infint(t: A.Type | None) -> bool:
     return False
 
 
+def _unsized_arg(params: list[A.Param], typed: list[A.Expression | None],
+                 tp: str) -> A.Expression | None:
+    """The unsized constant argument that bound type parameter ``tp`` to ``int``."""
+    for p, e in zip(params, typed, strict=True):
+        if e is None:
+            continue
+        if p.type == A.TypeVarT(tp):
+            if isinstance(e.type, A.InfIntT):
+                return e
+            if isinstance(e, A.ListExpr):
+                for item in e.items:
+                    if isinstance(item.type, A.InfIntT):
+                        return item
+    return None
+
+
 def _fits(params: list[A.Param], args: list[A.Argument]) -> bool:
     if any(a.name for a in args):
         names = {p.name for p in params}
@@ -324,9 +340,11 @@ class CallChecker(ExprChecker):
         mc.params = new_params
         for tp in type_params:
             if _has_infint(subst.get(tp)):
-                raise self.err(mc, f"cannot infer the bit width of type parameter '{tp}' of "
-                                   f"'{mc.method}' from an unsized constant; give it a width "
-                                   f"(e.g. 16w0 or (bit<16>)0), as p4c requires")
+                culprit = _unsized_arg(params, typed, tp) or mc
+                text = f"'{culprit.value}' " if isinstance(culprit, A.IntLiteral) else ""
+                raise self.err(culprit, f"could not infer a width for the unsized constant "
+                                        f"{text}(type parameter '{tp}' of '{mc.method}'); give "
+                                        f"it one, e.g. 16w0 or (bit<16>)0, as p4c requires")
         mc.type_args = [subst.get(tp, A.DontCareT()) for tp in type_params]
         mc._subst = subst  # type: ignore[attr-defined]
         rt = substitute(ret, subst)

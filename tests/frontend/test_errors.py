@@ -214,13 +214,13 @@ def test_unsized_constant_cannot_fix_a_type_parameter(tmp_path):
     text = (P + "control C(inout bit<16> x) {\n"
             "  apply { hash(x, HashAlgorithm.crc16, 0, { x }, 16w1024); }\n}\n")
     assert compile_error(tmp_path, text) == (
-        "prog.p4:4:11: error: cannot infer the bit width of type parameter 'T' of 'hash' from "
-        "an unsized constant; give it a width (e.g. 16w0 or (bit<16>)0), as p4c requires")
+        "prog.p4:4:40: error: could not infer a width for the unsized constant '0' (type "
+        "parameter 'T' of 'hash'); give it one, e.g. 16w0 or (bit<16>)0, as p4c requires")
 
 
 def test_unsized_constant_in_field_list_is_rejected(tmp_path):
     text = (P + "control C(inout bit<16> x) {\n"
             "  apply { hash(x, HashAlgorithm.crc16, 16w0, { x, 5 }, 16w1024); }\n}\n")
     assert compile_error(tmp_path, text) == (
-        "prog.p4:4:11: error: cannot infer the bit width of type parameter 'D' of 'hash' from "
-        "an unsized constant; give it a width (e.g. 16w0 or (bit<16>)0), as p4c requires")
+        "prog.p4:4:51: error: could not infer a width for the unsized constant '5' (type "
+        "parameter 'D' of 'hash'); give it one, e.g. 16w0 or (bit<16>)0, as p4c requires")
