@@ -1,7 +1,8 @@
 """The ``p4.v1.P4Runtime`` gRPC service over one ``SwitchDevice`` (device contract, Contract 6).
 
-RPCs: Capabilities; Set/GetForwardingPipelineConfig (VERIFY and VERIFY_AND_COMMIT; the device
-config is ``CompiledProgram.device_config()`` bytes and its P4Info must agree with the one sent);
+RPCs: Capabilities; Set/GetForwardingPipelineConfig (VERIFY, VERIFY_AND_COMMIT, VERIFY_AND_SAVE +
+COMMIT; the device config is ``CompiledProgram.device_config()`` bytes and its P4Info must agree
+with the one sent);
 Write (primary only; CONTINUE_ON_ERROR, or all-or-nothing for ROLLBACK_ON_ERROR/DATAPLANE_ATOMIC;
 per-update ``p4.v1.Error`` details in an UNKNOWN status);
 Read (wildcards, streamed); StreamChannel (arbitration, packet-out/in, digests and their acks).
@@ -129,6 +130,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.device = device
         self.arbitrator = Arbitrator(device.device_id)
         self._session: PipelineSession | None = None
+        self._saved: PipelineSession | None = None      # VERIFY_AND_SAVE, waiting for COMMIT
         self.packet_in_dropped = 0
         self._streams: set[queue.Queue] = set()
         self._streams_lock = threading.Lock()
@@ -178,13 +180,36 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.arbitrator.check_primary(request.device_id, _role(request), election_id_of(request),
                                       "SetForwardingPipelineConfig")
         action = request.action
-        if action not in (SetConfig.VERIFY, SetConfig.VERIFY_AND_COMMIT):
-            if action == SetConfig.UNSPECIFIED:
-                raise invalid("SetForwardingPipelineConfig: action is UNSPECIFIED")
+        if action == SetConfig.UNSPECIFIED:
+            raise invalid("SetForwardingPipelineConfig: action is UNSPECIFIED")
+        if action == SetConfig.RECONCILE_AND_COMMIT:
             raise P4RuntimeError(grpc.StatusCode.UNIMPLEMENTED,
-                                 f"SetForwardingPipelineConfig action {SetConfig.Action.Name(action)} is not "
-                                 f"supported by p4sim (use VERIFY or VERIFY_AND_COMMIT)")
-        config = request.config
+                                 "SetForwardingPipelineConfig RECONCILE_AND_COMMIT is not supported by p4sim "
+                                 "(use VERIFY_AND_COMMIT; the new pipeline starts empty)")
+        if action == SetConfig.COMMIT:
+            session = self._saved
+            if session is None:
+                raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION,
+                                     "COMMIT: no config was saved with VERIFY_AND_SAVE")
+        else:
+            session = self._verify(request.config)
+            if action == SetConfig.VERIFY:
+                return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+            if action == SetConfig.VERIFY_AND_SAVE:
+                self._saved = session
+                return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+            if action != SetConfig.VERIFY_AND_COMMIT:
+                raise invalid(f"SetForwardingPipelineConfig: unknown action {action}")
+        with self._config_lock, self.device.lock:
+            self.device.load_program(session.program)
+            self.session = session
+            self._saved = None
+            self.digests.reset()
+        log.info("pipeline '%s' committed", getattr(session.program, "name", "?"))
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def _verify(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> PipelineSession:
+        """A session for ``config`` once its device config loads and its P4Info agrees with it."""
         if not config.p4_device_config:
             raise invalid("SetForwardingPipelineConfig: p4_device_config is empty (give the bytes "
                           "`p4sim compile` writes)")
@@ -197,15 +222,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise invalid(f"SetForwardingPipelineConfig: bad p4_device_config: {err}") from err
         check_compatible(config.p4info, program.p4info)
         cookie = config.cookie.cookie if config.HasField("cookie") else None
-        session = PipelineSession(config.p4info, bytes(config.p4_device_config), cookie, program)
-        if action == SetConfig.VERIFY:
-            return p4runtime_pb2.SetForwardingPipelineConfigResponse()
-        with self._config_lock, self.device.lock:
-            self.device.load_program(program)
-            self.session = session
-            self.digests.reset()
-        log.info("pipeline '%s' committed", getattr(program, "name", "?"))
-        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+        return PipelineSession(config.p4info, bytes(config.p4_device_config), cookie, program)
 
     @_rpc
     def GetForwardingPipelineConfig(self, request, context):   # noqa: N802

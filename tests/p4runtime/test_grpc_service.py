@@ -166,8 +166,13 @@ def test_request_level_errors(server, loaded, clients):
         other.close()
     assert rpc_code(a.read, p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=5))) == \
         grpc.StatusCode.INVALID_ARGUMENT
+    set_config = p4runtime_pb2.SetForwardingPipelineConfigRequest
     assert rpc_code(a.set_pipeline, loaded.service.session.p4info, b"x",
-                    p4runtime_pb2.SetForwardingPipelineConfigRequest.COMMIT) == grpc.StatusCode.UNIMPLEMENTED
+                    set_config.RECONCILE_AND_COMMIT) == grpc.StatusCode.UNIMPLEMENTED
+    assert rpc_code(a.set_pipeline, loaded.service.session.p4info, b"",
+                    set_config.COMMIT) == grpc.StatusCode.FAILED_PRECONDITION
+    assert rpc_code(a.set_pipeline, loaded.service.session.p4info, b"",
+                    set_config.VERIFY_AND_COMMIT) == grpc.StatusCode.INVALID_ARGUMENT
 
 
 def test_no_pipeline_is_failed_precondition(server, clients):

@@ -177,6 +177,16 @@ def test_pipeline_config_checks(switch, program):
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     a.set_pipeline(program.p4info, program.device_config(), SetConfig.VERIFY)
     assert device.program is None                      # VERIFY changes nothing
+    with pytest.raises(grpc.RpcError) as info:
+        a.set_pipeline(program.p4info, b"", SetConfig.COMMIT)
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION      # nothing saved yet
+    a.set_pipeline(program.p4info, program.device_config(), SetConfig.VERIFY_AND_SAVE)
+    assert device.program is None
+    a.set_pipeline(program.p4info, b"", SetConfig.COMMIT)
+    assert device.program is not None
+    with pytest.raises(grpc.RpcError) as info:
+        a.set_pipeline(program.p4info, program.device_config(), SetConfig.RECONCILE_AND_COMMIT)
+    assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
     a.set_pipeline(program.p4info, program.device_config(), SetConfig.VERIFY_AND_COMMIT, cookie=42)
     assert device.program is not None
     Get = p4runtime_pb2.GetForwardingPipelineConfigRequest
