@@ -137,3 +137,13 @@ def test_device_config_carries_included_files(tmp_path):
     prog = compile_file(str(main), [str(inc)])
     again = CompiledProgram.from_device_config(prog.device_config())
     assert again.p4info == prog.p4info and again.source == prog.source
+
+
+def test_compile_cli_p4runtime_files_json(tmp_path):
+    out = tmp_path / "info.json"
+    r = subprocess.run([sys.executable, "-m", "p4sim.cli", "compile", ROUTER, "-o", str(tmp_path),
+                        "--p4runtime-files", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["tables"][0]["preamble"]["name"] == "RouterIngress.ipv4_lpm"
+    assert doc["pkgInfo"]["arch"] == "v1model"
