@@ -67,6 +67,8 @@ class TensorAssembly:
         self.ce_echoed = 0
         self.complete = False
         self.probed = False
+        self.last_data = -1e9          # monotonic time of the last accepted DATA
+        self.held_probe = 0            # round of a PROBE held back until DATA goes quiet
         self.stats: ReceiveStats | None = None
         self.last_epp_count = desc.n_elements - (desc.n_packets - 1) * desc.elems_per_packet
 

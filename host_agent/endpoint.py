@@ -51,6 +51,7 @@ class EndpointConfig:
     stage_unexpected: bool = True      # OPENs with no expect() yet get a staging buffer
     max_staged_elements: int = 1 << 27   # elements held for OPENs nobody expect()ed yet
     receive_deadline: float | None = None  # s after OPEN: complete as soon as the bound is met
+    probe_holdoff: float = 0.0005      # s of DATA silence before a PROBE is answered (reordering)
     socket_buffer: int = 64 << 20
     send_batch: int = 256
     # Linux UDP GSO (send 44 datagrams per syscall) / GRO (receive them as one buffer).
@@ -132,6 +133,7 @@ class Endpoint:
         self._asm_echo: dict[int, float] = {}
         self.staged_elements = 0
         self._staged: set[tuple[int, int, int]] = set()
+        self._held: set[TensorAssembly] = set()      # probes waiting for DATA to go quiet
         self.on_unexpected = None  # callable(RecvHandle) for completed tensors nobody expected
         self._buf = bytearray(65536)
         self._rec_dtypes: dict[int, np.dtype] = {}
@@ -341,6 +343,14 @@ class Endpoint:
             if tx.state in (SendState.OPENING, SendState.SENDING, SendState.PROBING):
                 keep.append(tx)
         self._active = keep
+        for asm in list(self._held):
+            if asm.complete:
+                self._held.discard(asm)
+            elif now - asm.last_data >= self.cfg.probe_holdoff:
+                self._held.discard(asm)
+                self._answer_probe(asm, asm.held_probe)
+            else:
+                wait = min(wait, asm.last_data + self.cfg.probe_holdoff - now)
         if self.cfg.receive_deadline is not None:
             for asm in list(self.assemblies.values()):
                 if not asm.complete and asm.deadline is not None and now >= asm.deadline and asm.bound_met():
@@ -426,6 +436,7 @@ class Endpoint:
         if not asm.accept_run(b3 >> 4, count, off, payload, n_crit, ce):
             return 0
         self.packets_received += k
+        asm.last_data = time.monotonic()
         if ce:
             self._echo_ce(asm)
         if asm.all_received:
@@ -459,6 +470,7 @@ class Endpoint:
                 drops[reason] += 1
                 return
             self.packets_received += 1
+            asm.last_data = time.monotonic()
             if ce:
                 self._echo_ce(asm)
             if asm.all_received:
@@ -496,11 +508,11 @@ class Endpoint:
                 return
             self._asm_peer[id(asm)] = addr
             asm.probed = True
-            if asm.complete or asm.bound_met():
-                self._complete(asm)
+            if not asm.complete and now - asm.last_data < self.cfg.probe_holdoff:
+                asm.held_probe = seq          # DATA still trickling in (reordering): answer when quiet
+                self._held.add(asm)
             else:
-                for chunk in asm.bitmap_chunks(seq):
-                    self._reply(asm, P.MSG_BITMAP, chunk, seq)
+                self._answer_probe(asm, seq)
         elif msg == P.MSG_BITMAP:
             tx = self.outgoing.get((addr, tid))
             if tx is None or tx.pt.iteration != it or len(body) < P.BITMAP_HEAD.size:
@@ -517,6 +529,13 @@ class Endpoint:
             tx.on_done(body, now)
         else:
             self.drops["bad_msg_type"] += 1
+
+    def _answer_probe(self, asm: TensorAssembly, round_: int) -> None:
+        if asm.complete or asm.bound_met():
+            self._complete(asm)
+        else:
+            for chunk in asm.bitmap_chunks(round_):
+                self._reply(asm, P.MSG_BITMAP, chunk, round_)
 
     def _peer_ready(self, addr: tuple[str, int]) -> None:
         if addr in self.ready_peers:

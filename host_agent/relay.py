@@ -60,12 +60,17 @@ class LossyRelay:
     def __init__(self, target: tuple[str, int], rule: DropRule | None = None,
                  reverse_rule: DropRule | None = None, mark_ce: bool = False,
                  bind: tuple[str, int] = ("127.0.0.1", 0),
-                 raw_rule: Callable[[bytes], int] | None = None) -> None:
+                 raw_rule: Callable[[bytes], int] | None = None,
+                 hold_until_probe: DropRule | None = None) -> None:
         """``raw_rule`` sees each whole upstream UDP payload (e.g. to run it through a P4 program)
-        and returns FORWARD, DROP or MARK_CE (forward with IPv4 ECN = CE)."""
+        and returns FORWARD, DROP or MARK_CE (forward with IPv4 ECN = CE). ``hold_until_probe``
+        reorders: matching packets are held back and forwarded just after the next PROBE."""
         self.target = target
         self.rule = rule
         self.raw_rule = raw_rule
+        self.hold_until_probe = hold_until_probe
+        self._held: list[tuple[tuple[str, int], bytes]] = []
+        self.reordered = 0
         self.reverse_rule = reverse_rule
         self.mark_ce = mark_ce
         self.listen = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -120,6 +125,21 @@ class LossyRelay:
             self.client_of[s] = client
         return s
 
+    def _reorder_or_forward(self, client: tuple[str, int], data: bytes, ce: bool) -> None:
+        if self.hold_until_probe is None or len(data) < P.DLCP_HEADER_LEN:
+            self._forward_up(client, data, ce)
+            return
+        h = P.DlcpHeader.unpack(data)
+        if self.hold_until_probe(h):
+            self._held.append((client, data))
+            return
+        self._forward_up(client, data, ce)
+        if h.msg_type == P.MSG_PROBE:
+            for c, d in self._held:
+                self._forward_up(c, d, False)
+                self.reordered += 1
+            self._held.clear()
+
     def _forward_up(self, client: tuple[str, int], data: bytes, ce: bool) -> None:
         up = self._up(client)
         if ce and not self.mark_ce:
@@ -146,7 +166,7 @@ class LossyRelay:
                         if verdict == DROP:
                             self.dropped["raw_rule"] += 1
                         elif not self._decide(data, self.rule):
-                            self._forward_up(addr, data, verdict == MARK_CE)
+                            self._reorder_or_forward(addr, data, verdict == MARK_CE)
                     else:
                         if not self._decide(data, self.reverse_rule):
                             self.listen.sendto(data, self.client_of[s])

@@ -300,3 +300,26 @@ def test_multi_chunk_bitmap_for_large_tensor(endpoints):
     assert sum(relay.dropped.values()) == len(lost)
     assert s.stats.retransmitted == len(lost) and s.stats.rounds == 1
     assert np.array_equal(out, g)
+
+
+@pytest.mark.parametrize("holdoff", [0.05, 0.0])
+def test_probe_holdoff_absorbs_reordering(endpoints, holdoff):
+    """Five DATA packets overtaken by the PROBE (as under per-packet spraying). With a hold-off the
+    receiver waits for DATA to go quiet and loses nothing; without it, it completes early (within
+    the bound) and the stragglers are refused as late."""
+    tx, rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1, probe_holdoff=holdoff)
+    g = grad(362 * 100)
+    pt = packetize(g, tensor_id=1, policy=TagPolicy(loss_bound=0.1), job_id=1, worker_id=2, iteration=1)
+    late = {int(i) * 362 for i in np.flatnonzero(~pt.critical)[-5:]}
+    out = np.zeros_like(g)
+    with LossyRelay(rx.address, hold_until_probe=lambda h: h.msg_type == P.MSG_DATA and h.offset in late) as relay:
+        r = rx.expect(2, 1, 1, out)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r])
+        for _ in range(10):
+            rx.poll(0.005)
+    assert relay.reordered == 5 and s.stats.retransmitted == 0
+    if holdoff:
+        assert r.stats.zero_filled_packets == 0 and np.array_equal(out, g)
+    else:
+        assert r.stats.zero_filled_packets == 5 and rx.drops["late"] == 5
