@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 
 from p4sim.frontend.lexhack import _tokenize, scan
-from p4sim.frontend.parser import _get_parser, _postlex, _ToAst
+from p4sim.frontend.parser import _get_parser, _postlex
 from p4sim.frontend.preprocessor import preprocess
+from p4sim.frontend.transform import AstBuilder
 from p4sim.frontend.typecheck import check_program
 
 PROGRAM = Path(__file__).resolve().parent.parent / "tests" / "frontend" / "programs" / "fabric_like.p4"
@@ -53,12 +54,12 @@ def main() -> None:
     t_scan = _time(lambda: scan(pre.text), args.repeat)
     t_parse = _time(lark_parse, args.repeat)
     tree = lark_parse()
-    t_ast = _time(lambda: _ToAst(pre).transform(tree), args.repeat)
+    t_ast = _time(lambda: AstBuilder(pre).transform(tree), args.repeat)
 
     def full():
-        check_program(_ToAst(preprocess(text, str(PROGRAM))).transform(lark_parse()))
+        check_program(AstBuilder(preprocess(text, str(PROGRAM))).transform(lark_parse()))
 
-    fresh = [_ToAst(pre).transform(tree) for _ in range(args.repeat)]
+    fresh = [AstBuilder(pre).transform(tree) for _ in range(args.repeat)]
     t_check = _time(lambda: check_program(fresh.pop()), args.repeat)
     t_total = _time(full, args.repeat)
 

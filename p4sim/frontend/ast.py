@@ -71,6 +71,9 @@ After ``load_program`` returns, the tree is *checked*:
 * ``SwitchStmt``: for ``switch (t.apply().action_run)`` each label ``PathExpr`` has ``decl`` =
   the ``ActionDecl``; ``SwitchCase.body is None`` means fall through to the next case.
 
+The semantic types (``BitT`` ... ``StackTypeExpr``, ``type_width``) are defined in
+``asttypes.py`` and re-exported here: always use them as ``ast.BitT`` etc.
+
 Stability: names here are a contract. Additions are fine; any rename will be announced here.
 """
 
@@ -80,6 +83,41 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from p4sim.errors import SourceLocation
+from p4sim.frontend.asttypes import (  # noqa: F401 - re-exported as part of the AST
+    ActionEnumT,
+    ActionT,
+    ApplyResultT,
+    BitT,
+    BitTypeExpr,
+    BoolT,
+    ControlT,
+    DontCareT,
+    EnumT,
+    ErrorT,
+    ExternT,
+    HeaderStackT,
+    HeaderT,
+    HeaderUnionT,
+    InfIntT,
+    MatchKindT,
+    PackageT,
+    ParserT,
+    SerEnumT,
+    SpecializedTypeName,
+    StackTypeExpr,
+    StateT,
+    StringT,
+    StructT,
+    TableT,
+    TupleT,
+    Type,
+    TypeName,
+    TypeVarT,
+    VarbitT,
+    VarbitTypeExpr,
+    VoidT,
+    type_width,
+)
 
 METHOD_CALL_KINDS = (
     "action",            # direct action call: a(x); decl = ActionDecl
@@ -118,251 +156,6 @@ class Annotation(Node):
     args: list[Expression] = field(default_factory=list)
     body: str = ""
     kv: dict[str, Expression] = field(default_factory=dict)
-
-
-# --------------------------------------------------------------------------- semantic types
-@dataclass(frozen=True)
-class Type:
-    """Base of resolved (semantic) types."""
-
-
-@dataclass(frozen=True)
-class BitT(Type):
-    width: int
-    signed: bool = False
-
-
-@dataclass(frozen=True)
-class BoolT(Type):
-    pass
-
-
-@dataclass(frozen=True)
-class InfIntT(Type):
-    """The type of an unsized integer constant."""
-
-
-@dataclass(frozen=True)
-class VarbitT(Type):
-    max_width: int
-
-
-@dataclass(frozen=True)
-class StringT(Type):
-    pass
-
-
-@dataclass(frozen=True)
-class VoidT(Type):
-    pass
-
-
-@dataclass(frozen=True)
-class DontCareT(Type):
-    """The type of ``_`` before the checker knows its context."""
-
-
-@dataclass(frozen=True)
-class ErrorT(Type):
-    pass
-
-
-@dataclass(frozen=True)
-class MatchKindT(Type):
-    pass
-
-
-@dataclass(frozen=True)
-class TypeVarT(Type):
-    """A type parameter of a generic extern/method/parser type (only in declarations)."""
-
-    name: str
-
-
-@dataclass(frozen=True)
-class _Aggregate(Type):
-    name: str
-    fields: tuple[tuple[str, Type], ...]
-    decl: Any = field(default=None, compare=False, repr=False, hash=False)
-
-    def field_type(self, name: str) -> Type | None:
-        for fname, ftype in self.fields:
-            if fname == name:
-                return ftype
-        return None
-
-    def field_names(self) -> list[str]:
-        return [f for f, _ in self.fields]
-
-
-@dataclass(frozen=True)
-class HeaderT(_Aggregate):
-    pass
-
-
-@dataclass(frozen=True)
-class HeaderUnionT(_Aggregate):
-    pass
-
-
-@dataclass(frozen=True)
-class StructT(_Aggregate):
-    pass
-
-
-@dataclass(frozen=True)
-class HeaderStackT(Type):
-    element: Type
-    size: int
-
-
-@dataclass(frozen=True)
-class EnumT(Type):
-    name: str
-    members: tuple[str, ...]
-    decl: Any = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class SerEnumT(Type):
-    name: str
-    underlying: BitT
-    members: tuple[tuple[str, int], ...]
-    decl: Any = field(default=None, compare=False, repr=False, hash=False)
-
-    def value_of(self, member: str) -> int | None:
-        for m, v in self.members:
-            if m == member:
-                return v
-        return None
-
-
-@dataclass(frozen=True)
-class TupleT(Type):
-    elements: tuple[Type, ...]
-
-
-@dataclass(frozen=True)
-class ExternT(Type):
-    name: str
-    type_args: tuple[Type, ...] = ()
-    decl: Any = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class ParserT(Type):
-    """A parser type declaration or a parser declaration, used as a type."""
-
-    name: str
-    decl: Any = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class ControlT(Type):
-    name: str
-    decl: Any = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class PackageT(Type):
-    name: str
-    decl: Any = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class TableT(Type):
-    """The type of a table name (only ``.apply()`` can be done with it)."""
-
-    name: str
-    decl: Any = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class ApplyResultT(Type):
-    """The result of ``t.apply()``: members ``hit``, ``miss`` (bool), ``action_run``."""
-
-    table: str
-    decl: Any = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class ActionEnumT(Type):
-    """The type of ``t.apply().action_run``."""
-
-    table: str
-    decl: Any = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class ActionT(Type):
-    """The type of an action name (used in table properties, switch labels)."""
-
-    name: str
-    decl: Any = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class StateT(Type):
-    """The type of a parser state name."""
-
-
-# ---- parse-only type placeholders (replaced by the checker)
-@dataclass(frozen=True)
-class TypeName(Type):
-    name: str
-    loc: SourceLocation | None = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class SpecializedTypeName(Type):
-    """``name<T1, T2>`` as written (e.g. ``register<bit<32>>``)."""
-
-    name: str
-    args: tuple[Type, ...]
-    loc: SourceLocation | None = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class BitTypeExpr(Type):
-    """``bit<(expr)>`` / ``int<(expr)>`` with a non-literal width."""
-
-    width: Any  # Expression
-    signed: bool = False
-    loc: SourceLocation | None = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class VarbitTypeExpr(Type):
-    width: Any  # Expression
-    loc: SourceLocation | None = field(default=None, compare=False, repr=False, hash=False)
-
-
-@dataclass(frozen=True)
-class StackTypeExpr(Type):
-    element: Type
-    size: Any  # Expression
-    loc: SourceLocation | None = field(default=None, compare=False, repr=False, hash=False)
-
-
-def type_width(t: Type) -> int:
-    """Width in bits of a fixed-size type (header/struct summed; varbit at its maximum)."""
-    if isinstance(t, BitT):
-        return t.width
-    if isinstance(t, BoolT):
-        return 1
-    if isinstance(t, VarbitT):
-        return t.max_width
-    if isinstance(t, SerEnumT):
-        return t.underlying.width
-    if isinstance(t, (HeaderT, StructT)):
-        return sum(type_width(ft) for _, ft in t.fields)
-    if isinstance(t, HeaderUnionT):
-        return max((type_width(ft) for _, ft in t.fields), default=0)
-    if isinstance(t, HeaderStackT):
-        return type_width(t.element) * t.size
-    if isinstance(t, TupleT):
-        return sum(type_width(e) for e in t.elements)
-    raise ValueError(f"type {t} has no bit width")
 
 
 # --------------------------------------------------------------------------- expressions
