@@ -144,6 +144,51 @@ def test_shell_pushes_pipeline_and_programs_every_match_kind(switch, config_file
         sh.teardown()
 
 
+def test_shell_programs_profiles_counters_multicast_and_packet_io(switch, config_files):
+    """The rest of what p4runtime-shell offers, against the same switch: selector members and
+    groups, indirect counters, multicast groups, packet-out and packet-in."""
+    import p4runtime_sh.shell as sh
+    _device, port, ports = switch
+    sh.setup(device_id=DEVICE_ID, grpc_addr=f"127.0.0.1:{port}", election_id=(0, 3),
+             config=sh.FwdPipeConfig(*config_files), verbose=False)
+    try:
+        for member_id, out_port in ((1, 2), (2, 3)):
+            m = sh.ActionProfileMember("MyIngress.ecmp_selector")(action="MyIngress.forward",
+                                                                   member_id=member_id)
+            m.action["port"] = str(out_port)
+            m.insert()
+        g = sh.ActionProfileGroup("MyIngress.ecmp_selector")(group_id=7)
+        g.add(1).add(2)
+        g.insert()
+        te = sh.TableEntry("MyIngress.ecmp")
+        te.match["hdr.ipv4.dstAddr"] = "10.0.0.2"
+        te.group_id = 7
+        te.insert()
+        assert [m.member_id for m in sh.ActionProfileMember("MyIngress.ecmp_selector").read()] == [1, 2]
+        assert [len(x.members) for x in sh.ActionProfileGroup("MyIngress.ecmp_selector").read()] == [2]
+        ports[1].send(ipv4())
+        assert ports[2].recv(timeout=3) is not None or ports[3].recv(timeout=3) is not None
+        c = sh.CounterEntry("MyIngress.port_counter")
+        c.index = 1
+        got = list(c.read())
+        assert got[0].packet_count == 1 and got[0].byte_count == len(ipv4())
+        mc = sh.MulticastGroupEntry(5)
+        mc.add(2).add(3)
+        mc.insert()
+        assert [len(x.msg().multicast_group_entry.replicas) for x in sh.MulticastGroupEntry(5).read()] == [2]
+        sh.PacketOut(ipv4(), egress_port="3", _pad="0").send()
+        assert ports[3].recv(timeout=3) == ipv4()
+        to_cpu = sh.TableEntry("MyIngress.l2_exact")(action="MyIngress.to_cpu")
+        to_cpu.match["hdr.ethernet.dstAddr"] = "00:00:00:00:00:0a"
+        to_cpu.insert()
+        ports[2].send(ipv4(dst="10.5.0.1", dmac="00:00:00:00:00:0a"))
+        seen = []
+        sh.PacketIn().sniff(lambda p: seen.append(p), timeout=2)
+        assert seen and seen[0].packet.payload == ipv4(dst="10.5.0.1", dmac="00:00:00:00:00:0a")
+    finally:
+        sh.teardown()
+
+
 def test_lower_election_id_is_refused_writes(switch, program):
     _device, port, _ports = switch
     a = primary(port, election_id=10)
