@@ -267,8 +267,9 @@ class ExternGen:
             return None
         obj = self.ex(target)
         if ext == "register":
-            if m == "read":
-                self.out_assign(a[0], f"{obj}.read({self.as_int(a[1])})")
+            if m == "read":   # out of range leaves the destination as it was (BMv2)
+                current = self.ex(a[0]) if not isinstance(a[0], ast.DontCare) else "0"
+                self.out_assign(a[0], f"{obj}.read({self.as_int(a[1])}, {current})")
                 return None
             if m == "write":
                 return f"{obj}.write({self.as_int(a[0])}, {self.as_int(a[1])})"
@@ -277,7 +278,8 @@ class ExternGen:
         if ext == "direct_counter" and m == "count":
             return None    # BMv2 counts every hit of the owning table
         if ext == "meter" and m == "execute_meter":
-            self.out_assign(a[1], f"{obj}.execute({self.as_int(a[0])}, _CTX.length, _CTX.now)")
+            current = self.ex(a[1]) if not isinstance(a[1], ast.DontCare) else "0"
+            self.out_assign(a[1], f"{obj}.execute({self.as_int(a[0])}, _CTX.length, _CTX.now, {current})")
             return None
         if ext == "direct_meter" and m == "read":
             entry = self.current_entry[0] if self.current_entry else "None"

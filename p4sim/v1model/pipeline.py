@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from p4sim.backend.rt import AssertionFailed
+from p4sim.errors import UserError
 
 log = logging.getLogger("p4sim.v1model")
 
@@ -163,8 +164,10 @@ class V1ModelPath:
                 setattr(s, field, value)
 
     def _assert_failed(self, err: Exception) -> None:
-        self.drops["assert"] += 1
-        log.warning("%s", err)
+        """A failed assert/assume, or an extern refusing the packet (e.g. a register index out of
+        range): the packet is dropped and counted; the switch keeps running."""
+        self.drops["assert" if isinstance(err, AssertionFailed) else "extern_error"] += 1
+        log.warning("packet dropped: %s", err)
 
     def _parse_into(self, data: bytes, port: int, itype: int, now_us: int, length: int) -> tuple[Any, Any, Any, bytes]:
         h, m, s = self._new_h(), self._new_m(), self._new_s()
@@ -214,7 +217,7 @@ class V1ModelPath:
                     ctx.payload = payload
                     self._verify(h, m)
                 self._ingress(h, m, s)
-            except AssertionFailed as err:
+            except (AssertionFailed, UserError) as err:
                 self._assert_failed(err)
                 return out
             if snap is not None:
@@ -316,7 +319,7 @@ class V1ModelPath:
                 self._compute(h, m)
             parts: list[bytes] = []
             self._deparse(parts, h)
-        except AssertionFailed as err:
+        except (AssertionFailed, UserError) as err:
             self._assert_failed(err)
             return outputs
         parts.append(payload)

@@ -168,3 +168,13 @@ def test_alias_bound_user_metadata_mirrors_intrinsic_fields(tmp_path):
     pre.mc_mgrp_create(3)
     pre.mc_node_associate(3, pre.mc_node_create(9, [4]))
     assert p.process(bytes([0, 0, 0, 0]), 6) == [(4, bytes([0, 0, 9, 6]))]
+
+
+def test_register_read_out_of_range_leaves_destination(tmp_path):
+    ingress = """
+    register<bit<8>>(2) r;
+    apply { sm.egress_spec = 1; hdr.h.n = 0x77; r.read(hdr.h.n, (bit<32>)hdr.h.op); r.write(5, 1); }
+    """
+    p = path_for(simple_program(tmp_path, HEADER, ingress))
+    assert p.process(bytes([9, 0, 0, 0]), 0) == [(1, bytes([9, 0, 0, 0x77]))]
+    assert p.process(bytes([1, 0, 0, 0]), 0) == [(1, bytes([1, 0, 0, 0]))]
