@@ -5,8 +5,9 @@ manifest and P4Info. ``instantiate`` executes the code object in a fresh namespa
 are that pipeline's own tables and externs, so two pipelines of one program share nothing.
 
 The device config (what ``p4sim compile`` writes and P4Runtime carries) is a JSON document with
-the preprocessed-free *original source files* and options; loading it recompiles from source.
-It is validated strictly and never executed or unpickled as data.
+the program's source files (the main file and every file it includes from its own tree or the
+``-I`` directories; ``<core.p4>``/``<v1model.p4>`` ship with p4sim) and a sha256 over them;
+loading it recompiles from source. It is validated strictly and never executed or unpickled.
 """
 
 from __future__ import annotations
