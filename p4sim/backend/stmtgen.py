@@ -385,7 +385,13 @@ class StmtGen(ExprGen):
             arg = args[i] if args is not None and i < len(args) else None
             name = self.w.tmp("a_" + p.name[:12])
             if p.direction == "" and arg is None and data is not None:
-                self.w.line(f"{name} = {data}[{data_i}]")
+                value = f"{data}[{data_i}]"      # control-plane data arrive as unsigned ints
+                if isinstance(p.type, ast.BoolT):
+                    value = f"({value} != 0)"
+                elif is_signed(p.type):
+                    h = 1 << (p.type.width - 1)
+                    value = f"(({value} ^ {hex(h)}) - {hex(h)})"
+                self.w.line(f"{name} = {value}")
                 data_i += 1
             elif p.direction == "out":
                 if isinstance(p.type, AGGREGATES) and arg is not None:

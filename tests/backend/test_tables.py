@@ -88,3 +88,17 @@ def test_direct_counter_counts_hits_only(path):
 def test_const_entries_first_listed_wins_and_wildcard(path):
     assert path.process(bytes([0, 0x12, 0, 0]), 0) == [(4, bytes([0, 0x12, 0x11, 0]))]
     assert path.process(bytes([0, 0x22, 0, 0]), 0) == [(6, bytes([0, 0x22, 0x33, 0]))]
+
+
+def test_signed_action_data_is_sign_extended(tmp_path):
+    from p4sim.runtime.tables import ActionCall, Exact, TableEntry
+
+    ingress = """
+    action neg(int<8> d) { hdr.h.out = (d < 0) ? 8w1 : 8w2; hdr.h.hit = (bit<8>)(d >> 1); sm.egress_spec = 1; }
+    table t { key = { hdr.h.k: exact; } actions = { neg; } }
+    apply { t.apply(); }
+    """
+    p = path_for(simple_program(tmp_path, HEADER, ingress))
+    p.pipeline.tables["I.t"].insert(TableEntry((Exact(1),), ActionCall("I.neg", (0xFE,))))   # -2
+    # -2 < 0, and -2 >> 1 is -1 (arithmetic shift) = 0xFF
+    assert p.process(bytes([1, 5, 0, 0]), 0) == [(1, bytes([1, 5, 1, 0xFF]))]
