@@ -341,8 +341,7 @@ class V1ModelPath:
         for rid, eport in self._pre.clone_targets(session):
             m2, s2 = self._new_m(), self._new_s()
             self._preserve(m, m2, field_list)
-            s2.instance_type = PKT_INSTANCE_TYPE_EGRESS_CLONE
-            s2.ingress_port = s.ingress_port
+            s2.instance_type = PKT_INSTANCE_TYPE_EGRESS_CLONE    # all other metadata reset (BMv2)
             s2.egress_rid = rid
             s2.egress_port = eport
             if sess is not None and sess.truncate_length:
