@@ -68,8 +68,16 @@ def _controller_header_name(d: ast.HeaderDecl) -> str:
     return d.name
 
 
+def _hidden(annotations: list[Any]) -> bool:
+    return any(a.name == "hidden" for a in annotations or ())
+
+
 def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
-    """P4Info for ``program`` from the generator's ``Manifest``."""
+    """P4Info for ``program`` from the generator's ``Manifest`` (``@hidden`` tables are left
+    out, as p4c does: the control plane cannot see them)."""
+    man = Manifest(tables=[t for t in man.tables if not _hidden(t.annotations)], externs=man.externs,
+                   value_sets=man.value_sets, actions=man.actions, action_order=man.action_order,
+                   digests=man.digests, controller_headers=man.controller_headers)
     alloc = ids.IdAllocator()
     referenced: set[str] = set()
     for t in man.tables:
