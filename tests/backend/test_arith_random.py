@@ -80,6 +80,9 @@ class Gen:
             src = {"u8": rng.choice(["u16", "s8"]), "u16": "u8", "s8": "u8"}[t]
             it, f = self.expr(src, depth - 1)
             return f"(({p4type(t)})({it}))", lambda env: wrap(f(env), t)
+        if kind == "slice" and t == "u16":      # concatenation of two bytes (one may be signed)
+            (ht, hf), (lt, lf) = self.expr("u8", depth - 1), self.expr(rng.choice(["u8", "s8"]), depth - 1)
+            return f"({ht} ++ {lt})", lambda env: (hf(env) << 8) | (lf(env) & 0xFF)
         if kind == "slice" and t == "u8":
             it, f = self.expr("u16", depth - 1)
             lo = rng.randrange(0, 9)
