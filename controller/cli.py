@@ -250,7 +250,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         def probe(s: SwitchSession) -> dict:
             info = {"address": s.conf.grpc, "device_id": s.conf.device_id, "target": s.conf.target}
             try:
-                s.connect(timeout=2.0, arbitrate=False)
+                s.client.observer = True   # arbitrate without an election id: learn the primary
+                s.connect(timeout=2.0)
+                info["primary"] = (f"id {s.client.primary_election_id}"
+                                   if s.client.primary_election_id is not None else "none")
                 state = s.check_pipeline(push=False)
                 info["pipeline"] = state.state
                 info["cookie"] = f"{state.cookie:#x}" if state.cookie is not None else None
@@ -268,9 +271,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         emit_json(data)
     else:
         for name, i in data.items():
-            rows.append((name, i["address"], i["device_id"], i["target"],
-                         "yes" if i["reachable"] else "NO", i.get("pipeline", "-"), i.get("entries", "-")))
-        emit(table(("switch", "address", "device", "target", "reachable", "pipeline", "entries"), rows))
+            rows.append((name, i["address"], i["device_id"], i["target"], "yes" if i["reachable"] else "NO",
+                         i.get("primary", "-"), i.get("pipeline", "-"), i.get("entries", "-")))
+        emit(table(("switch", "address", "device", "target", "reachable", "primary", "pipeline", "entries"), rows))
         for i in data.values():
             if "error" in i:
                 emit(i["error"])

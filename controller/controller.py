@@ -161,7 +161,8 @@ class Controller:
                 if status.state in ("missing", "different"):
                     plan = reconcile.diff(s.name, {}, wanted[s.name], s.index, {})
                 else:
-                    plan = reconcile.compute_plan(s.client, s.index, wanted[s.name])
+                    plan = reconcile.compute_plan(s.client, s.index, wanted[s.name],
+                                                  fresh_pipeline=status.state == "pushed")
                 if dry_run:
                     return SwitchReport(s.name, status.state, plan, None)
                 s.client.require_primary()
@@ -201,7 +202,8 @@ class Controller:
                 if not s.client.is_primary:
                     return
                 status = s.check_pipeline(push=True)
-                plan = reconcile.compute_plan(s.client, s.index, self.desired(s))
+                plan = reconcile.compute_plan(s.client, s.index, self.desired(s),
+                                              fresh_pipeline=status.state == "pushed")
                 result = reconcile.apply_plan(s.client, s.index, plan, self.net.batch_size)
                 s.synced = True
             except ControllerError as err:

@@ -123,6 +123,7 @@ class P4RuntimeClient:
         self.name, self.address, self.device_id = name, address, device_id
         self.election_id, self.role, self.timeout = election_id, role, timeout
         self.is_primary = False
+        self.observer = False
         self.primary_election_id: int | None = None
         self.stream_down = threading.Event()
         self.arbitration_changed = threading.Condition()
@@ -185,7 +186,8 @@ class P4RuntimeClient:
         req = p4runtime_pb2.StreamMessageRequest()
         arb = req.arbitration
         arb.device_id = self.device_id
-        arb.election_id.CopyFrom(_split_election_id(self.election_id))
+        if not self.observer:   # an observer leaves the election id unset: never primary, learns who is
+            arb.election_id.CopyFrom(_split_election_id(self.election_id))
         if self.role:
             arb.role.name = self.role
         return req

@@ -130,15 +130,20 @@ def read_current(client: P4RuntimeClient, index: P4InfoIndex) -> dict[tuple, p4r
     return current
 
 
+UNREADABLE = p4runtime_pb2.ValueSetEntry()   # sentinel: the switch cannot read value sets back
+
+
 def read_value_set(client: P4RuntimeClient, value_set_id: int) -> p4runtime_pb2.ValueSetEntry | None:
+    """The value set's members, None when it has none, ``UNREADABLE`` when the switch cannot say."""
     entity = p4runtime_pb2.Entity()
     entity.value_set_entry.value_set_id = value_set_id
     try:
         for found in client.read([entity]):
             return found.value_set_entry
     except SwitchError as err:
-        log.debug("value set read not supported: %s", err)
-        return None
+        log.info("switch %s: cannot read value sets back (%s); written only with a new pipeline",
+                 client.name, err)
+        return UNREADABLE
     return None
 
 
@@ -160,14 +165,19 @@ def diff(switch: str, current: dict[tuple, p4runtime_pb2.TableEntry], desired: S
     plan.deletes = [Change("delete", e, e) for e in stale]
     for vs in desired.value_sets:
         old = current_value_sets.get(vs.value_set_id)
+        if old is UNREADABLE:   # cannot diff: written with each new pipeline (see diff's callers)
+            continue
         if old is None or _value_set_members(old) != _value_set_members(vs):
             plan.value_sets.append((vs, old))
     return plan
 
 
-def compute_plan(client: P4RuntimeClient, index: P4InfoIndex, desired: SwitchDesired) -> Plan:
+def compute_plan(client: P4RuntimeClient, index: P4InfoIndex, desired: SwitchDesired,
+                 fresh_pipeline: bool = False) -> Plan:
+    """The plan for one switch; ``fresh_pipeline`` (just pushed) writes value sets without reading."""
     current = read_current(client, index)
-    vsets = {vs.value_set_id: read_value_set(client, vs.value_set_id) for vs in desired.value_sets}
+    vsets = {} if fresh_pipeline else {vs.value_set_id: read_value_set(client, vs.value_set_id)
+                                       for vs in desired.value_sets}
     return diff(client.name, current, desired, index, vsets)
 
 

@@ -107,8 +107,9 @@ def test_operator_session(live, capsys):
     code, out, _ = _run(capsys, *cfg, "status")
     assert code == EXIT_OK
     lines = out.splitlines()
-    assert lines[0].split() == ["switch", "address", "device", "target", "reachable", "pipeline", "entries"]
-    assert lines[1].split()[4:6] == ["yes", "ok"]
+    assert lines[0].split() == ["switch", "address", "device", "target", "reachable", "primary", "pipeline",
+                                "entries"]
+    assert lines[1].split()[4:] == ["yes", "none", "ok", "116"]   # no controller connected right now
 
     code, out, _ = _run(capsys, *cfg, "thresholds", "set", "s1", "--queue", "1", "--mag", "0", "--drop", "3",
                         "--ecn", "1")
@@ -135,6 +136,9 @@ def test_operator_session(live, capsys):
     assert out.splitlines()[1:] == ["s3      10.0.0.1/32         0  route_to_group(group_id=1)",
                                     "s3      10.0.0.2/32         0  route_to_nexthop(nexthop_id=3)"]
 
+    code, out, _ = _run(capsys, *cfg, "stats", "--switch", "s1", "--watch", "0.05", "--count", "2")
+    assert code == EXIT_OK and out.count("malformed: 0") == 2
+
     code, out, _ = _run(capsys, *cfg, "--json", "stats", "--switch", "s1")
     snap = json.loads(out)["s1"]
     assert snap["malformed"] == {"truncated": 0, "bad_length": 0, "bad_dtype": 0}
@@ -155,6 +159,8 @@ def test_backup_cannot_write_from_cli(live, capsys):
     primary = Controller(netconfig.load(path), election_id=50)
     primary.connect()
     try:
+        code, out, _ = _run(capsys, "-c", str(path), "status")
+        assert out.splitlines()[1].split()[5:7] == ["id", "50"]
         code, _, err = _run(capsys, "-c", str(path), "--election-id", "2", "thresholds", "set", "s1", "--queue", "1",
                             "--mag", "0", "--drop", "3", "--ecn", "1")
         assert code == EXIT_SWITCH

@@ -126,3 +126,13 @@ def test_raw_write_request_encoding_equals_protobuf(index, net_yaml):
     raw = encode_write_request(header, pairs)
     assert p4runtime_pb2.WriteRequest.FromString(raw) == expected
     assert raw == expected.SerializeToString()
+
+
+def test_unreadable_value_set_is_not_rewritten_every_apply(index, net_yaml):
+    net = netconfig.load(net_yaml)
+    want = desired.build_switch(net, index, "s1")
+    vs_id = want.value_sets[0].value_set_id
+    plan = reconcile.diff("s1", _current(want.entries), want, index, {vs_id: reconcile.UNREADABLE})
+    assert plan.empty()
+    plan = reconcile.diff("s1", _current(want.entries), want, index, {})
+    assert plan.counts() == {"delete": 0, "modify": 1, "insert": 0}
