@@ -167,3 +167,25 @@ def test_backup_cannot_write_from_cli(live, capsys):
         assert err == "dlcpctl: switch s1: not primary (our election id 2; primary is election id 50)\n"
     finally:
         primary.close()
+
+
+@needs_server
+def test_wrong_pipeline_on_the_switch_is_one_line_and_writes_nothing(tmp_path, capsys):
+    from p4.config.v1 import p4info_pb2
+    from standin import StandInSwitch
+    other = p4info_pb2.P4Info()
+    other.CopyFrom(load_p4info(P4INFO))
+    other.tables[0].preamble.name = "Other.routes"
+    sw = StandInSwitch(1, other)
+    try:
+        path = tmp_path / "net.yaml"
+        port = _free_port()
+        path.write_text(three_switch_yaml([sw.port, port, port + 1]).replace(
+            "  s2: {grpc", "  #s2: {grpc").replace("  s3: {grpc", "  #s3: {grpc").split("hosts:")[0])
+        code, out, err = _run(capsys, "-c", str(path), "apply")
+        assert code == EXIT_SWITCH and out == ""
+        assert err.startswith("dlcpctl: switch s1: runs a different P4 program (tables ")
+        assert err.endswith("use --force-pipeline to replace it\n") and err.count("\n") == 1
+        assert all(len(t) == 0 for t in sw.device.pipeline.tables.values())
+    finally:
+        sw.stop()
