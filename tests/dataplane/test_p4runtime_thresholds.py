@@ -10,66 +10,14 @@ congestion; tests/dataplane/test_congestion.py produces it with real queues).
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from p4.v1 import p4runtime_pb2
 
+from tests.dataplane.p4rt_rig import Rig
 from tests.dataplane.packets import SWITCH_MAC, dlcp_packet, host_mac
 
 QUEUE, LOW, HIGH = 6, 0, 15
 DEPTH_INDEX = 2 * 8 + QUEUE
-
-
-class Rig:
-    def __init__(self, program) -> None:
-        from controller.p4info_index import P4InfoIndex
-        from controller.p4rt_client import P4RuntimeClient
-        from p4sim.p4runtime_server.server import P4RuntimeServer
-        from p4sim.switch.device import SwitchDevice
-
-        self.program = program
-        self.device = SwitchDevice(name="dlcp-p4rt", priority_queues=8)
-        self.peers = {p: self.device.add_virtual_port(p) for p in (1, 2)}
-        self.device.start()
-        self.server = P4RuntimeServer(self.device, "127.0.0.1:0")
-        port = self.server.start()
-        self.client = P4RuntimeClient("dlcp-p4rt", f"127.0.0.1:{port}", device_id=self.device.device_id)
-        self.client.connect(timeout=10)
-        self.client.require_primary()
-        self.client.set_pipeline(program.p4info, program.device_config(), 1)
-        self.index = P4InfoIndex(program.p4info)
-
-    def write(self, kind: int, entries: list[p4runtime_pb2.TableEntry]) -> None:
-        updates = []
-        for e in entries:
-            u = p4runtime_pb2.Update(type=kind)
-            u.entity.table_entry.CopyFrom(e)
-            updates.append(u)
-        self.client.write(updates)
-
-    def counter(self, name: str, index: int) -> tuple[int, int]:
-        cid = self.index.counter(name).preamble.id
-        for c in self.client.read_counter(cid):
-            if c.index.index == index:
-                return c.data.packet_count, c.data.byte_count
-        return 0, 0
-
-    def send_and_collect(self, frame: bytes, timeout: float) -> list[bytes]:
-        self.peers[1].send(frame)
-        out = []
-        end = time.monotonic() + timeout
-        while (left := end - time.monotonic()) > 0:
-            f = self.peers[2].recv(left)
-            if f is not None:
-                out.append(f)
-                break
-        return out
-
-    def close(self) -> None:
-        self.client.close()
-        self.server.stop()
-        self.device.stop()
 
 
 @pytest.fixture
