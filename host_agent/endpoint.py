@@ -3,7 +3,8 @@
 An endpoint sends tensors (``send``: OPEN, paced DATA, PROBE rounds, selective retransmit until
 DONE) and receives them (``expect``: payloads written in place, BITMAP answers, DONE on completion)
 at the same time, which is what the collectives need (a ring step sends one chunk and receives
-another). ``run(handles)`` turns the loop until the given handles are finished. Everything the
+another). ``run(handles)`` turns the loop until the given handles are finished. This module holds
+the socket, the loop and the send side; the receive side lives in ``receiver.py``. Everything the
 receiver drops is counted in ``drops[reason]``; nothing hostile is ever written out of bounds.
 """
 
@@ -20,11 +21,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from host_agent import protocol as P
-from host_agent.assembly import NUMPY_OF_DTYPE, ReceiveStats, TensorAssembly
 from host_agent.errors import TransportError, UserError
 from host_agent.outgoing import OutgoingTensor, SendState, SendStats
 from host_agent.packetizer import PacketizedTensor
 from host_agent.ratecontrol import AimdPacer, RateConfig
+from host_agent.receiver import ReceiveSide, RecvHandle
+
+__all__ = ["Endpoint", "EndpointConfig", "RecvHandle", "SendHandle"]
 
 log = logging.getLogger(__name__)
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
@@ -35,7 +38,6 @@ UDP_GRO = getattr(socket, "UDP_GRO", 104)           # Linux UDP GRO (receive)
 GSO_MAX_SEGMENTS = 64
 OFFLOAD_MODES = ("auto", "on", "off")
 GSO_MAX_BYTES = 65000
-ECN_ECHO_GAP = 0.001
 
 
 @dataclass
@@ -80,27 +82,6 @@ class SendHandle:
         return self.tx.stats
 
 
-class RecvHandle:
-    """A tensor being received into ``out``; ``done`` once complete (stats filled)."""
-
-    def __init__(self, worker_id: int, iteration: int, tensor_id: int, out: np.ndarray | None,
-                 loss_bound: float | None) -> None:
-        self.worker_id, self.iteration, self.tensor_id = worker_id, iteration, tensor_id
-        self.out = out
-        self.loss_bound = loss_bound
-        self.assembly: TensorAssembly | None = None
-        self.stats: ReceiveStats | None = None
-        self.done = False
-        self.failed = False
-        self.layer_class = 0
-        self.kind = P.KIND_GRADIENT
-        self.peer: tuple[str, int] | None = None   # address the tensor came from
-
-    @property
-    def key(self) -> tuple[int, int, int]:
-        return (self.worker_id, self.iteration, self.tensor_id)
-
-
 class Endpoint:
     """See module docstring. Not thread-safe: one endpoint per thread/process."""
 
@@ -126,21 +107,11 @@ class Endpoint:
         self.drops: collections.Counter[str] = collections.Counter()
         self.outgoing: dict[tuple[tuple[str, int], int], OutgoingTensor] = {}
         self._active: list[OutgoingTensor] = []
-        self.assemblies: dict[tuple[int, int], TensorAssembly] = {}
-        self.handles: dict[tuple[int, int, int], RecvHandle] = {}
-        self._asm_handle: dict[int, RecvHandle] = {}
-        self._asm_peer: dict[int, tuple[str, int]] = {}
-        self._asm_echo: dict[int, float] = {}
-        self.staged_elements = 0
-        self._staged: set[tuple[int, int, int]] = set()
-        self._held: set[TensorAssembly] = set()      # probes waiting for DATA to go quiet
-        self.on_unexpected = None  # callable(RecvHandle) for completed tensors nobody expected
+        self.rx = ReceiveSide(self.cfg, self._sendto, self.drops)
         self._buf = bytearray(65536)
-        self._rec_dtypes: dict[int, np.dtype] = {}
         self._mv = memoryview(self._buf)
         self.ecn_echoes_received = 0
         self.ready_peers: set[tuple[str, int]] = set()
-        self.packets_received = 0
 
     def _size_buffers(self) -> None:
         for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
@@ -152,6 +123,37 @@ class Endpoint:
     @property
     def address(self) -> tuple[str, int]:
         return self.sock.getsockname()
+
+    # the receive side's state, for callers and tests
+    @property
+    def assemblies(self) -> dict:
+        return self.rx.assemblies
+
+    @property
+    def staged_elements(self) -> int:
+        return self.rx.staged_elements
+
+    @property
+    def packets_received(self) -> int:
+        return self.rx.packets_received
+
+    @property
+    def on_unexpected(self):
+        """Called with each completed RecvHandle nobody expect()ed (``recv`` mode)."""
+        return self.rx.on_unexpected
+
+    @on_unexpected.setter
+    def on_unexpected(self, fn) -> None:
+        self.rx.on_unexpected = fn
+
+    def expect(self, worker_id: int, iteration: int, tensor_id: int, out: np.ndarray,
+               loss_bound: float | None = None) -> RecvHandle:
+        """Receive ``tensor_id`` of ``iteration`` from sender ``worker_id`` into ``out`` (see ReceiveSide)."""
+        return self.rx.expect(worker_id, iteration, tensor_id, out, loss_bound)
+
+    def release(self, h: RecvHandle) -> None:
+        """Free the staging of a completed unexpected tensor (see ReceiveSide.release)."""
+        self.rx.release(h)
 
     def close(self, linger: float = 0.0) -> None:
         """Answer late probes for ``linger`` seconds (so a lost DONE is repeated), then close."""
@@ -180,39 +182,6 @@ class Endpoint:
             tx.probe_due = now + tx.rto
         self._sendto(tx.open_message(), dest)
         return SendHandle(tx)
-
-    def expect(self, worker_id: int, iteration: int, tensor_id: int, out: np.ndarray,
-               loss_bound: float | None = None) -> RecvHandle:
-        """Receive tensor ``tensor_id`` of ``iteration`` from sender ``worker_id`` into ``out``.
-
-        ``out`` keeps its content where packets stay missing for parameters; gradients are
-        zero-filled there. ``loss_bound`` may tighten the sender's p (never loosen it).
-        """
-        if not out.flags.c_contiguous:
-            raise ValueError("expect(): the destination array must be C-contiguous")
-        key = (worker_id, iteration, tensor_id)
-        h = self.handles.get(key)
-        if h is not None and h.out is None:        # staged before we asked: bind it now
-            h.out, h.loss_bound = out, loss_bound
-            if h.done:
-                self._deliver(h)
-            return h
-        h = RecvHandle(worker_id, iteration, tensor_id, out, loss_bound)
-        self.handles[key] = h
-        return h
-
-    def release(self, h: RecvHandle) -> None:
-        """Forget the data of a completed tensor nobody expected (``recv`` mode) to free staging.
-
-        The assembly stays (without its buffer) so late PROBEs still get their DONE.
-        """
-        if not h.done or h.assembly is None:
-            return
-        if h.key in self._staged:
-            self._staged.discard(h.key)
-            self.staged_elements -= h.assembly.desc.n_elements
-        h.assembly.drop_buffer()
-        self.handles.pop(h.key, None)
 
     def run(self, handles: list, timeout: float = 60.0) -> None:
         """Turn the loop until every handle is done; TransportError on failure or timeout."""
@@ -343,19 +312,7 @@ class Endpoint:
             if tx.state in (SendState.OPENING, SendState.SENDING, SendState.PROBING):
                 keep.append(tx)
         self._active = keep
-        for asm in list(self._held):
-            if asm.complete:
-                self._held.discard(asm)
-            elif now - asm.last_data >= self.cfg.probe_holdoff:
-                self._held.discard(asm)
-                self._answer_probe(asm, asm.held_probe)
-            else:
-                wait = min(wait, asm.last_data + self.cfg.probe_holdoff - now)
-        if self.cfg.receive_deadline is not None:
-            for asm in list(self.assemblies.values()):
-                if not asm.complete and asm.deadline is not None and now >= asm.deadline and asm.bound_met():
-                    self._complete(asm)
-        return wait
+        return self.rx.tick(now, wait)
 
     def _plan(self, tx: OutgoingTensor, now: float) -> None:
         plan = tx.plan_retransmit()
@@ -394,54 +351,12 @@ class Endpoint:
                 continue
             got += 1
             if seg and seg < n:           # GRO: equal-size datagrams glued together, split again
-                done = self._gro_batch(seg, n, ce) if seg > P.DLCP_HEADER_LEN else 0
+                done = self.rx.gro_batch(self._buf, seg, n, ce) if seg > P.DLCP_HEADER_LEN else 0
                 for start in range(done, n, seg):
                     self._datagram(mv[start:min(start + seg, n)], ce, addr)
             else:
                 self._datagram(mv[:n], ce, addr)
         return got > 0
-
-    def _gro_batch(self, seg: int, n: int, ce: bool) -> int:
-        """Vectorised path for a GRO run of consecutive full DATA packets of one tensor.
-
-        Returns the bytes consumed (0: let the per-packet path handle every datagram).
-        """
-        k = n // seg
-        if k < 2:
-            return 0
-        dt = self._rec_dtypes.get(seg)
-        if dt is None:
-            dt = self._rec_dtypes[seg] = np.dtype({
-                "names": ["b0", "flags", "b3", "jwi", "tc", "off"],
-                "formats": ["u1", "u1", "u1", "<u8", "<u4", ">u4"],
-                "offsets": [0, 2, 3, 4, 12, 16], "itemsize": seg})
-        v = np.frombuffer(self._buf, dtype=dt, count=k)
-        h = v[0]
-        if h["b0"] != (P.VERSION << 4 | P.MSG_DATA):
-            return 0
-        b0, b1, flags, b3, job, worker, it, tid, count, off, seq = P.HEADER_STRUCT.unpack_from(self._buf)
-        if job != self.cfg.job_id:
-            return 0
-        asm = self.assemblies.get((worker, tid))
-        if asm is None or asm.iteration != it:
-            return 0
-        offs = v["off"]
-        # same job/worker/iteration (jwi), tensor/count (tc), version/type, dtype; consecutive offsets
-        if not ((v["jwi"] == h["jwi"]).all() and (v["tc"] == h["tc"]).all() and (v["b0"] == b0).all()
-                and (v["b3"] == b3).all() and int(offs[-1]) - off == (k - 1) * count
-                and (np.diff(offs.astype(np.int64)) == count).all()):
-            return 0
-        payload = np.frombuffer(self._buf, np.uint8, count=k * seg).reshape(k, seg)[:, P.DLCP_HEADER_LEN:]
-        n_crit = int(np.count_nonzero(v["flags"] >= P.FLAG_CRITICAL))
-        if not asm.accept_run(b3 >> 4, count, off, payload, n_crit, ce):
-            return 0
-        self.packets_received += k
-        asm.last_data = time.monotonic()
-        if ce:
-            self._echo_ce(asm)
-        if asm.all_received:
-            self._complete(asm)
-        return k * seg
 
     def _datagram(self, mv: memoryview, ce: bool, addr: tuple[str, int]) -> None:
         n = len(mv)
@@ -458,23 +373,7 @@ class Endpoint:
             return
         msg = b0 & 0xF
         if msg == P.MSG_DATA:
-            asm = self.assemblies.get((worker, tid))
-            if asm is None:
-                drops["unknown_tensor"] += 1
-                return
-            if asm.iteration != it:
-                drops["wrong_iteration"] += 1
-                return
-            reason = asm.accept(b3 >> 4, flags, count, off, mv[P.DLCP_HEADER_LEN:], ce)
-            if reason is not None:
-                drops[reason] += 1
-                return
-            self.packets_received += 1
-            asm.last_data = time.monotonic()
-            if ce:
-                self._echo_ce(asm)
-            if asm.all_received:
-                self._complete(asm)
+            self.rx.data(mv, flags, b3, worker, it, tid, count, off, ce)
         else:
             self._control(msg, b1 >> 5, flags, b3 >> 4, worker, it, tid, seq,
                           bytes(mv[P.DLCP_HEADER_LEN:]), addr)
@@ -489,10 +388,7 @@ class Endpoint:
             (sub,) = P.CONTROL_HEAD.unpack_from(body)
             rest = body[P.CONTROL_HEAD.size:]
             if sub == P.CTRL_OPEN:
-                if self._open(layer, dtype, worker, it, tid, rest, addr) is not None:
-                    hdr = P.DlcpHeader(msg_type=P.MSG_CONTROL, flags=P.FLAG_CRITICAL, dtype=dtype,
-                                       job_id=self.cfg.job_id, worker_id=worker, iteration=it, tensor_id=tid)
-                    self._sendto(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_OPEN_ACK), addr)
+                self.rx.on_open(layer, dtype, worker, it, tid, rest, addr)
             elif sub == P.CTRL_OPEN_ACK:
                 self._peer_ready(addr)
             elif sub == P.CTRL_ECN_ECHO:
@@ -503,16 +399,7 @@ class Endpoint:
             else:
                 self.drops["bad_control"] += 1
         elif msg == P.MSG_PROBE:
-            asm = self._open(layer, dtype, worker, it, tid, body, addr)
-            if asm is None:
-                return
-            self._asm_peer[id(asm)] = addr
-            asm.probed = True
-            if not asm.complete and now - asm.last_data < self.cfg.probe_holdoff:
-                asm.held_probe = seq          # DATA still trickling in (reordering): answer when quiet
-                self._held.add(asm)
-            else:
-                self._answer_probe(asm, seq)
+            self.rx.on_probe(layer, dtype, worker, it, tid, seq, body, addr, now)
         elif msg == P.MSG_BITMAP:
             tx = self.outgoing.get((addr, tid))
             if tx is None or tx.pt.iteration != it or len(body) < P.BITMAP_HEAD.size:
@@ -530,13 +417,6 @@ class Endpoint:
         else:
             self.drops["bad_msg_type"] += 1
 
-    def _answer_probe(self, asm: TensorAssembly, round_: int) -> None:
-        if asm.complete or asm.bound_met():
-            self._complete(asm)
-        else:
-            for chunk in asm.bitmap_chunks(round_):
-                self._reply(asm, P.MSG_BITMAP, chunk, round_)
-
     def _peer_ready(self, addr: tuple[str, int]) -> None:
         if addr in self.ready_peers:
             return
@@ -548,110 +428,3 @@ class Endpoint:
                 tx.rto = tx.rto_initial
                 tx.last_heard = now
 
-    def _open(self, layer: int, dtype: int, worker: int, it: int, tid: int, body: bytes,
-              addr: tuple[str, int]) -> TensorAssembly | None:
-        """Find or create the assembly announced by an OPEN or PROBE descriptor."""
-        try:
-            desc = P.TensorDescriptor.unpack(body)
-        except ValueError:
-            self.drops["bad_descriptor"] += 1
-            return None
-        if dtype not in P.DTYPE_SIZES:
-            self.drops["bad_dtype"] += 1
-            return None
-        asm = self.assemblies.get((worker, tid))
-        if asm is not None:
-            if asm.iteration == it:
-                if asm.desc != desc or asm.dtype != dtype:
-                    self.drops["descriptor_mismatch"] += 1
-                    return None
-                return asm
-            if it < asm.iteration:
-                self.drops["wrong_iteration"] += 1
-                return None
-        key = (worker, it, tid)
-        h = self.handles.get(key)
-        want = NUMPY_OF_DTYPE[dtype]
-        if h is not None and h.out is not None:
-            if h.out.size != desc.n_elements or h.out.dtype != want:
-                self.drops["descriptor_mismatch"] += 1
-                return None
-            target = h.out.reshape(-1)
-        else:
-            if not self.cfg.stage_unexpected or self.staged_elements + desc.n_elements > self.cfg.max_staged_elements:
-                self.drops["unexpected_tensor"] += 1
-                return None
-            target = np.zeros(desc.n_elements, want)
-            self.staged_elements += desc.n_elements
-            self._staged.add(key)
-            if h is None:
-                h = RecvHandle(worker, it, tid, None, None)
-                self.handles[key] = h
-        deadline = None if self.cfg.receive_deadline is None else time.monotonic() + self.cfg.receive_deadline
-        asm = TensorAssembly(job_id=self.cfg.job_id, worker_id=worker, iteration=it, tensor_id=tid,
-                             dtype=dtype, desc=desc, out=target, loss_bound=h.loss_bound, deadline=deadline)
-        h.assembly, h.layer_class, h.kind, h.peer = asm, layer, desc.kind, addr
-        old = self.assemblies.get((worker, tid))
-        if old is not None:
-            self._forget(old)
-        self.assemblies[(worker, tid)] = asm
-        self._asm_handle[id(asm)] = h
-        self._asm_peer[id(asm)] = addr
-        return asm
-
-    def _forget(self, asm: TensorAssembly) -> None:
-        h = self._asm_handle.pop(id(asm), None)
-        self._asm_peer.pop(id(asm), None)
-        self._asm_echo.pop(id(asm), None)
-        if h is not None and h.key in self._staged:
-            self._staged.discard(h.key)
-            self.staged_elements -= asm.desc.n_elements
-        if h is not None and h.out is not None:
-            self.handles.pop(h.key, None)
-
-    def _reply(self, asm: TensorAssembly, msg: int, body: bytes, seq: int = 0) -> None:
-        hdr = P.DlcpHeader(msg_type=msg, flags=P.FLAG_CRITICAL, dtype=asm.dtype, job_id=asm.job_id,
-                           worker_id=asm.worker_id, iteration=asm.iteration, tensor_id=asm.tensor_id,
-                           seq=seq)
-        peer = self._asm_peer.get(id(asm))
-        if peer is not None:
-            self._sendto(hdr.pack() + body, peer)
-
-    def _echo_ce(self, asm: TensorAssembly) -> None:
-        now = time.monotonic()
-        if now - self._asm_echo.get(id(asm), -1.0) >= ECN_ECHO_GAP:
-            self._asm_echo[id(asm)] = now
-            self._reply(asm, P.MSG_CONTROL, P.CONTROL_HEAD.pack(P.CTRL_ECN_ECHO) + P.ECN_ECHO_BODY.pack(asm.ce_marks))
-
-    def _complete(self, asm: TensorAssembly) -> None:
-        first = not asm.complete
-        body = asm.done_body()
-        self._reply(asm, P.MSG_DONE, body)
-        h = self._asm_handle.get(id(asm))
-        if first and h is not None:
-            h.stats = asm.stats
-            h.done = True
-            if h.out is not None:
-                self._deliver(h)
-            elif self.on_unexpected is not None:
-                self.on_unexpected(h)
-
-    def _deliver(self, h: RecvHandle) -> None:
-        """Copy a staged tensor into the caller's array (parameters: received packets only)."""
-        asm = h.assembly
-        assert asm is not None and h.out is not None
-        flat = h.out.reshape(-1)
-        if np.may_share_memory(asm.out, flat):
-            return
-        if h.out.size != asm.desc.n_elements or h.out.dtype != asm.out.dtype:
-            h.failed = True
-            return
-        if asm.desc.kind == P.KIND_GRADIENT or asm.all_received:
-            flat[:] = asm.out
-        else:
-            mask = np.repeat(asm.received, asm.desc.elems_per_packet)[: asm.desc.n_elements]
-            flat[mask] = asm.out[mask]
-        if h.key in self._staged:
-            self._staged.discard(h.key)
-            self.staged_elements -= asm.desc.n_elements
-        asm.out = flat
