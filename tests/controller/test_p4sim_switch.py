@@ -36,6 +36,8 @@ def _contract_view(p4info) -> dict:
         view[name] = idx.counter(name).size
     view[api.ECMP_MEMBER_PACKETS] = idx.name_of(idx.direct_counter(api.ECMP_MEMBER_PACKETS).direct_table_id)
     view[api.UDP_PORTS] = [(m.bitwidth, m.match_type) for m in idx.value_set(api.UDP_PORTS).match]
+    view["registers"] = sorted((r.preamble.name, r.size) for r in p4info.registers)
+    view["sizes"] = {name: idx.table(name).size for name in api.TABLE_ORDER}
     return view
 
 
