@@ -160,7 +160,7 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
         if self.copies_out(d):
             raise P4UnsupportedError(call.loc, f"call of {d.name} (copies values out) in this position")
         name = self.function_name(d)
-        args = [self.ex(a) if p.direction in ("out", "inout") else self.value(a)
+        args = [self.arg_value(p, a)
                 for p, a in zip(d.params, call.args, strict=True)]
         return f"{name}({', '.join(args)})"
 
@@ -179,7 +179,7 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
                 args.append(self.ex(a) if p.direction == "inout" and a is not None else
                             default_value(p.type, self.classes))
             else:
-                args.append(self.ex(a) if p.direction in ("out", "inout") else self.value(a))
+                args.append(self.arg_value(p, a))
         r = self.w.tmp("fr")
         self.w.line(f"{r} = {name}({', '.join(args)})")
         for i, a in enumerate(outs, 1):
@@ -223,7 +223,7 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
         params = call.decl.params
         outs = [(i, a) for i, (p, a) in enumerate(zip(params, call.args, strict=True))
                 if p.direction in ("out", "inout") and not isinstance(p.type, AGGREGATES_T)]
-        args = [self.ex(a) if p.direction in ("out", "inout") else self.value(a)
+        args = [self.arg_value(p, a)
                 for p, a in zip(params, call.args, strict=True)]
         if not outs:
             return f"{fn}({', '.join(args)})"

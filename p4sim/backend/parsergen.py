@@ -88,7 +88,7 @@ class ParserGen:
             scalar_out = p.direction in ("out", "inout") and not isinstance(p.type, AGGREGATES_T)
             if scalar_out:
                 outs.append(a)
-            args.append(self.ex(a) if p.direction in ("out", "inout") else self.value(a))
+            args.append(self.arg_value(p, a))
         r = self.w.tmp("pr")
         self.w.line(f"{r} = {fn}(_d, _p, _n{''.join(', ' + x for x in args)})")
         self.w.line(f"_p = {r}[0]")

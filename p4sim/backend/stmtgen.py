@@ -145,6 +145,16 @@ class StmtGen(ExprGen):
             new.items = [self.settle(i) for i in e.items]
         return new
 
+    def arg_value(self, p: ast.Param, a: Any) -> str:
+        """An argument for a function/control/parser call. Aggregates go by reference: ``out``/
+        ``inout`` ones are written in place and ``in`` ones are read-only in P4, so no copy is
+        needed; scalars go by value."""
+        if a is None:
+            return "None"
+        if p.direction in ("out", "inout") or isinstance(p.type, AGGREGATES):
+            return self.ex(a)
+        return self.value(a)
+
     def settle_args(self, call: ast.MethodCall) -> list[Any]:
         """Arguments evaluated in order; ``out``/``inout`` ones stay lvalues (written back later)."""
         params = call.params or getattr(call.decl, "params", None) or []
