@@ -14,6 +14,7 @@ from p4.v1 import p4runtime_pb2
 
 from controller import dlcp_tables as api
 from controller.encoding import decode
+from controller.errors import SwitchError
 from controller.p4info_index import P4InfoIndex
 from controller.p4rt_client import P4RuntimeClient
 
@@ -28,6 +29,7 @@ class Snapshot:
     egress_safety_drops: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
     malformed: dict[str, int] = field(default_factory=dict)
     spray: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)   # (group, member) -> pk, B
+    depth: dict[tuple[int, int], int] = field(default_factory=dict)   # (port, queue) -> last depth (p4sim)
 
     def as_json(self) -> dict:
         def table(d: dict, a: str, b: str) -> list[dict]:
@@ -38,7 +40,8 @@ class Snapshot:
                 "ecn_marks": table(self.ecn_marks, "queue", "mag"),
                 "egress_safety_drops": table(self.egress_safety_drops, "queue", "mag"),
                 "malformed": self.malformed,
-                "spray": table(self.spray, "group", "member")}
+                "spray": table(self.spray, "group", "member"),
+                "queue_depth": [{"port": k[0], "queue": k[1], "depth": v} for k, v in sorted(self.depth.items())]}
 
 
 def _cells(client: P4RuntimeClient, index: P4InfoIndex, name: str) -> dict[int, tuple[int, int]]:
@@ -51,6 +54,25 @@ def _cells(client: P4RuntimeClient, index: P4InfoIndex, name: str) -> dict[int, 
     return out
 
 
+def _depths(client: P4RuntimeClient, index: P4InfoIndex) -> dict[tuple[int, int], int]:
+    """Non-zero cells of ``queue_depth_reg`` (port*8+queue); empty where registers cannot be read
+    (BMv2's P4Runtime server cannot)."""
+    if not index.has("register", api.QUEUE_DEPTH_REG):
+        return {}
+    entity = p4runtime_pb2.Entity()
+    entity.register_entry.register_id = index.register(api.QUEUE_DEPTH_REG).preamble.id
+    out = {}
+    try:
+        for found in client.read([entity]):
+            reg = found.register_entry
+            value = decode(reg.data.bitstring) if reg.data.HasField("bitstring") else 0
+            if value:
+                out[divmod(reg.index.index, 8)] = value
+    except SwitchError:
+        return {}
+    return out
+
+
 def snapshot(client: P4RuntimeClient, index: P4InfoIndex) -> Snapshot:
     snap = Snapshot(client.name, time.monotonic())
     snap.port_queue_tx = {divmod(i, 8): v for i, v in _cells(client, index, api.PORT_QUEUE_TX).items()}
@@ -58,6 +80,7 @@ def snapshot(client: P4RuntimeClient, index: P4InfoIndex) -> Snapshot:
     snap.ecn_marks = {divmod(i, 16): v for i, v in _cells(client, index, api.ECN_MARKS).items()}
     snap.egress_safety_drops = {divmod(i, 16): v
                                 for i, v in _cells(client, index, api.EGRESS_SAFETY_DROPS).items()}
+    snap.depth = _depths(client, index)
     malformed = _cells(client, index, api.MALFORMED)
     snap.malformed = {reason: malformed.get(i, (0, 0))[0] for i, reason in enumerate(api.MALFORMED_REASONS)}
     if index.has("table", api.ECMP_MEMBERS):
