@@ -151,12 +151,15 @@ def run_mode(cfg: ExperimentConfig, mode: str, run_dir: Path, pipeline: dict[str
             done = _iterations_done(mode_dir, [h.name for h in hosts[1:]] or [hosts[0].name])
             progress.update(mode, done)
             time.sleep(0.25)
+        # Counters first, also when an agent failed: they explain what happened.
+        stats_out = _run(agents.dlcpctl(config_path, "--json", "stats"), "dlcpctl stats")
+        (mode_dir / "switch_stats.json").write_text(stats_out)
+        stats = {"mode": mode, **_switch_stats(json.loads(stats_out) if stats_out.strip() else {})}
         failed = {n: p.returncode for n, p in agent_procs.items() if p.returncode}
         if failed:
             name = next(iter(failed))
-            raise ExperimentError(f"{mode}: agent on {name} exited {failed[name]}; see {mode_dir}/{name}.log")
-        stats_out = _run(agents.dlcpctl(config_path, "--json", "stats"), "dlcpctl stats")
-        stats = {"mode": mode, **_switch_stats(json.loads(stats_out) if stats_out.strip() else {})}
+            raise ExperimentError(f"{mode}: agent on {name} exited {failed[name]}; see {mode_dir}/{name}.log "
+                                  f"and {mode_dir}/switch_stats.json")
     finally:
         for p in procs:
             if p.poll() is None:
@@ -182,15 +185,27 @@ def _iterations_done(mode_dir: Path, hosts: list[str]) -> int:
 
 
 def _switch_stats(raw: dict) -> dict:
-    """Sum the controller's per-switch counters into per-class totals for the report."""
+    """Sum ``dlcpctl --json stats`` (switch -> counter lists) into per-class totals for the report.
+
+    Selective drops count both the ingress early drops and the egress safety-net drops; keys are
+    ``q<queue>/m<mag>``. Spray counts are per switch, group and member.
+    """
     drops: dict[str, int] = {}
     marks: dict[str, int] = {}
-    for sw in raw.get("switches", {}).values() if isinstance(raw.get("switches"), dict) else []:
-        for key, val in (sw.get("selective_drops") or {}).items():
-            drops[key] = drops.get(key, 0) + int(val.get("packets", val) if isinstance(val, dict) else val)
-        for key, val in (sw.get("ecn_marks") or {}).items():
-            marks[key] = marks.get(key, 0) + int(val.get("packets", val) if isinstance(val, dict) else val)
-    return {"selective_drops": drops, "ecn_marks": marks, "raw": raw}
+    spray: dict[str, int] = {}
+    malformed = 0
+    for switch, counters in raw.items():
+        if not isinstance(counters, dict):
+            continue
+        for name, into in (("selective_drops", drops), ("egress_safety_drops", drops), ("ecn_marks", marks)):
+            for cell in counters.get(name) or []:
+                key = f"q{cell['queue']}/m{cell['mag']}"
+                into[key] = into.get(key, 0) + int(cell.get("packets", 0))
+        for cell in counters.get("spray") or []:
+            key = f"{switch}/" + "/".join(f"{k}{v}" for k, v in sorted(cell.items()) if k not in ("packets", "bytes"))
+            spray[key] = spray.get(key, 0) + int(cell.get("packets", 0))
+        malformed += sum(int(v) for v in (counters.get("malformed") or {}).values())
+    return {"selective_drops": drops, "ecn_marks": marks, "spray": spray, "malformed": malformed}
 
 
 def run_experiment(cfg: ExperimentConfig) -> Path:
