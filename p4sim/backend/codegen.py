@@ -33,7 +33,8 @@ from p4sim.backend.rt import (ParserReject as _ParserReject, ExitBlock as _ExitB
     AssertionFailed as _AssertionFailed, HeaderStack as _HeaderStack, stack_at as _stack_at,
     stack_last as _stack_last, push_front as _push_front, pop_front as _pop_front,
     lookahead_bits as _lookahead, format_log as _format_log, ONCE as _ONCE,
-    extract_generic as _extract_generic, emit_generic as _emit_generic, csum16_int as _csum16_int)
+    extract_generic as _extract_generic, emit_generic as _emit_generic, csum16_int as _csum16_int,
+    hash_packed as _hash_packed)
 from p4sim.runtime.hashes import v1model_hash as _v1model_hash, compute as _hash_compute, pack_fields as _pack_fields
 from p4sim.runtime.checksums import verify_checksum as _verify_checksum, compute_checksum as _compute_checksum
 _new = object.__new__

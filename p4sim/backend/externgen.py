@@ -84,6 +84,24 @@ class ExternGen:
                      pattern.match(c).group(1) == base else c, w) for c, w in out]
         return out
 
+    @staticmethod
+    def packed_bytes(fields: list[tuple[str, Any]]) -> str | None:
+        """``pack_fields`` done at compile time: the fields back to back, MSB first, zero bits
+        after the last one up to a whole byte; None when a width is only known at run time."""
+        if not all(isinstance(w, int) for _, w in fields):
+            return None
+        total = sum(w for _, w in fields)
+        if total == 0:
+            return "b''"
+        shift = total + (-total) % 8
+        parts = []
+        for code, w in fields:
+            if w <= 0:
+                continue
+            shift -= w
+            parts.append(code if shift == 0 else f"({code} << {shift})")
+        return f"({' | '.join(parts)}).to_bytes({(total + 7) // 8}, 'big')"
+
     def csum16_inline(self, e: ast.Expression) -> str:
         """csum16 of a field list as one big int folded in 16-bit words (no bytes built)."""
         fields = self.bind_common(self.flatten(e))
@@ -132,7 +150,13 @@ class ExternGen:
         if name == "hash":
             algo = enum_member(a[1])
             self._check_algo(algo, call.loc)
-            code = f"_v1model_hash({algo!r}, {self.as_int(a[2])}, {self.fields_code(a[3])}, {self.as_int(a[4])})"
+            fields = self.bind_common(self.flatten(a[3]))
+            packed = self.packed_bytes(fields)
+            if packed is not None:    # fields packed into bytes with one int, no per-field loop
+                code = f"_hash_packed({algo!r}, {self.as_int(a[2])}, {packed}, {self.as_int(a[4])})"
+            else:
+                listed = "[" + ", ".join(f"({c}, {w})" for c, w in fields) + "]"
+                code = f"_v1model_hash({algo!r}, {self.as_int(a[2])}, {listed}, {self.as_int(a[4])})"
             self.out_assign(a[0], code)
             return None
         if name == "random":

@@ -213,3 +213,11 @@ def csum16_int(value: int) -> int:
     if r == 0 and value:
         r = 0xFFFF
     return ~r & 0xFFFF
+
+
+def hash_packed(algorithm: str, base: int, data: bytes, max_: int) -> int:
+    """v1model ``hash`` over already packed field bytes: ``base + h % max`` (max 0 acts as 1),
+    the same arithmetic as ``p4sim.runtime.hashes.v1model_hash``."""
+    from p4sim.runtime.hashes import compute
+
+    return base + compute(algorithm, data) % (max_ if max_ else 1)

@@ -61,3 +61,20 @@ def test_stack_push_and_pop_front_shift_and_invalidate():
     rt.pop_front(s, 2, _H)
     assert [(h.v, h._v) for h in s.h] == [(2, True), (0, False), (0, False)] and s.n == 1
     assert rt.stack_at(s, 7, _H)._v is False           # out of range reads a fresh invalid header
+
+
+def test_packed_fields_equal_runtime_pack_fields():
+    from p4sim.backend.externgen import ExternGen
+
+    rng = random.Random(3)
+    for _ in range(300):
+        widths = [rng.choice([1, 3, 7, 8, 9, 16, 32, 48]) for _ in range(rng.randrange(1, 8))]
+        values = [rng.getrandbits(w) for w in widths]
+        code = ExternGen.packed_bytes([(str(v), w) for v, w in zip(values, widths, strict=True)])
+        assert eval(code) == pack_fields(list(zip(values, widths, strict=True)))   # noqa: S307
+    from p4sim.runtime.hashes import v1model_hash
+
+    for algo in ("crc16", "crc32", "csum16", "xor16", "identity"):
+        for base, max_ in ((0, 0), (5, 0), (0, 1 << 16), (3, 7), (10, 1 << 32)):
+            fields = [(0x42, 8), (0x1234, 13), (1, 1)]
+            assert rt.hash_packed(algo, base, pack_fields(fields), max_) == v1model_hash(algo, base, fields, max_)
