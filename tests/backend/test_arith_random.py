@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from backend.helpers import needs_frontend, path_for, simple_program
+from .helpers import needs_frontend, path_for, simple_program
 
 pytestmark = needs_frontend
 

@@ -3,7 +3,7 @@ runtime's trTCM (0 GREEN, 1 YELLOW, 2 RED); unconfigured meters colour GREEN."""
 
 from __future__ import annotations
 
-from backend.helpers import needs_frontend, path_for, simple_program
+from .helpers import needs_frontend, path_for, simple_program
 
 pytestmark = needs_frontend
 

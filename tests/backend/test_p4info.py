@@ -7,8 +7,9 @@ from __future__ import annotations
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from backend.helpers import needs_frontend, simple_program
 from p4sim.backend import ids
+
+from .helpers import needs_frontend, simple_program
 
 pytestmark = needs_frontend
 

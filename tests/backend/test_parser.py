@@ -3,7 +3,7 @@ ingress with standard_metadata.parser_error set), header stacks, lookahead, adva
 
 from __future__ import annotations
 
-from backend.helpers import needs_frontend, path_for, simple_program
+from .helpers import needs_frontend, path_for, simple_program
 
 pytestmark = needs_frontend
 

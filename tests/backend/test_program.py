@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from backend.helpers import P4_DIR, needs_frontend, path_for
 from p4sim.errors import UserError
+
+from .helpers import P4_DIR, needs_frontend, path_for
 
 pytestmark = needs_frontend
 ROUTER = os.path.join(P4_DIR, "l3router.p4")

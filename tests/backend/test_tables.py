@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.helpers import needs_frontend, path_for, simple_program
+from .helpers import needs_frontend, path_for, simple_program
 
 pytestmark = needs_frontend
 

@@ -4,7 +4,7 @@ log_msg, registers, counters, hash."""
 
 from __future__ import annotations
 
-from backend.helpers import needs_frontend, path_for, simple_program
+from .helpers import needs_frontend, path_for, simple_program
 
 pytestmark = needs_frontend
 
