@@ -30,7 +30,7 @@ from controller import dlcp_tables as api
 from controller import netconfig, reconcile
 from controller import stats as stats_mod
 from controller.controller import Controller, SwitchSession
-from controller.errors import ControllerError, SwitchError
+from controller.errors import ApplyFailed, ControllerError, SwitchError
 from controller.output import emit, emit_json, table
 from p4sim.errors import UserError
 
@@ -491,10 +491,9 @@ def main(argv: list[str] | None = None) -> int:
     except SwitchError as err:
         print(f"dlcpctl: {err}", file=sys.stderr)
         return EXIT_SWITCH
-    except ControllerError as err:
-        code = EXIT_SWITCH if "rolled back" in str(err) or "ROLLBACK" in str(err) else EXIT_INPUT
+    except ApplyFailed as err:
         print(f"dlcpctl: {err}", file=sys.stderr)
-        return code
+        return EXIT_SWITCH
     except UserError as err:
         print(f"dlcpctl: {err}", file=sys.stderr)
         return EXIT_INPUT

@@ -19,7 +19,7 @@ from p4.config.v1 import p4info_pb2
 
 from controller import desired as desired_mod
 from controller import reconcile
-from controller.errors import ControllerError, PipelineMismatch
+from controller.errors import ApplyFailed, ControllerError, PipelineMismatch
 from controller.netconfig import NetConfig, SwitchConf
 from controller.p4info_index import P4InfoIndex, load_p4info
 from controller.p4rt_client import P4RuntimeClient
@@ -117,23 +117,31 @@ class Controller:
 
     def _each(self, fn: Callable[[SwitchSession], object]) -> dict[str, object]:
         """Run ``fn`` on every session in parallel; the first ControllerError (by switch order) is raised."""
+        results, errors = self._each_all(fn)
+        if errors:
+            raise next(iter(errors.values()))
+        return results
+
+    def _each_all(self, fn: Callable[[SwitchSession], object]) -> tuple[dict[str, object], dict[str, ControllerError]]:
+        """Run ``fn`` on every session in parallel: (results, ControllerErrors) by switch name."""
         if len(self.sessions) == 1:
             (s,) = self.sessions.values()
-            return {s.name: fn(s)}
+            try:
+                return {s.name: fn(s)}, {}
+            except ControllerError as err:
+                return {}, {s.name: err}
         with ThreadPoolExecutor(max_workers=min(16, len(self.sessions))) as pool:
             futures = {name: pool.submit(fn, s) for name, s in self.sessions.items()}
-        results, errors = {}, []
+        results, errors = {}, {}
         for name, fut in futures.items():
             err = fut.exception()
             if err is None:
                 results[name] = fut.result()
             elif isinstance(err, ControllerError):
-                errors.append(err)
+                errors[name] = err
             else:
                 raise err
-        if errors:
-            raise errors[0]
-        return results
+        return results, errors
 
     def connect(self, require_primary: bool = True, arbitrate: bool = True) -> None:
         def one(s: SwitchSession) -> None:
@@ -154,6 +162,8 @@ class Controller:
     def apply(self, dry_run: bool = False, force_pipeline: bool = False) -> dict[str, SwitchReport]:
         """Reconcile every switch; with ``dry_run`` only compute the plans (nothing is written)."""
         wanted = self._wanted()  # config errors first, before anything is written
+        # a switch running another program stops the whole change before any switch is written
+        self._each(lambda s: s.check_pipeline(push=False, force=force_pipeline))
 
         def one(s: SwitchSession) -> SwitchReport:
             with s.lock:
@@ -169,7 +179,33 @@ class Controller:
                 result = reconcile.apply_plan(s.client, s.index, plan, self.net.batch_size)
                 s.synced = True
                 return SwitchReport(s.name, status.state, plan, result)
-        return self._each(one)
+        reports, errors = self._each_all(one)
+        if errors:
+            first = next(iter(errors.values()))
+            if dry_run or not reports:
+                raise first
+            raise self._undo_others(reports, first)
+        return reports
+
+    def _undo_others(self, reports: dict[str, SwitchReport], error: ControllerError) -> ControllerError:
+        """One switch failed: undo the change on the switches where it succeeded (no partial policy)."""
+        undone, failed = [], []
+        for name, rep in reports.items():
+            if rep.plan.empty():
+                continue
+            s = self.sessions[name]
+            try:
+                with s.lock:
+                    reconcile.undo_plan(s.client, rep.plan)
+                undone.append(name)
+            except ControllerError as err:
+                failed.append(f"{name} ({err})")
+        text = str(error)
+        if undone:
+            text += f"; change undone on {', '.join(undone)}"
+        if failed:
+            text += f"; UNDO FAILED on {'; '.join(failed)}"
+        return ApplyFailed(text) if undone or failed else error
 
     # -- restart restore -------------------------------------------------------------------------
     def supervise(self, stop: threading.Event | None = None, poll: float = 0.2,

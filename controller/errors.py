@@ -78,3 +78,7 @@ class WriteError(SwitchError):
 
 class PipelineMismatch(SwitchError):
     """The switch runs a different P4 program than the network YAML names."""
+
+
+class ApplyFailed(ControllerError):
+    """A change a switch refused, after undoing what it had applied (message says what was undone)."""

@@ -18,7 +18,7 @@ from p4.v1 import p4runtime_pb2
 
 from controller import dlcp_tables as api
 from controller.desired import SwitchDesired
-from controller.errors import ControllerError, SwitchError, WriteError
+from controller.errors import ApplyFailed, ControllerError, SwitchError, WriteError
 from controller.p4info_index import P4InfoIndex
 from controller.p4rt_client import P4RuntimeClient
 
@@ -251,19 +251,34 @@ def _describe(index: P4InfoIndex, change: Change | tuple) -> str:
     return index.describe(change.entry)
 
 
-def _rolled_back(client: P4RuntimeClient, applied: list[Update], err: SwitchError) -> ControllerError:
-    if not applied:
-        return err
-    undo = list(reversed(applied))
+def _undo(client: P4RuntimeClient, inverses: list[Update]) -> None:
+    """Write ``inverses`` (in application order) backwards; consecutive updates of one kind form
+    one batch, so the kinds stay in reverse order. Raises SwitchError when the switch refuses."""
     groups: list[list[Update]] = []
-    for up in undo:   # consecutive updates of one kind form one batch; kinds stay in reverse order
-        if groups and groups[-1][0].type == up.type:
+    for up in reversed(inverses):
+        if groups and groups[-1][0].type == up.type and len(groups[-1]) < DEFAULT_BATCH_SIZE:
             groups[-1].append(up)
         else:
             groups.append([up])
+    for group in groups:
+        client.write(group)
+
+
+def undo_plan(client: P4RuntimeClient, plan: Plan) -> int:
+    """Undo a plan that was applied completely (another switch of the same change failed)."""
+    inverses = [_inverse(Update.DELETE, c) for c in plan.deletes]
+    inverses += [_inverse(Update.MODIFY, c) for c in plan.modifies]
+    inverses += [_inverse(Update.MODIFY, vs) for vs in plan.value_sets]
+    inverses += [_inverse(Update.INSERT, c) for c in plan.inserts]
+    _undo(client, inverses)
+    return len(inverses)
+
+
+def _rolled_back(client: P4RuntimeClient, applied: list[Update], err: SwitchError) -> ControllerError:
+    if not applied:
+        return err
     try:
-        for group in groups:
-            client.write(group)
+        _undo(client, applied)
     except SwitchError as undo_err:
-        return ControllerError(f"{err}; ROLLBACK FAILED after partial apply: {undo_err}")
-    return ControllerError(f"{err}; rolled back {len(applied)} applied update(s)")
+        return ApplyFailed(f"{err}; ROLLBACK FAILED after partial apply: {undo_err}")
+    return ApplyFailed(f"{err}; rolled back {len(applied)} applied update(s)")

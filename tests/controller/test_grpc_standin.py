@@ -215,3 +215,33 @@ def test_failed_batch_is_reported_per_entry_and_rolled_back(tmp_path, switches):
             ctl.close()
     finally:
         sw.stop()
+
+
+def test_one_switch_refusing_undoes_the_change_on_the_others(tmp_path, switches):
+    from p4.config.v1 import p4info_pb2
+    from standin import StandInSwitch
+
+    from controller.errors import ApplyFailed
+    small = p4info_pb2.P4Info()
+    small.CopyFrom(load_p4info(P4INFO))
+    for t in small.tables:
+        if t.preamble.name == api.DROP_THRESHOLDS:
+            t.size = 10
+    sw = StandInSwitch(1, small)
+    try:
+        path = tmp_path / "net.yaml"
+        path.write_text(three_switch_yaml([sw.port, switches[1].port, switches[2].port]))
+        ctl = _controller(path)
+        try:
+            with pytest.raises(ApplyFailed) as err:
+                ctl.apply()
+            msg = str(err.value)
+            assert msg.startswith("switch s1: write failed: At index ")
+            assert msg.endswith("change undone on s2, s3")
+            for s in (sw, switches[1], switches[2]):
+                for table in api.TABLE_ORDER:
+                    assert s.entries(table) == [], table
+        finally:
+            ctl.close()
+    finally:
+        sw.stop()

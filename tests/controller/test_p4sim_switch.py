@@ -23,21 +23,23 @@ pytestmark = [pytest.mark.skipif(missing() is not None, reason=str(missing())), 
 
 
 def _contract_view(p4info) -> dict:
-    """What the controller relies on: names, match fields, params, counter sizes (not ids)."""
+    """What the controller relies on: names, match fields, params, counter sizes (not ids, not
+    table sizes, not tables or registers the controller does not program)."""
     idx = P4InfoIndex(p4info)
     view = {}
     for name in api.TABLE_ORDER:
         t = idx.table(name)
         view[name] = ([(m.name, m.bitwidth, m.match_type) for m in t.match_fields],
                       sorted(idx.name_of(r.id) for r in t.action_refs if idx.name_of(r.id) != "NoAction"))
+    used = {r.id for name in api.TABLE_ORDER for r in idx.table(name).action_refs}
     for a in p4info.actions:
-        view[a.preamble.name] = [(p.name, p.bitwidth) for p in a.params]
+        if a.preamble.id in used:
+            view[a.preamble.name] = [(p.name, p.bitwidth) for p in a.params]
     for name in (api.PORT_QUEUE_TX, api.SELECTIVE_DROPS, api.ECN_MARKS, api.MALFORMED, api.EGRESS_SAFETY_DROPS):
         view[name] = idx.counter(name).size
     view[api.ECMP_MEMBER_PACKETS] = idx.name_of(idx.direct_counter(api.ECMP_MEMBER_PACKETS).direct_table_id)
     view[api.UDP_PORTS] = [(m.bitwidth, m.match_type) for m in idx.value_set(api.UDP_PORTS).match]
-    view["registers"] = sorted((r.preamble.name, r.size) for r in p4info.registers)
-    view["sizes"] = {name: idx.table(name).size for name in api.TABLE_ORDER}
+    view[api.QUEUE_DEPTH_REG] = idx.has("register", api.QUEUE_DEPTH_REG)
     return view
 
 
