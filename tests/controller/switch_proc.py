@@ -58,10 +58,11 @@ def free_port() -> int:
 
 
 class SwitchProcess:
-    """One ``p4sim switch --no-p4`` process with a P4Runtime server, ctl endpoint and nanomsg ports."""
+    """One ``p4sim switch`` process (no program, or ``program``) with a P4Runtime server, ctl
+    endpoint and nanomsg ports."""
 
-    def __init__(self, workdir: Path, device_id: int) -> None:
-        self.workdir, self.device_id = workdir, device_id
+    def __init__(self, workdir: Path, device_id: int, program: str | None = None) -> None:
+        self.workdir, self.device_id, self.program = workdir, device_id, program
         self.grpc_port, self.ctl_port = free_port(), free_port()
         self.ipc = f"ipc://{workdir}/s{device_id}.ipc"
         self.log = workdir / f"s{device_id}.log"
@@ -72,7 +73,8 @@ class SwitchProcess:
         return f"127.0.0.1:{self.grpc_port}"
 
     def start(self, timeout: float = 30.0) -> None:
-        argv = [sys.executable, "-m", "p4sim.cli", "switch", "--no-p4", "--device-id", str(self.device_id),
+        start_with = [self.program] if self.program else ["--no-p4"]
+        argv = [sys.executable, "-m", "p4sim.cli", "switch", *start_with, "--device-id", str(self.device_id),
                 "--grpc-server-addr", self.grpc_addr, "--ctl-addr", f"127.0.0.1:{self.ctl_port}",
                 "--packet-in", self.ipc, "--log-file", str(self.log), "--name", f"s{self.device_id}"]
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -10,12 +10,12 @@ import pytest
 from ctl_support import P4INFO
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
-from switch_proc import NanomsgHost, SwitchProcess, compiled_dlcp, missing
+from switch_proc import ROOT, NanomsgHost, SwitchProcess, compiled_dlcp, missing
 
 from controller import dlcp_tables as api
 from controller import netconfig, reconcile
 from controller import stats as stats_mod
-from controller.cli import EXIT_OK, main
+from controller.cli import EXIT_OK, EXIT_SWITCH, main
 from controller.controller import Controller
 from controller.p4info_index import P4InfoIndex, load_p4info
 
@@ -167,3 +167,23 @@ def test_thresholds_set_changes_dropping_on_live_traffic(tmp_path, capsys):
     finally:
         sw.stop()
     capsys.readouterr()
+
+
+def test_switch_running_another_program_needs_force_pipeline(tmp_path, capsys):
+    other = ROOT / "tests" / "switch" / "p4" / "tm_probe.p4"
+    if not other.exists():
+        pytest.skip(f"{other} is not there to play the other program")
+    sw = SwitchProcess(tmp_path, 1, program=str(other))
+    sw.start()
+    try:
+        path = tmp_path / "net.yaml"
+        path.write_text(_yaml([sw], three=False))
+        assert main(["-c", str(path), "apply"]) == EXIT_SWITCH
+        err = capsys.readouterr().err
+        assert err.startswith("dlcpctl: switch s1: runs a different P4 program") and err.count("\n") == 1
+        assert main(["-c", str(path), "apply", "--force-pipeline"]) == EXIT_OK
+        assert "s1      pushed" in capsys.readouterr().out
+        assert main(["-c", str(path), "apply"]) == EXIT_OK
+        assert capsys.readouterr().out.splitlines()[-1] == "in sync"
+    finally:
+        sw.stop()
