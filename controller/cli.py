@@ -22,19 +22,34 @@ import logging
 import signal
 import sys
 import threading
-import time
 
-from p4.v1 import p4runtime_pb2
-
-from controller import dlcp_tables as api
-from controller import netconfig, reconcile
-from controller import stats as stats_mod
+from controller import reconcile
+from controller.cli_common import (
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SWITCH,
+    EXIT_USAGE,
+    controller_for,
+    s_net,
+)
+from controller.cli_tables import (
+    cmd_ecmp_set,
+    cmd_ecmp_show,
+    cmd_entries,
+    cmd_priority_set,
+    cmd_priority_show,
+    cmd_stats,
+    cmd_thresholds_set,
+    cmd_thresholds_show,
+)
 from controller.controller import Controller, SwitchSession
 from controller.errors import ApplyFailed, ControllerError, SwitchError
 from controller.output import emit, emit_json, table
 from p4sim.errors import UserError
 
-EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_SWITCH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE", "EXIT_SWITCH", "EXIT_INTERRUPTED"]
+
 APPLY_LINES = 10   # diff lines per switch that `apply` prints (`apply --dry-run` prints all)
 
 
@@ -136,67 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-def _controller(args: argparse.Namespace, switches: list[str] | None = None) -> Controller:
-    net = s_net(args)
-    return Controller(net, election_id=args.election_id, role=args.role, switches=switches)
-
-
-def _reader(args: argparse.Namespace, switch: str | list[str] | None, table_name: str | None = None) -> Controller:
-    """A controller connected without arbitration (reads only), for show commands.
-
-    ``table_name`` is resolved in every switch's P4Info first, so a typo fails before any connection.
-    """
-    names = [switch] if isinstance(switch, str) else switch
-    ctl = _controller(args, names)
-    if table_name is not None:
-        for s in ctl.sessions.values():
-            s.index.table(table_name)
-    ctl.connect(require_primary=False, arbitrate=False)
-    return ctl
-
-
-def _session(args: argparse.Namespace, switch: str) -> SwitchSession:
-    """The (not yet connected) session of one switch: build and check entries before connecting."""
-    return _controller(args, [switch]).sessions[switch]
-
-
-def _connect_writer(session: SwitchSession) -> None:
-    session.connect()
-    session.client.require_primary()
-    if session.check_pipeline(push=False).state != "ok":
-        raise SwitchError(session.name, "has no DLCP pipeline; run 'dlcpctl apply' first")
-
-
-def _entries(session: SwitchSession, table_name: str, counters: bool = False) -> list[p4runtime_pb2.TableEntry]:
-    tid = session.index.table(table_name).preamble.id
-    return session.client.read_table_entries(tid, counter_data=counters)
-
-
-def _write_one(session: SwitchSession, entry: p4runtime_pb2.TableEntry) -> str:
-    """MODIFY the entry if it exists, else INSERT it; one write. Returns what was done."""
-    key = reconcile.entry_key(entry)
-    existing = {reconcile.entry_key(e): e for e in session.client.read_table_entries(entry.table_id)}
-    kind = p4runtime_pb2.Update.MODIFY if key in existing else p4runtime_pb2.Update.INSERT
-    update = p4runtime_pb2.Update(type=kind)
-    update.entity.table_entry.CopyFrom(entry)
-    session.client.write([update], [session.index.describe(entry)])
-    return "modified" if kind == p4runtime_pb2.Update.MODIFY else "inserted"
-
-
-def _params(session: SwitchSession, entry: p4runtime_pb2.TableEntry) -> dict[str, int]:
-    action = session.index.by_id(entry.action.action.action_id)
-    names = {p.id: p.name for p in action.params} if action is not None else {}
-    return {names.get(p.param_id, str(p.param_id)): int.from_bytes(p.value, "big")
-            for p in entry.action.action.params}
-
-
-def _match(session: SwitchSession, entry: p4runtime_pb2.TableEntry) -> dict[str, str]:
-    return session.index.entry_fields(entry)
-
-
-# -- commands --------------------------------------------------------------------------------------
 def cmd_apply(args: argparse.Namespace) -> int:
-    ctl = _controller(args, args.switch)
+    ctl = controller_for(args, args.switch)
     try:
         ctl.connect(require_primary=not args.dry_run)
         reports = ctl.apply(dry_run=args.dry_run, force_pipeline=args.force_pipeline)
@@ -278,198 +234,6 @@ def cmd_status(args: argparse.Namespace) -> int:
             if "error" in i:
                 emit(i["error"])
     return EXIT_OK if all(i["reachable"] for i in data.values()) else EXIT_SWITCH
-
-
-def _show(args: argparse.Namespace, table_name: str, render, reverse: bool = False) -> int:
-    ctl = _reader(args, args.switch, table_name)
-    try:
-        rows, data = [], {}
-        for name, s in ctl.sessions.items():
-            items = [render(s, e) for e in _entries(s, table_name)]
-            items.sort(key=lambda d: tuple(d.values()), reverse=reverse)
-            data[name] = items
-            rows.extend((name, *d.values()) for d in items)
-        if args.json:
-            emit_json(data)
-        elif rows:
-            first = next(d for items in data.values() for d in items)
-            emit(table(("switch", *first.keys()), rows))
-        else:
-            emit("(no entries)")
-        return EXIT_OK
-    finally:
-        ctl.close()
-
-
-def cmd_thresholds_show(args: argparse.Namespace) -> int:
-    def render(s: SwitchSession, e: p4runtime_pb2.TableEntry) -> dict:
-        m, p = _match(s, e), _params(s, e)
-        return {"queue": int(m["queue"]), "mag": int(m["mag_class"]),
-                "drop": p.get("drop_depth", "-"), "ecn": p.get("ecn_depth", "-")}
-    return _show(args, api.DROP_THRESHOLDS, render)
-
-
-def cmd_thresholds_set(args: argparse.Namespace) -> int:
-    session = _session(args, args.switch)
-    try:
-        entry = api.threshold(session.index, args.queue, args.mag, args.drop, args.ecn)
-        _connect_writer(session)
-        done = _write_one(session, entry)
-        emit(f"{args.switch}: thresholds queue {args.queue} mag {args.mag}: drop {args.drop} ecn {args.ecn} ({done})")
-        return EXIT_OK
-    finally:
-        session.close()
-
-
-def cmd_priority_show(args: argparse.Namespace) -> int:
-    names: dict[tuple, str] = {}
-
-    def render(s: SwitchSession, e: p4runtime_pb2.TableEntry) -> dict:
-        if not names:
-            for r in s_net(args).policy.priority_map:
-                names[reconcile.entry_key(api.priority_rule(s.index, dict(r.match), r.queue, r.priority))] = r.name
-        rule = names.get(reconcile.entry_key(e), "(not in policy)")
-        return {"priority": e.priority, "rule": rule, **_match(s, e), "queue": _params(s, e).get("queue", "-")}
-    return _show(args, api.PRIORITY_MAP, render, reverse=True)
-
-
-_NETS: dict[str, netconfig.NetConfig] = {}
-
-
-def s_net(args: argparse.Namespace) -> netconfig.NetConfig:
-    if args.config not in _NETS:
-        _NETS[args.config] = netconfig.load(args.config)
-    return _NETS[args.config]
-
-
-def cmd_priority_set(args: argparse.Namespace) -> int:
-    session = _session(args, args.switch)
-    try:
-        rule = s_net(args).policy.rule(args.rule)
-        entry = api.priority_rule(session.index, dict(rule.match), args.queue, rule.priority)
-        _connect_writer(session)
-        done = _write_one(session, entry)
-        emit(f"{args.switch}: priority rule {rule.name} -> queue {args.queue} ({done})")
-        return EXIT_OK
-    finally:
-        session.close()
-
-
-def cmd_ecmp_show(args: argparse.Namespace) -> int:
-    ctl = _reader(args, args.switch)
-    try:
-        rows, data = [], {}
-        for name, s in ctl.sessions.items():
-            groups = {}
-            for e in _entries(s, api.ECMP_GROUPS):
-                p = _params(s, e)
-                groups[int(_match(s, e)["group_id"])] = {"members": p.get("num_members"),
-                                                         "spray": bool(p.get("spray")), "nexthops": {}}
-            for e in _entries(s, api.ECMP_MEMBERS, counters=True):
-                m = _match(s, e)
-                g = groups.setdefault(int(m["group_id"]), {"members": None, "spray": None, "nexthops": {}})
-                g["nexthops"][int(m["member_index"])] = {"nexthop": _params(s, e).get("nexthop_id"),
-                                                         "packets": e.counter_data.packet_count}
-            data[name] = groups
-            for gid, g in sorted(groups.items()):
-                for idx, member in sorted(g["nexthops"].items()):
-                    rows.append((name, gid, "on" if g["spray"] else "off", idx, member["nexthop"], member["packets"]))
-        if args.json:
-            emit_json(data)
-        else:
-            emit(table(("switch", "group", "spray", "member", "nexthop", "packets"), rows) if rows else "(no groups)")
-        return EXIT_OK
-    finally:
-        ctl.close()
-
-
-def cmd_ecmp_set(args: argparse.Namespace) -> int:
-    session = _session(args, args.switch)
-    try:
-        api.ecmp_group(session.index, args.group, 1, args.spray)   # checks the group id's width
-        _connect_writer(session)
-        for e in _entries(session, api.ECMP_GROUPS):
-            if int(_match(session, e)["group_id"]) == args.group:
-                members = _params(session, e)["num_members"]
-                break
-        else:
-            raise SwitchError(args.switch, f"table {api.ECMP_GROUPS}: no group_id {args.group}")
-        done = _write_one(session, api.ecmp_group(session.index, args.group, members, args.spray))
-        emit(f"{args.switch}: ecmp group {args.group} spray {'on' if args.spray else 'off'} ({done})")
-        return EXIT_OK
-    finally:
-        session.close()
-
-
-def cmd_entries(args: argparse.Namespace) -> int:
-    ctl = _reader(args, args.switch, args.table)
-    try:
-        rows, data = [], {}
-        headers: tuple = ()
-        for name, s in ctl.sessions.items():
-            tname = s.index.table(args.table).preamble.name
-            items = []
-            for e in _entries(s, tname):
-                fields = _match(s, e)
-                headers = ("switch", *fields.keys(), "priority", "action")
-                items.append({**fields, "priority": e.priority, "action": s.index.action_text(e)})
-                rows.append((name, *fields.values(), e.priority, s.index.action_text(e)))
-            data[name] = items
-        if args.json:
-            emit_json(data)
-        else:
-            emit(table(headers, rows) if rows else "(no entries)")
-        return EXIT_OK
-    finally:
-        ctl.close()
-
-
-def _render_stats(snaps: dict, prev: dict | None) -> str:
-    out = []
-    tx_rows, drop_rows, spray_rows = [], [], []
-    for name, snap in snaps.items():
-        rate = stats_mod.rates(prev[name], snap) if prev else {}
-        for (port, queue), (pk, by) in sorted(snap.port_queue_tx.items()):
-            tx_rows.append((name, port, queue, pk, by, f"{rate[(port, queue)]:.1f}" if prev else "-",
-                            snap.depth.get((port, queue), 0)))
-        keys = sorted(set(snap.selective_drops) | set(snap.ecn_marks) | set(snap.egress_safety_drops))
-        for q, m in keys:
-            drop_rows.append((name, q, m, snap.selective_drops.get((q, m), (0, 0))[0],
-                              snap.ecn_marks.get((q, m), (0, 0))[0], snap.egress_safety_drops.get((q, m), (0, 0))[0]))
-        for (g, member), (pk, _) in sorted(snap.spray.items()):
-            spray_rows.append((name, g, member, pk))
-    out.append(table(("switch", "port", "queue", "tx_pkts", "tx_bytes", "pkts/s", "depth"), tx_rows) if tx_rows
-               else "tx: (nothing sent)")
-    out.append(table(("switch", "queue", "mag", "sel_drops", "ecn_marks", "safety_drops"), drop_rows) if drop_rows
-               else "drops/marks: (none)")
-    if spray_rows:
-        out.append(table(("switch", "group", "member", "packets"), spray_rows))
-    mal = [f"{n}: " + " ".join(f"{k}={v}" for k, v in s.malformed.items()) for n, s in snaps.items()
-           if any(s.malformed.values())]
-    out.append("malformed: " + ("; ".join(mal) if mal else "0"))
-    return "\n\n".join(out)
-
-
-def cmd_stats(args: argparse.Namespace) -> int:
-    ctl = _reader(args, args.switch)
-    try:
-        prev = None
-        rounds = 0
-        while True:
-            snaps = {name: stats_mod.snapshot(s.client, s.index) for name, s in ctl.sessions.items()}
-            if args.json:
-                emit_json({n: s.as_json() for n, s in snaps.items()})
-            else:
-                emit(_render_stats(snaps, prev))
-            rounds += 1
-            if not args.watch or (args.count and rounds >= args.count):
-                return EXIT_OK
-            prev = snaps
-            time.sleep(args.watch)
-            if not args.json:
-                emit("")
-    finally:
-        ctl.close()
 
 
 def cmd_queues_set(args: argparse.Namespace) -> int:
