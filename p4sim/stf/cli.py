@@ -26,6 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="PROGRAM.p4 TEST.stf pairs, or directories of X.p4 + X.stf pairs")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                    help="add DIR to the #include search path (repeatable)")
+    p.add_argument("--target", choices=("p4sim", "bmv2"), default="p4sim",
+                   help="p4sim (default) or bmv2: compile with p4c and run on simple_switch")
     p.add_argument("-v", "--verbose", action="store_true", help="print control-plane notes too")
     p.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     p.set_defaults(func=run)
@@ -69,11 +71,16 @@ def run(args: argparse.Namespace) -> int:
     from p4sim.stf.runner import run_stf
 
     pairs = collect_pairs(args.paths)
+    target = getattr(args, "target", "p4sim")
+    if target == "bmv2":
+        from p4sim.stf.bmv2_target import find_tools
+
+        find_tools()   # one line naming the missing tool before any test runs
     passed = failed = 0
     for prog, stf in pairs:
         name = os.path.splitext(os.path.basename(stf))[0]
         try:
-            result = run_stf(prog, stf, args.include_dirs)
+            result = run_stf(prog, stf, args.include_dirs, target)
         except UserError as err:
             print(f"FAIL {name}: {err}")
             failed += 1

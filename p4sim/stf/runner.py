@@ -238,11 +238,23 @@ def _action_params(pipeline: object) -> dict[str, list[tuple[str, int]]]:
 
 # -- entry points ----------------------------------------------------------------------------------
 
-def run_stf(program_path: str, stf_path: str, include_dirs: Iterable[str] = ()) -> StfResult:
+TARGETS = ("p4sim", "bmv2")
+
+
+def run_stf(program_path: str, stf_path: str, include_dirs: Iterable[str] = (),
+            target: str = "p4sim") -> StfResult:
     """Compile ``program_path``, run ``stf_path`` against it, and say whether it passed.
 
+    ``target`` is ``p4sim`` (this package) or ``bmv2`` (p4c + simple_switch, see
+    ``bmv2_target``); both share the STF parser and ``matching.compare_outputs``.
     Compile errors and malformed STF files raise ``UserError`` subclasses.
     """
+    if target == "bmv2":
+        from p4sim.stf.bmv2_target import run_stf_bmv2
+
+        return run_stf_bmv2(program_path, stf_path, include_dirs)
+    if target != "p4sim":
+        raise UserError(f"--target {target!r}: unknown STF target (choose from {', '.join(TARGETS)})")
     from p4sim.backend import compile_file
     from p4sim.v1model.pipeline import V1ModelPath
 
