@@ -62,6 +62,16 @@ const bit<3> DLCP_DEFAULT_QUEUE = 0;
 /* DSCP mirror of the queue: class selector CS<queue> = queue << 3. */
 const bit<3> DSCP_CS_SHIFT = 3;
 
+/* ---- queue-depth freshness --------------------------------------------- */
+/* Ingress ignores (reads as 0) a recorded port depth older than this many
+ * microseconds (egress_global_timestamp units on BMv2/p4sim).  The default of
+ * the controller-tunable table DlcpIngress.depth_settings: a few packet
+ * times at the slowest emulated link (3 x 1500 B at 20 Mbit/s, the Mininet
+ * experiment's link, = 1.8 ms), so a busy port refreshes its record well
+ * within it, while an idle port is treated as congested for at most 2 ms.
+ * See docs/dataplane.md "Queue-depth freshness". */
+const bit<32> DLCP_DEPTH_MAX_AGE_US_DEFAULT = 2000;
+
 /* ---- malformed counter indices ------------------------------------------ */
 const bit<32> MALFORMED_TRUNCATED = 0;  /* too short for the DLCP header */
 const bit<32> MALFORMED_BAD_LENGTH = 1; /* udp.length != 8 + 24 + count*elem */

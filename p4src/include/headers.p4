@@ -129,6 +129,7 @@ struct dlcp_metadata_t {
     qdepth_t    drop_depth;
     qdepth_t    ecn_depth;
     qdepth_t    observed_depth;
+    bit<32>     depth_max_age_us;   /* DlcpIngress.depth_settings */
     /* Tofino: parser's IPv4 checksum verdict (BMv2 uses checksum_error) */
     bool        ipv4_checksum_err;
 }

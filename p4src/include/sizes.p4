@@ -16,6 +16,7 @@
 #define DROP_THRESHOLDS_SIZE  128    /* 8 queues * 16 magnitude classes */
 #define DLCP_UDP_PORTS_SIZE   4      /* parser value_set dlcp_udp_ports */
 
+#define PORT_CELLS            512    /* one cell per 9-bit port number */
 #define PORT_QUEUE_CELLS      4096   /* 512 ports * 8 queues, index port*8+queue */
 #define QUEUE_MAG_CELLS       128    /* 8 queues * 16 classes, index queue*16+mag */
 #define MALFORMED_CELLS       4      /* truncated, bad length, bad dtype, spare */

@@ -65,3 +65,13 @@ class DlcpTables:
     def thresholds(self, queue: int, mag_class: int, drop_depth: int, ecn_depth: int) -> None:
         self._insert("DlcpIngress.drop_thresholds", (self.rt.Exact(queue), self.rt.Exact(mag_class)),
                      "DlcpIngress.set_thresholds", (drop_depth, ecn_depth))
+
+    def depth_max_age(self, max_age_us: int) -> None:
+        """Default action of the keyless DlcpIngress.depth_settings: recorded depths older than this are 0."""
+        self.pipeline.tables["DlcpIngress.depth_settings"].set_default(
+            self.rt.ActionCall("DlcpIngress.set_depth_max_age", (max_age_us,)))
+
+    def port_depth(self, port: int, depth: int, at_us: int = 0) -> None:
+        """The (depth, time) record egress keeps per port, as if a packet left ``port`` at ``at_us``."""
+        self.pipeline.registers["port_depth_reg"].write(port, depth)
+        self.pipeline.registers["port_depth_ts_reg"].write(port, at_us)

@@ -7,7 +7,9 @@ what was sent and received.
 
 Determinism: as in tests/switch/scenarios.py, a 1000-byte blocker holds the 80 kbit/s link
 for 100 ms, so every DLCP packet of phase 1 is queued behind it and its enq_qdepth is exactly
-its position (the packets ahead of it on the port).
+its position (the packets ahead of it on the port).  At 80 kbit/s a packet takes 6-100 ms on
+the wire, so the depth record's max age (DlcpIngress.depth_settings) is set to a few packet
+times of this link (SLOW_LINK_MAX_AGE_US), as the controller would for such a link.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from tests.dataplane.packets import dlcp_packet, host_ip, udp_packet
 from tests.dataplane.tables import DlcpTables
 
 LINK_BPS = 80_000
-QUEUE = 6
+SLOW_LINK_MAX_AGE_US = 500_000          # 5 x the blocker's 100 ms on the wire
 LOW, ECN_MAG, HIGH = 0, 8, 15
 KINDS = [
     ("low", dict(mag_class=LOW)),
@@ -45,6 +47,8 @@ class Harness:
         self.peers = {p: self.device.add_virtual_port(p) for p in (1, 2)}
         self.tables = DlcpTables(self.device.pipeline)
         self.device.tm.set_port_rate(2, LINK_BPS)
+        with self.device.lock:
+            self.tables.depth_max_age(SLOW_LINK_MAX_AGE_US)
         self.device.start()
 
     def send(self, port: int, frames: list[bytes]) -> None:
@@ -91,45 +95,46 @@ def wait_for(predicate, timeout: float = 5.0) -> bool:
     return predicate()
 
 
-def burst(phase: int, rounds: int) -> dict[int, tuple[str, bytes]]:
+def burst(phase: int, rounds: int, layer_class: int = 7) -> dict[int, tuple[str, bytes]]:
     """seq -> (kind, frame) for ``rounds`` x the four kinds, seq = phase*100 + position."""
     out = {}
     for i in range(rounds * len(KINDS)):
         kind, fields = KINDS[i % len(KINDS)]
         seq = phase * 100 + i
-        out[seq] = (kind, dlcp_packet(layer_class=7, seq=seq, offset=seq * 4, **fields))
+        out[seq] = (kind, dlcp_packet(layer_class=layer_class, seq=seq, offset=seq * 4, **fields))
     return out
 
 
-def test_selective_drop_ecn_and_runtime_threshold_change(harness) -> None:
+@pytest.mark.parametrize("queue", [6, 2, 4])
+def test_selective_drop_ecn_and_runtime_threshold_change(harness, queue: int) -> None:
     t = harness.tables
     with harness.device.lock:
         t.nexthop(2, 2)
         t.route(ip_int(host_ip(2)) & 0xFFFFFF00, 24, 2)
-        t.priority_rule(QUEUE, 10, is_dlcp=(1, 1))
-        t.thresholds(QUEUE, LOW, 4, 2)
-        t.thresholds(QUEUE, ECN_MAG, 1000, 3)
+        t.priority_rule(queue, 10, is_dlcp=(1, 1))
+        t.thresholds(queue, LOW, 4, 2)
+        t.thresholds(queue, ECN_MAG, 1000, 3)
 
     # phase 1: blocker, then 24 DLCP packets queued behind it (enq_qdepth = position)
-    phase1 = burst(1, 6)
+    phase1 = burst(1, 6, layer_class=queue)
     harness.send(1, [udp_packet(payload=bytes(958))] + [f for _, f in phase1.values()])
     first = harness.collect(2, 2, timeout=5.0)               # blocker + first DLCP packet
     assert len(first) == 2
-    depth = harness.device.pipeline.registers["queue_depth_reg"].read(2 * 8 + QUEUE)
-    assert depth > 4, "egress did not record the queue depth"
+    depth = harness.device.pipeline.registers["port_depth_reg"].read(2)
+    assert depth > 4, "egress did not record the port's depth"
 
     # phase 2: the register now shows a deep queue: ingress drops low, marks ecn
-    phase2 = burst(2, 2)
+    phase2 = burst(2, 2, layer_class=queue)
     harness.send(1, [f for _, f in phase2.values()])
     drops = harness.device.pipeline.counters["DlcpIngress.selective_drops"]
-    assert wait_for(lambda: drops.cells[QUEUE * 16 + LOW][0] == 2), "phase 2 not dropped at ingress"
+    assert wait_for(lambda: drops.cells[queue * 16 + LOW][0] == 2), "phase 2 not dropped at ingress"
     # phase 3: raise the low-magnitude threshold at run time: the next packets pass
     with harness.device.lock:
         from p4sim.runtime import tables as rt
         harness.device.pipeline.tables["DlcpIngress.drop_thresholds"].modify(rt.TableEntry(
-            match=(rt.Exact(QUEUE), rt.Exact(LOW)),
+            match=(rt.Exact(queue), rt.Exact(LOW)),
             action=rt.ActionCall("DlcpIngress.set_thresholds", (100_000, 100_000))))
-    phase3 = {300 + i: ("low", dlcp_packet(layer_class=7, mag_class=LOW, seq=300 + i)) for i in range(2)}
+    phase3 = {300 + i: ("low", dlcp_packet(layer_class=queue, mag_class=LOW, seq=300 + i)) for i in range(2)}
     harness.send(1, [f for _, f in phase3.values()])
 
     # phase 1 low packets at positions 8, 12, 16, 20 have enq_qdepth > 4: egress safety drops
@@ -147,14 +152,14 @@ def test_selective_drop_ecn_and_runtime_threshold_change(harness) -> None:
 
     for seq, frame in got.items():
         ip = Ether(frame)[IP]
-        assert ip.tos >> 2 == QUEUE << 3
+        assert ip.tos >> 2 == queue << 3
         marked = seq in phase2 and phase2[seq][0] == "ecn"
         assert (ip.tos & 3) == (3 if marked else (2 if (seq in phase1 and phase1[seq][0] == "ecn") else 0)), seq
 
     p = harness.device.pipeline
-    assert p.counters["DlcpIngress.selective_drops"].cells[QUEUE * 16 + LOW][0] == 2
-    assert p.counters["DlcpEgress.egress_safety_drops"].cells[QUEUE * 16 + LOW][0] == 4
-    assert p.counters["DlcpIngress.ecn_marks"].cells[QUEUE * 16 + ECN_MAG][0] == 2
+    assert p.counters["DlcpIngress.selective_drops"].cells[queue * 16 + LOW][0] == 2
+    assert p.counters["DlcpEgress.egress_safety_drops"].cells[queue * 16 + LOW][0] == 4
+    assert p.counters["DlcpIngress.ecn_marks"].cells[queue * 16 + ECN_MAG][0] == 2
     assert sum(c[0] for c in p.counters["DlcpIngress.selective_drops"].cells) == 2
-    assert p.counters["DlcpEgress.port_queue_tx"].cells[2 * 8 + QUEUE][0] == len(expected)
+    assert p.counters["DlcpEgress.port_queue_tx"].cells[2 * 8 + queue][0] == len(expected)
     assert p.counters["DlcpEgress.port_queue_tx"].cells[2 * 8 + 0][0] == 1      # the blocker

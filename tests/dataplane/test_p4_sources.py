@@ -41,6 +41,9 @@ CONTRACT_NAMES = {
     "DlcpEgress.egress_safety_drops",
 }
 TOFINO_ONLY_NAMES = {"DlcpIngress.ghost_queue_base", "DlcpParser.dlcp_udp_ports", "queue_depth_reg"}
+# Added after the contract (docs/dataplane.md "Queue-depth freshness"): BMv2 ages its per-port
+# depth record; Tofino's depths are never stale, but it has the table for API symmetry.
+DEPTH_FRESHNESS_NAMES = {"DlcpIngress.depth_settings", "DlcpIngress.set_depth_max_age"}
 
 
 def test_constants_match_contract() -> None:
@@ -80,6 +83,12 @@ def test_both_targets_name_every_contract_object() -> None:
     tofino = p4text.global_names("tofino")
     assert CONTRACT_NAMES <= bmv2, sorted(CONTRACT_NAMES - bmv2)
     assert CONTRACT_NAMES <= tofino, sorted(CONTRACT_NAMES - tofino)
+
+
+def test_both_targets_name_the_depth_freshness_table() -> None:
+    for target in ("bmv2", "tofino"):
+        names = p4text.global_names(target)
+        assert DEPTH_FRESHNESS_NAMES <= names, (target, sorted(DEPTH_FRESHNESS_NAMES - names))
 
 
 def test_targets_share_names_except_documented_tofino_extras() -> None:

@@ -98,3 +98,23 @@ def test_controller_packet_metadata(p4info) -> None:
     meta = by_name(p4info.controller_packet_metadata)
     assert [(m.name, m.bitwidth) for m in meta["packet_in"].metadata] == [("ingress_port", 9), ("_pad", 7)]
     assert [(m.name, m.bitwidth) for m in meta["packet_out"].metadata] == [("egress_port", 9), ("_pad", 7)]
+
+
+def test_depth_freshness_objects(p4info, dlcp_program) -> None:
+    """docs/dataplane.md "Queue-depth freshness": the per-port record, its timestamp, and the
+    controller-tunable max age in a keyless table whose default entry the controller modifies."""
+    regs = by_name(p4info.registers)
+    assert regs["port_depth_reg"].size == 512
+    assert regs["port_depth_reg"].type_spec.bitstring.bit.bitwidth == 19
+    assert regs["port_depth_ts_reg"].size == 512
+    assert regs["port_depth_ts_reg"].type_spec.bitstring.bit.bitwidth == 48
+    table = by_name(p4info.tables)["DlcpIngress.depth_settings"]
+    actions = {a.preamble.id: a for a in p4info.actions}
+    assert list(table.match_fields) == []
+    assert [actions[r.id].preamble.name for r in table.action_refs] == ["DlcpIngress.set_depth_max_age"]
+    action = by_name(p4info.actions)["DlcpIngress.set_depth_max_age"]
+    assert [(p.name, p.bitwidth) for p in action.params] == [("max_age_us", 32)]
+    default = dlcp_program.instantiate().tables["DlcpIngress.depth_settings"]
+    assert not default.default_is_const
+    assert (default.default_action.name, tuple(default.default_action.args)) == \
+        ("DlcpIngress.set_depth_max_age", (2000,))

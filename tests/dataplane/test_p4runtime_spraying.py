@@ -22,7 +22,6 @@ def mac(text: str) -> int:
 
 @pytest.fixture
 def rig(dlcp_program):
-    pytest.importorskip("controller.dlcp_tables", reason="controller entry builders not available")
     r = Rig(dlcp_program)
     yield r
     r.close()

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from host_agent import protocol
 from tests.dataplane import p4text
-
-protocol = pytest.importorskip("host_agent.protocol", reason="host_agent/protocol.py does not exist yet")
 
 
 def test_port_and_header_length() -> None:

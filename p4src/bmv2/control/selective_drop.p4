@@ -5,9 +5,10 @@
  * Why this file exists: under congestion the switch sheds the gradient
  * packets that matter least (small magnitudes) before they are queued, so
  * the important ones behind them finish sooner.  The queue depth used is the
- * last one egress observed for the packet's (egress port, queue), read from
- * queue_depth_reg (see queue_depth.p4); egress repeats the check with the
- * enqueue depth as a safety net.
+ * last one egress observed on the packet's egress port (port_depth_reg, see
+ * queue_depth.p4), or 0 when that record is older than the max age set in
+ * depth_settings; egress repeats the check with the enqueue depth as a
+ * safety net.
  */
 
 control SelectiveDrop(inout dlcp_headers_t hdr,
@@ -25,6 +26,25 @@ control SelectiveDrop(inout dlcp_headers_t hdr,
         meta.has_thresholds = 1;
         meta.drop_depth = drop_depth;
         meta.ecn_depth = ecn_depth;
+    }
+
+    @name(".DlcpIngress.set_depth_max_age")
+    action set_depth_max_age(bit<32> max_age_us) {
+        meta.depth_max_age_us = max_age_us;
+    }
+
+    /* Keyless: its default action is the setting.  Installed by the
+     * controller when it tunes the freshness (a MODIFY of the default entry,
+     * e.g. a few packet times at the slowest link it configures); otherwise
+     * the compiled-in DLCP_DEPTH_MAX_AGE_US_DEFAULT applies.  A recorded port depth older than the
+     * max age reads as 0 (the port drained while nothing was dequeued). */
+    @name(".DlcpIngress.depth_settings")
+    table depth_settings {
+        actions = {
+            set_depth_max_age;
+        }
+        default_action = set_depth_max_age(DLCP_DEPTH_MAX_AGE_US_DEFAULT);
+        size = 1;
     }
 
     /* Installed by the controller from the policy's per (queue, magnitude
@@ -49,9 +69,18 @@ control SelectiveDrop(inout dlcp_headers_t hdr,
             drop_thresholds.apply();
         }
         if (meta.has_thresholds == 1) {
-            bit<32> depth_index = ((bit<32>)standard_metadata.egress_spec << DLCP_QUEUE_SHIFT)
-                                  + (bit<32>)meta.queue;
-            queue_depth_reg.read(meta.observed_depth, depth_index);
+            depth_settings.apply();
+            bit<32> port_index = (bit<32>)standard_metadata.egress_spec;
+            bit<48> recorded_at;
+            port_depth_reg.read(meta.observed_depth, port_index);
+            port_depth_ts_reg.read(recorded_at, port_index);
+            bit<48> now = standard_metadata.ingress_global_timestamp;
+            /* stale: older than the max age (a record from the future, a
+             * packet dequeued while this one was in ingress, is fresh) */
+            if (recorded_at <= now
+                    && now - recorded_at > (bit<48>)meta.depth_max_age_us) {
+                meta.observed_depth = 0;
+            }
             bit<32> class_index = ((bit<32>)meta.queue << DLCP_MAG_CLASS_SHIFT)
                                   + (bit<32>)meta.mag_class;
             if (meta.msg_type == DLCP_MSG_DATA

@@ -8,8 +8,12 @@
  *    ghost_qdepth (index = physical queue id), which ingress reads
  *    (selective_drop.p4).  Declared at top level so both controls share it.
  *  - Both: egress records deq_qdepth per (port, queue) in queue_depth_reg,
- *    the same register as on BMv2 (for the controller; on Tofino1 ingress
- *    cannot read an egress register, so Tofino1 drops in egress instead).
+ *    the same observability register as on BMv2 (for the controller; on
+ *    Tofino1 ingress cannot read an egress register, so Tofino1 drops in
+ *    egress instead, against the exact enq_qdepth).
+ * Neither source can go stale, so BMv2's per-port record with a timestamp
+ * (port_depth_reg, port_depth_ts_reg) has no Tofino counterpart;
+ * DlcpIngress.depth_settings exists here for API symmetry only.
  */
 
 #if __TARGET_TOFINO__ == 2

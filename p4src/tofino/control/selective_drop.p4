@@ -26,6 +26,25 @@ control SelectiveDrop(inout dlcp_tna_headers_t hdr,
         meta.ecn_depth = ecn_depth;
     }
 
+    @name(".DlcpIngress.set_depth_max_age")
+    action set_depth_max_age(bit<32> max_age_us) {
+        meta.depth_max_age_us = max_age_us;
+    }
+
+    /* Same table as on BMv2 (installed by the controller when it tunes the
+     * freshness of a recorded depth), kept for API symmetry: on Tofino the
+     * depth is never a stale record (Tofino2's ghost thread reports every
+     * queue's length continuously; Tofino1 checks enq_qdepth in egress), so
+     * the value is applied but unused. */
+    @name(".DlcpIngress.depth_settings")
+    table depth_settings {
+        actions = {
+            set_depth_max_age;
+        }
+        default_action = set_depth_max_age(DLCP_DEPTH_MAX_AGE_US_DEFAULT);
+        size = 1;
+    }
+
     /* Installed by the controller from the policy's per (queue, magnitude
      * class) thresholds; changed at run time by operators.  No entry =
      * never drop, never mark. */
@@ -82,6 +101,7 @@ control SelectiveDrop(inout dlcp_tna_headers_t hdr,
         if (meta.is_dlcp == 1) {
             drop_thresholds.apply();
         }
+        depth_settings.apply();     /* API symmetry with BMv2; value unused */
 #if __TARGET_TOFINO__ == 2
         if (meta.has_thresholds == 1) {
             if (ghost_queue_base.apply().hit) {
