@@ -174,7 +174,11 @@ class Bmv2Switch:
         argv = switch_command(tools, json_path, workdir, self.thrift_port)
         log.info("starting %s", " ".join(argv))
         self._stderr = open(os.path.join(workdir, "switch.stderr"), "wb")  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(argv, stdout=self._stderr, stderr=subprocess.STDOUT)
+        try:
+            self.proc = subprocess.Popen(argv, stdout=self._stderr, stderr=subprocess.STDOUT)
+        except OSError as err:
+            self._stderr.close()
+            raise UserError(f"{tools.switch}: cannot start: {err.strerror or err}") from None
 
     def __enter__(self) -> Bmv2Switch:
         try:
@@ -204,14 +208,27 @@ class Bmv2Switch:
     def _connect(self) -> None:
         import pynng
 
-        self._sock = pynng.Pair0(recv_timeout=100)
-        self._sock.dial(f"ipc://{self.workdir}/packets.ipc", block=True)
+        self._sock = pynng.Pair0(recv_timeout=100, send_timeout=int(OUTPUT_TIMEOUT_S * 1000))
+        try:
+            self._sock.dial(f"ipc://{self.workdir}/packets.ipc", block=True)
+        except pynng.NNGException as err:
+            raise UserError(f"simple_switch: cannot connect to its --packet-in socket: {err} "
+                            f"(is BMv2 built with nanomsg/nng?)") from None
         self._reader = threading.Thread(target=self._read, name="bmv2-packets", daemon=True)
         self._reader.start()
 
     def add_ports(self, ports: Iterable[int]) -> None:
         for p in sorted(set(ports)):
-            self._sock.send(encode_message(PORT_ADD, p))
+            self._send(encode_message(PORT_ADD, p))
+
+    def _send(self, raw: bytes) -> None:
+        import pynng
+
+        try:
+            self._sock.send(raw)
+        except pynng.NNGException as err:
+            state = "exited" if self.proc.poll() is not None else "stopped reading packets"
+            raise UserError(f"simple_switch {state}: cannot send on --packet-in ({err}): {self._tail()}") from None
 
     def _read(self) -> None:
         import pynng
@@ -237,7 +254,7 @@ class Bmv2Switch:
                 self.out.cond.notify_all()
 
     def send(self, port: int, data: bytes) -> None:
-        self._sock.send(encode_message(PACKET_IN, port, data))
+        self._send(encode_message(PACKET_IN, port, data))
         with self.out.cond:
             self.out.last = time.monotonic()
 

@@ -249,3 +249,19 @@ def test_standin_switch_that_dies_is_reported(standins: Path) -> None:
     with pytest.raises(UserError, match="simple_switch exited with status 3 at start-up: boom"):
         _run(standins, "packet 0 00\n")
     assert list((standins / "tmp").iterdir()) == []
+
+
+NO_PACKET_IN = """import socket, sys, time
+port = int(sys.argv[sys.argv.index("--thrift-port") + 1])
+srv = socket.create_server(("127.0.0.1", port))
+time.sleep(60)
+"""
+
+
+def test_standin_switch_without_packet_interface_is_reported(standins: Path) -> None:
+    # a BMv2 built without nanomsg has no --packet-in socket: one clear error, switch stopped
+    _install(standins / "bin", ["simple_switch"], NO_PACKET_IN)
+    with pytest.raises(UserError, match="cannot connect to its --packet-in socket.*built with nanomsg"):
+        _run(standins, "packet 0 00\n")
+    assert list((standins / "tmp").iterdir()) == []
+    assert _running(standins / "bin" / "simple_switch") == []
