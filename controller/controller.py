@@ -223,8 +223,9 @@ class Controller:
                 s.client.claim_primary()
         while not stop.is_set():
             for s in self.sessions.values():
-                if not s.client.is_primary:
-                    s.synced = False
+                # A stream that broke means the switch may have lost everything: restore it. A
+                # controller that regains primary after a short-lived one (an operator's `set`
+                # with a higher election id) keeps the switch as it is: live changes survive.
                 if s.client.stream_down.is_set() or (s.client.is_primary and not s.synced):
                     self._try_restore(s, on_restore)
             stop.wait(poll)

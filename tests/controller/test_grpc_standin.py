@@ -245,3 +245,33 @@ def test_one_switch_refusing_undoes_the_change_on_the_others(tmp_path, switches)
             ctl.close()
     finally:
         sw.stop()
+
+
+def test_live_change_with_higher_election_id_survives_the_watcher(net_path, switches):
+    from p4.v1 import p4runtime_pb2
+
+    from controller.p4rt_client import P4RuntimeClient
+    watcher_ctl = _controller(net_path, election_id=10)
+    watcher_ctl.apply()
+    stop = threading.Event()
+    watcher = threading.Thread(target=watcher_ctl.supervise, args=(stop, 0.05))
+    watcher.start()
+    try:
+        s1 = watcher_ctl.sessions["s1"]
+        operator = P4RuntimeClient("s1", s1.client.address, 1, election_id=20)
+        operator.connect()
+        assert operator.is_primary and not s1.client.is_primary
+        update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
+        update.entity.table_entry.CopyFrom(api.threshold(s1.index, 1, 0, 3, 1))
+        operator.write([update])
+        operator.close()
+        assert s1.client.wait_primary(10), "the watcher did not take primary back"
+        time.sleep(0.3)   # several supervise rounds: it must not re-apply the YAML over the change
+        drop = [e for e in reconcile.read_current(s1.client, s1.index).values()
+                if e.table_id == s1.index.table(api.DROP_THRESHOLDS).preamble.id
+                and e.match[0].exact.value == b"\x01" and e.match[1].exact.value == b"\x00"]
+        assert [p.value for p in drop[0].action.action.params] == [b"\x03", b"\x01"]
+    finally:
+        stop.set()
+        watcher.join(5)
+        watcher_ctl.close()
