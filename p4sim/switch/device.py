@@ -424,7 +424,8 @@ class SwitchDevice:
                 "name": self.name,
                 "program": getattr(self.program, "name", None),
                 "counters": dict(self.counters),
-                "ports": {str(no): {"name": p.name, "rx_dropped": p.rx_dropped, "tx_dropped": p.tx_dropped}
+                "ports": {str(no): {"name": p.name, "rx_dropped": p.rx_dropped, "tx_dropped": p.tx_dropped,
+                                    "ring_holes": getattr(p, "ring_holes", 0)}
                           for no, p in sorted(self.ports.items())},
                 "path_drops": dict(getattr(self.path, "drops", {}) or {}),
                 "tm": self.tm.snapshot(),

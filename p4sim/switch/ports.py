@@ -18,6 +18,7 @@ import os
 import select
 import socket
 import struct
+import time
 
 from p4sim.errors import UserError
 
@@ -36,6 +37,7 @@ TP_STATUS_VLAN_VALID = 0x10
 TP_STATUS_VLAN_TPID_VALID = 0x40
 _TPACKET2_HDR = struct.Struct("=IIIHHIIHH4x")   # 32 bytes
 _SLL_PKTTYPE_OFFSET = 32 + 10                  # sockaddr_ll follows the aligned header
+HOLE_WAIT_NS = 200_000
 
 
 class PortError(UserError):
@@ -200,6 +202,8 @@ class AfPacketPort(Port):
         self._frame_size = frame_size
         self._nframes = blocks * per_block
         self._head = 0
+        self._stall_since = 0
+        self.ring_holes = 0     # slots the kernel claimed but never filled (see _hole)
 
     def fileno(self) -> int:
         return self._sock.fileno()
@@ -217,7 +221,13 @@ class AfPacketPort(Port):
         while len(out) < limit:
             off = head * fsize
             if not ring[off] & TP_STATUS_USER:   # status is little-endian, low byte holds USER
+                if not out:
+                    skip = self._hole(head)
+                    if skip:
+                        head = (head + skip) % nframes
+                        continue
                 break
+            self._stall_since = 0
             status, tp_len, snaplen, mac, _net, _s, _ns, tci, tpid = unpack(ring, off)
             if ring[off + _SLL_PKTTYPE_OFFSET] != PACKET_OUTGOING:
                 if snaplen < tp_len:
@@ -244,6 +254,32 @@ class AfPacketPort(Port):
             return self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         except OSError as err:
             return err.errno or -1
+
+    def _hole(self, head: int) -> int:
+        """Frames to skip when the kernel left a hole at ``head``, else 0.
+
+        With several CPUs filling the ring, the kernel claims a slot before copying into it and
+        can drop the packet after the claim, leaving that slot kernel-owned while later slots fill
+        up. A reader that waits for it stalls until the ring wraps and then replays 1024 stale
+        frames. So: when ``head`` has stayed kernel-owned for over HOLE_WAIT_NS while a later slot
+        is ready, jump to the first ready slot (a slot still being filled takes microseconds).
+        """
+        ring, fsize, nframes = self._ring, self._frame_size, self._nframes
+        for ahead in range(1, nframes):
+            if ring[((head + ahead) % nframes) * fsize] & TP_STATUS_USER:
+                break
+        else:
+            self._stall_since = 0
+            return 0
+        now = time.monotonic_ns()
+        if not self._stall_since:
+            self._stall_since = now
+            return 0
+        if now - self._stall_since < HOLE_WAIT_NS:
+            return 0
+        self._stall_since = 0
+        self.ring_holes += ahead
+        return ahead
 
     def _recv_plain(self, limit: int) -> list[bytes]:
         out = []
