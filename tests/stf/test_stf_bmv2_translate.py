@@ -9,6 +9,7 @@ with ``runtime_data``, ``pipelines[].tables[]`` with ``key[].target``/``match_ty
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -203,3 +204,79 @@ def test_cli_replies_are_parsed() -> None:
                                          "Invalid table (nosuch)"]
     assert bc.parse_handle("RuntimeCmd:") is None and bc.parse_counter("nothing") is None
     assert bc.cli_errors("RuntimeCmd: Setting default action of MyIngress.ex\n") == []
+
+
+# -- dry run over the whole corpus --------------------------------------------------------------
+
+CORPUS = Path(__file__).parent / "corpus"
+PAIRS = sorted(p for p in CORPUS.glob("*.stf") if p.with_suffix(".p4").is_file())
+_KINDS = {2: "exact", 3: "lpm", 4: "ternary", 5: "range", 6: "optional"}
+
+
+def _json_like_p4c(p4info) -> dict:
+    """A BMv2 JSON with p4c's names, built from p4sim's P4Info (p4c uses the same names in both).
+
+    Key ``name`` is the P4 expression (as p4c writes it); ``target`` drops the top-level struct
+    (``hdr.h.a`` -> ``["h", "a"]``, ``hdr.h.isValid()`` -> ``["h", "$valid$"]``) as p4c does.
+    """
+    actions = {a.preamble.id: a for a in p4info.actions}
+    fields: dict[str, list] = {}
+    tables = []
+    for t in p4info.tables:
+        keys = []
+        for m in t.match_fields:
+            parts = m.name.split(".")
+            hdr, fld = (parts[-2], parts[-1]) if len(parts) >= 3 else ("scalars", m.name)
+            fld = "$valid$" if fld == "isValid()" else fld      # p4c's target for validity keys
+            fields.setdefault(hdr, []).append([fld, m.bitwidth, False])
+            keys.append({"match_type": _KINDS.get(m.match_type, "exact"), "name": m.name, "target": [hdr, fld]})
+        kinds = {k["match_type"] for k in keys}
+        kind = next((k for k in ("range", "ternary", "optional", "lpm") if k in kinds), "exact")
+        tables.append({"name": t.preamble.name, "match_type": kind, "key": keys,
+                       "actions": [actions[r.id].preamble.name for r in t.action_refs]})
+    names = lambda objs: [{"name": o.preamble.name} for o in objs]  # noqa: E731
+    return {
+        "header_types": [{"name": f"{h}_t", "fields": f} for h, f in fields.items()],
+        "headers": [{"name": h, "header_type": f"{h}_t"} for h in fields],
+        "actions": [{"name": a.preamble.name, "runtime_data": [{"name": p.name, "bitwidth": p.bitwidth}
+                                                              for p in a.params]} for a in p4info.actions],
+        "pipelines": [{"name": "ingress", "tables": tables}, {"name": "egress", "tables": []}],
+        "register_arrays": names(p4info.registers),
+        "counter_arrays": names(p4info.counters) + names(p4info.direct_counters),
+        "meter_arrays": names(p4info.meters) + names(p4info.direct_meters),
+        "action_profiles": names(p4info.action_profiles),
+        "parse_vsets": names(p4info.value_sets),
+    }
+
+
+@pytest.mark.usefixtures("need_compiler")
+@pytest.mark.parametrize("stf", PAIRS, ids=[p.stem for p in PAIRS])
+def test_corpus_translates_for_bmv2(stf: Path) -> None:
+    """Every control-plane line of the corpus becomes a CLI line whose names BMv2 would know."""
+    from p4sim.backend import compile_file
+    from p4sim.stf.parser import AddCommand, CheckCounterCommand, CliCommand, parse_file
+
+    program = bc.Bmv2Program.from_json(_json_like_p4c(compile_file(str(stf.with_suffix(".p4"))).p4info))
+    known = set(program.tables) | set(program.all_externs())
+    for cmd in parse_file(str(stf)).commands:
+        if isinstance(cmd, CheckCounterCommand):
+            line = bc.counter_read_line(program, cmd, 0)
+            assert line.split()[1] in known, line
+            continue
+        if cmd.kind in ("packet", "expect", "wait", "no_packet"):
+            continue
+        lines = bc.translate(program, cmd)
+        assert lines, cmd
+        for line in lines:
+            words = line.split()
+            if isinstance(cmd, AddCommand | CliCommand) and words[0] in bc._NAMED:
+                if cmd.kind.startswith(("mc_", "mirroring", "set_crc")):
+                    continue
+                assert words[1] in known, f"{stf.name}:{cmd.line}: {line}"
+            if isinstance(cmd, AddCommand):
+                table = program.tables[words[1]]
+                assert words[2] in table.actions
+                n_args = len(program.actions[words[2]])
+                tail = words[words.index("=>") + 1:]
+                assert len(tail) == n_args + (1 if table.needs_priority else 0), line
+                assert len(words[3:words.index("=>")]) == len(table.keys), line
