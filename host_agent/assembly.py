@@ -74,8 +74,12 @@ class TensorAssembly:
 
     # -- data path -----------------------------------------------------------------------------
     def accept(self, dtype: int, flags: int, count: int, offset: int, payload: memoryview,
-               ce: bool = False) -> str | None:
-        """Place one DATA payload; returns a drop reason or None when written."""
+               ce: bool = False, seq: int = 0) -> str | None:
+        """Place one DATA payload; returns a drop reason or None when written.
+
+        ``seq`` matters only on retransmissions: its low bit says whether the packet counts as
+        critical (``P.counts_as_critical``), since needed retransmissions are all sent CRITICAL.
+        """
         if dtype != self.dtype:
             return "bad_dtype"
         nbytes = len(payload)
@@ -95,7 +99,7 @@ class TensorAssembly:
         self._mv[start:start + nbytes] = payload
         self._recv[index] = 1
         self.n_received += 1
-        if flags & P.FLAG_CRITICAL:
+        if P.counts_as_critical(flags, seq):
             self.critical_received += 1
         if ce:
             self.ce_marks += 1

@@ -54,6 +54,9 @@ class EndpointConfig:
     max_staged_elements: int = 1 << 27   # elements held for OPENs nobody expect()ed yet
     receive_deadline: float | None = None  # s after OPEN: complete as soon as the bound is met
     probe_holdoff: float = 0.0005      # s of DATA silence before a PROBE is answered (reordering)
+    # Needed retransmissions (missing critical + the receiver's deficit) go out CRITICAL, so the
+    # switch never selectively drops them again (each carries its original class in seq's low bit).
+    promote_retransmissions: bool = True
     socket_buffer: int = 64 << 20
     send_batch: int = 256
     # Linux UDP GSO (send 44 datagrams per syscall) / GRO (receive them as one buffer).
@@ -112,6 +115,7 @@ class Endpoint:
         self._mv = memoryview(self._buf)
         self.ecn_echoes_received = 0
         self.ready_peers: set[tuple[str, int]] = set()
+        self._srtt: dict[tuple[str, int], tuple[float, float]] = {}   # peer -> (srtt, rttvar)
 
     def _size_buffers(self) -> None:
         for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
@@ -132,6 +136,11 @@ class Endpoint:
     @property
     def staged_elements(self) -> int:
         return self.rx.staged_elements
+
+    @property
+    def early_held(self) -> int:
+        """DATA packets that arrived before their OPEN and were held for it (see ReceiveSide)."""
+        return self.rx.early_held
 
     @property
     def packets_received(self) -> int:
@@ -222,6 +231,26 @@ class Endpoint:
             log.debug("sendto %s failed: %s", dest, exc)
             return True  # e.g. ECONNREFUSED from an earlier ICMP: the probe timer covers it
 
+    def rto_for(self, peer: tuple[str, int]) -> float:
+        """Retransmission timeout towards ``peer``: srtt + 4 rttvar (RFC 6298), clamped."""
+        est = self._srtt.get(peer)
+        if est is None:
+            return self.cfg.rto_initial
+        srtt, var = est
+        return min(max(self.cfg.rto_initial, srtt + 4 * var), self.cfg.rto_max)
+
+    def _rtt_sample(self, tx: OutgoingTensor) -> None:
+        sample, tx.rtt_sample = tx.rtt_sample, None
+        if sample is None:
+            return
+        est = self._srtt.get(tx.dest)
+        if est is None:
+            self._srtt[tx.dest] = (sample, sample / 2)
+        else:
+            srtt, var = est
+            var = 0.75 * var + 0.25 * abs(srtt - sample)
+            self._srtt[tx.dest] = (0.875 * srtt + 0.125 * sample, var)
+
     def _pump(self) -> bool:
         worked = False
         now = time.monotonic()
@@ -232,8 +261,10 @@ class Endpoint:
             self._send_some(tx)
             worked |= tx.pos != before
             if tx.pos >= tx.queue.size:
-                tx.start_probe(now)
-                self._sendto(tx.probe_message(), tx.dest)
+                defer = tx.stalls > 0
+                tx.start_probe(now, defer=defer)
+                if not defer:
+                    self._sendto(tx.probe_message(), tx.dest)
                 worked = True
         return worked
 
@@ -301,7 +332,10 @@ class Endpoint:
                     tx.error = (f"no answer from {tx.dest[0]}:{tx.dest[1]} for tensor {tx.pt.tensor_id} "
                                 f"in {self.cfg.give_up_after:.1f}s")
                 elif now >= tx.probe_due:
-                    if tx.chunks:
+                    if tx.probe_pending:
+                        tx.send_deferred_probe(now)
+                        self._sendto(tx.probe_message(), tx.dest)
+                    elif tx.chunks:
                         self._plan(tx, now)
                     else:
                         tx.on_timeout(now, self.cfg.rto_max)
@@ -318,7 +352,8 @@ class Endpoint:
         plan = tx.plan_retransmit()
         if plan.size:
             self.pacer.on_congestion()  # loss in the round is a congestion signal too
-            tx.begin_retransmit(plan, now)
+            tx.begin_retransmit(plan, now, self.rto_for(tx.dest), self.cfg.rto_max,
+                                self.cfg.promote_retransmissions)
         else:
             tx.on_timeout(now, self.cfg.rto_max)
             tx.start_probe(now)
@@ -373,7 +408,7 @@ class Endpoint:
             return
         msg = b0 & 0xF
         if msg == P.MSG_DATA:
-            self.rx.data(mv, flags, b3, worker, it, tid, count, off, ce)
+            self.rx.data(mv, flags, b3, worker, it, tid, count, off, ce, seq)
         else:
             self._control(msg, b1 >> 5, flags, b3 >> 4, worker, it, tid, seq,
                           bytes(mv[P.DLCP_HEADER_LEN:]), addr)
@@ -406,7 +441,9 @@ class Endpoint:
                 self.drops["stale_control"] += 1
                 return
             round_, chunk, n_chunks, first, nbits, deficit, _mc = P.BITMAP_HEAD.unpack_from(body)
-            if tx.on_bitmap(round_, chunk, n_chunks, first, nbits, deficit, body[P.BITMAP_HEAD.size:], now):
+            ready = tx.on_bitmap(round_, chunk, n_chunks, first, nbits, deficit, body[P.BITMAP_HEAD.size:], now)
+            self._rtt_sample(tx)
+            if ready:
                 self._plan(tx, now)
         elif msg == P.MSG_DONE:
             tx = self.outgoing.get((addr, tid))

@@ -59,7 +59,14 @@ class OutgoingTensor:
         self.started = now
         self.finished: float | None = None
         self.chunks: dict[int, tuple[int, int, np.ndarray]] = {}
+        self.chunk_round = -1         # round the stored chunks answer
+        self.planned_round = -1       # newest round whose BITMAP was acted upon
         self.n_chunks = 0
+        self.probe_sent: dict[int, float] = {}   # round -> when its PROBE left (RTT samples)
+        self.rtt_sample: float | None = None      # set by an answer to a PROBE; read by the endpoint
+        self.best_received = -1       # most packets any BITMAP showed received (progress)
+        self.stalls = 0               # consecutive retransmit rounds that made no progress
+        self.probe_pending = False    # PROBE deferred until probe_due (backoff after a stall)
         self.deficit = 0
         self.next_seq = pt.n_packets
         self.stats = SendStats()
@@ -81,21 +88,48 @@ class OutgoingTensor:
         return self.control_header(P.MSG_PROBE, seq=self.round) + self.pt.descriptor().pack()
 
     # -- events --------------------------------------------------------------------------------
-    def start_probe(self, now: float) -> None:
+    def start_probe(self, now: float, defer: bool = False) -> None:
+        """Enter PROBING for the current round; the caller sends the PROBE unless ``defer``.
+
+        A deferred PROBE (after retransmit rounds that made no progress) leaves at ``probe_due``,
+        so a path that keeps losing our packets sees one PROBE per backed-off RTO, not a storm.
+        """
         self.state = SendState.PROBING
         self.probe_due = now + self.rto
-        self.chunks = {}
-        self.n_chunks = 0
+        self.probe_pending = defer
+        if not defer:
+            self.probe_sent[self.round] = now
+            self.stats.probes += 1
+
+    def send_deferred_probe(self, now: float) -> None:
+        self.probe_pending = False
+        self.probe_due = now + self.rto
+        self.probe_sent[self.round] = now
         self.stats.probes += 1
+
+    def _rtt(self, round_: int, now: float) -> None:
+        sent = self.probe_sent.pop(round_, None)
+        if sent is not None:
+            self.rtt_sample = now - sent
 
     def on_bitmap(self, round_: int, chunk: int, n_chunks: int, first: int, nbits: int, deficit: int,
                   bits: bytes, now: float) -> bool:
-        """Store one BITMAP chunk; True when the round's chunks are all here (plan now)."""
+        """Store one BITMAP chunk; True when a round's chunks are all here (plan now).
+
+        A BITMAP of an older round than the last PROBE is still used (the answer was merely slower
+        than the RTO), as long as it is newer than the last round acted upon.
+        """
         self.last_heard = now
-        if self.state is not SendState.PROBING or round_ != self.round:
+        if self.state is not SendState.PROBING or round_ <= self.planned_round or round_ > self.round:
             return False
         if first + nbits > self.pt.n_packets or len(bits) * 8 < nbits or chunk >= n_chunks:
             return False
+        self._rtt(round_, now)
+        if round_ != self.chunk_round:
+            if round_ < self.chunk_round:
+                return False
+            self.chunks = {}
+            self.chunk_round = round_
         self.n_chunks = n_chunks
         self.deficit = deficit
         received = np.unpackbits(np.frombuffer(bits, np.uint8), bitorder="little", count=nbits).astype(bool)
@@ -119,21 +153,43 @@ class OutgoingTensor:
             noncrit = noncrit[order[:take]]
         return np.concatenate([crit, noncrit]).astype(np.int64)
 
-    def begin_retransmit(self, plan: np.ndarray, now: float) -> None:
+    def received_in_chunks(self) -> int:
+        return sum(int(bits.sum()) for _f, _n, bits in self.chunks.values())
+
+    def begin_retransmit(self, plan: np.ndarray, now: float, rto: float, rto_max: float,
+                         promote: bool = True) -> None:
+        """Queue ``plan`` as the next round; with ``promote`` every packet goes out CRITICAL.
+
+        The plan holds only packets the receiver needs (missing critical ones and its deficit), so
+        they must not be selectively dropped again. Rounds that show no progress over the best
+        BITMAP so far back off: the RTO doubles and the next PROBE is deferred by it.
+        """
+        got = self.received_in_chunks()
+        if got > self.best_received:
+            self.best_received = got
+            self.stalls = 0
+            self.rto = rto
+        else:
+            self.stalls += 1
+            self.rto = min(max(self.rto, rto) * 2, rto_max)
+        self.planned_round = self.round   # answers to PROBEs sent before this plan are stale now
         for i in plan.tolist():
-            self.pt.mark_retransmit(i, self.next_seq & 0xFFFFFFFF)
+            self.pt.mark_retransmit(i, self.next_seq & 0x7FFFFFFF, promote)
             self.next_seq += 1
         self.queue = plan
         self.sequential = False
         self.pos = 0
         self.round += 1
-        self.rto = self.rto_initial
+        self.chunks = {}
         self.stats.retransmitted += int(plan.size)
         self.stats.rounds += 1
         self.state = SendState.SENDING
 
     def on_timeout(self, now: float, rto_max: float) -> None:
         """No full answer in time: act on partial chunks, else probe again (new round, backoff)."""
+        if self.chunk_round >= 0:
+            self.planned_round = max(self.planned_round, self.chunk_round)
+        self.chunks = {}
         self.round += 1
         self.rto = min(self.rto * 2, rto_max)
 

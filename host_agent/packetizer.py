@@ -118,11 +118,20 @@ class PacketizedTensor:
         start = i * self._stride
         return self._raw[start:start + int(self.lengths[i])]
 
-    def mark_retransmit(self, i: int, seq: int) -> None:
-        """Flag packet ``i`` as a retransmission with a fresh ``seq`` (new spray entropy)."""
+    def mark_retransmit(self, i: int, seq: int, promote: bool = False) -> None:
+        """Flag packet ``i`` as a retransmission with a fresh ``seq`` (new spray entropy).
+
+        The low bit of a retransmission's ``seq`` says whether the packet was CRITICAL when first
+        tagged (``P.retx_seq``), so ``promote`` may set CRITICAL on a needed non-critical packet
+        (the switch never selectively drops it again) without the receiver miscounting it.
+        """
         rec = self.records[i]
-        rec["flags"] = rec["flags"] | P.FLAG_RETX
-        rec["seq"] = seq
+        orig_critical = bool(self.critical[i])
+        flags = int(rec["flags"]) | P.FLAG_RETX
+        if promote:
+            flags |= P.FLAG_CRITICAL
+        rec["flags"] = flags
+        rec["seq"] = P.retx_seq(seq, orig_critical)
 
     def descriptor(self) -> P.TensorDescriptor:
         return P.TensorDescriptor(

@@ -64,6 +64,24 @@ FLAG_PULL = 0x10
 FLAG_ECN_CAPABLE = 0x08
 FLAGS_DEFINED = FLAG_CRITICAL | FLAG_LAST | FLAG_RETX | FLAG_PULL | FLAG_ECN_CAPABLE
 
+
+
+def retx_seq(counter: int, originally_critical: bool) -> int:
+    """``seq`` of a retransmission: fresh spray entropy, low bit = CRITICAL at first transmission.
+
+    Retransmissions the receiver needs are sent CRITICAL (never selectively dropped again), so on
+    a RETX packet the CRITICAL flag no longer says which packets count as critical; this bit does.
+    """
+    return ((counter << 1) | int(originally_critical)) & 0xFFFFFFFF
+
+
+def counts_as_critical(flags: int, seq: int) -> bool:
+    """Whether a DATA packet counts towards the tensor's critical packets (see ``retx_seq``)."""
+    if not flags & FLAG_CRITICAL:
+        return False
+    return not flags & FLAG_RETX or bool(seq & 1)
+
+
 # --- element types -----------------------------------------------------------------------------
 DTYPE_FLOAT32 = 0
 DTYPE_FLOAT16 = 1

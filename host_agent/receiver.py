@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from host_agent.endpoint import EndpointConfig
 
 ECN_ECHO_GAP = 0.001
+EARLY_MAX_PACKETS = 4096      # DATA of a not-yet-announced iteration held for its OPEN/PROBE
 Address = tuple[str, int]
 
 
@@ -66,6 +67,11 @@ class ReceiveSide:
         self.on_unexpected: Callable[[RecvHandle], None] | None = None
         self.packets_received = 0
         self._rec_dtypes: dict[int, np.dtype] = {}
+        # DATA that overtook its OPEN (sprayed paths) or belongs to the next iteration of a sender
+        # whose current one we still hold: kept (bounded) and replayed once the tensor is opened.
+        self._early: dict[tuple[int, int, int], list[tuple[bytes, bool]]] = {}
+        self._early_count = 0
+        self.early_held = 0           # DATA packets held for a later OPEN (all-time count)
 
     # -- public API ----------------------------------------------------------------------------
     def expect(self, worker_id: int, iteration: int, tensor_id: int, out: np.ndarray,
@@ -103,16 +109,16 @@ class ReceiveSide:
 
     # -- packets handed over by the endpoint --------------------------------------------------
     def data(self, mv: memoryview, flags: int, b3: int, worker: int, it: int, tid: int, count: int,
-             off: int, ce: bool) -> None:
+             off: int, ce: bool, seq: int = 0) -> None:
         """One DATA packet (header already decoded, version and job checked)."""
         asm = self.assemblies.get((worker, tid))
-        if asm is None:
-            self.drops["unknown_tensor"] += 1
+        if asm is None or it > asm.iteration:
+            self._hold_early(mv, worker, it, tid, ce, asm)
             return
         if asm.iteration != it:
             self.drops["wrong_iteration"] += 1
             return
-        reason = asm.accept(b3 >> 4, flags, count, off, mv[P.DLCP_HEADER_LEN:], ce)
+        reason = asm.accept(b3 >> 4, flags, count, off, mv[P.DLCP_HEADER_LEN:], ce, seq)
         if reason is not None:
             self.drops[reason] += 1
             return
@@ -134,9 +140,9 @@ class ReceiveSide:
         dt = self._rec_dtypes.get(seg)
         if dt is None:
             dt = self._rec_dtypes[seg] = np.dtype({
-                "names": ["b0", "flags", "b3", "jwi", "tc", "off"],
-                "formats": ["u1", "u1", "u1", "<u8", "<u4", ">u4"],
-                "offsets": [0, 2, 3, 4, 12, 16], "itemsize": seg})
+                "names": ["b0", "flags", "b3", "jwi", "tc", "off", "seq"],
+                "formats": ["u1", "u1", "u1", "<u8", "<u4", ">u4", ">u4"],
+                "offsets": [0, 2, 3, 4, 12, 16, 20], "itemsize": seg})
         v = np.frombuffer(buf, dtype=dt, count=k)
         h = v[0]
         if h["b0"] != (P.VERSION << 4 | P.MSG_DATA):
@@ -154,7 +160,10 @@ class ReceiveSide:
                 and (np.diff(offs.astype(np.int64)) == count).all()):
             return 0
         payload = np.frombuffer(buf, np.uint8, count=k * seg).reshape(k, seg)[:, P.DLCP_HEADER_LEN:]
-        n_crit = int(np.count_nonzero(v["flags"] >= P.FLAG_CRITICAL))
+        fl = v["flags"]
+        crit = (fl & P.FLAG_CRITICAL) != 0
+        retx = (fl & P.FLAG_RETX) != 0
+        n_crit = int(np.count_nonzero(crit & (~retx | ((v["seq"] & 1) != 0))))
         if not asm.accept_run(b3 >> 4, count, off, payload, n_crit, ce):
             return 0
         self.packets_received += k
@@ -164,6 +173,35 @@ class ReceiveSide:
         if asm.all_received:
             self._complete(asm)
         return k * seg
+
+    def _hold_early(self, mv: memoryview, worker: int, it: int, tid: int, ce: bool,
+                    asm: TensorAssembly | None) -> None:
+        """Keep DATA whose OPEN has not arrived when it plausibly comes next, else drop it.
+
+        Plausible: someone expect()ed exactly this (worker, iteration, tensor), or the sender's
+        previous iteration of the tensor is complete here and this is the next one.
+        """
+        reason = "unknown_tensor" if asm is None else "wrong_iteration"
+        expected = (worker, it, tid) in self.handles
+        follows = asm is not None and asm.complete and it == asm.iteration + 1
+        if not (expected or follows) or self._early_count >= EARLY_MAX_PACKETS:
+            self.drops[reason] += 1
+            return
+        self._early.setdefault((worker, it, tid), []).append((bytes(mv), ce))
+        self._early_count += 1
+        self.early_held += 1
+
+    def _replay_early(self, worker: int, it: int, tid: int) -> None:
+        """Feed held DATA of (worker, it, tid) to its new assembly; forget older iterations' DATA."""
+        for key in [k for k in self._early if k[0] == worker and k[2] == tid and k[1] <= it]:
+            held = self._early.pop(key)
+            self._early_count -= len(held)
+            if key[1] < it:
+                self.drops["wrong_iteration"] += len(held)
+                continue
+            for data, ce in held:
+                _b0, _b1, flags, b3, _job, _w, _it, _tid, count, off, seq = P.HEADER_STRUCT.unpack_from(data)
+                self.data(memoryview(data), flags, b3, worker, it, tid, count, off, ce, seq)
 
     def on_open(self, layer: int, dtype: int, worker: int, it: int, tid: int, body: bytes, addr: Address) -> None:
         """CONTROL/OPEN: set up the tensor and acknowledge it (no ACK when refused)."""
@@ -258,6 +296,8 @@ class ReceiveSide:
         self.assemblies[(worker, tid)] = asm
         self._asm_handle[id(asm)] = h
         self._asm_peer[id(asm)] = addr
+        if self._early_count:
+            self._replay_early(worker, it, tid)
         return asm
 
     def _forget(self, asm: TensorAssembly) -> None:

@@ -38,7 +38,21 @@ def test_retransmit_marks_flag_and_new_seq():
     pt = packetize(np.ones(1000, np.float32), tensor_id=1, policy=POL)
     pt.mark_retransmit(1, 77)
     h = pt.header(1)
-    assert h.flags & P.FLAG_RETX and h.seq == 77 and h.offset == 362
+    assert h.flags & P.FLAG_RETX and h.seq == P.retx_seq(77, bool(pt.critical[1])) and h.offset == 362
+    assert h.seq >> 1 == 77
+
+
+def test_promoted_retransmission_is_critical_but_counts_as_its_original_class():
+    g = np.random.default_rng(3).standard_normal(362 * 40).astype(np.float32)
+    pt = packetize(g, tensor_id=1, policy=TagPolicy(critical_share=0.1))
+    crit, plain = int(np.flatnonzero(pt.critical)[0]), int(np.flatnonzero(~pt.critical)[0])
+    for i in (crit, plain):
+        pt.mark_retransmit(i, 5, promote=True)
+        h = pt.header(i)
+        assert h.flags & P.FLAG_CRITICAL and h.flags & P.FLAG_RETX      # the switch spares both
+        assert P.counts_as_critical(h.flags, h.seq) == (i == crit)     # the receiver tells them apart
+    first = pt.header(int(np.flatnonzero(~pt.critical)[1]))
+    assert not P.counts_as_critical(first.flags, first.seq)
 
 
 def test_descriptor_matches_packets():

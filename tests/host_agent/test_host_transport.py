@@ -202,8 +202,8 @@ def test_lost_open_and_lost_done_recover(endpoints):
         s1 = tx.send(pt, relay.address)
         run_both(tx, [s1], rx, [r1])
         assert s1.stats.retransmitted == 0 and rx.drops["unknown_tensor"] == 0
-        # iteration 2, peer known: DATA follows the (lost) OPEN at once and is dropped as unknown;
-        # the PROBE carries the descriptor, so the receiver asks for everything again
+        # iteration 2, peer known: DATA follows the (lost) OPEN at once; the receiver holds it (the
+        # iteration-1 tensor is complete, this is the next one) and the PROBE's descriptor opens it
         out2 = np.zeros_like(g)
         pt = packetize(g, tensor_id=1, policy=TagPolicy(loss_bound=0.0), job_id=1, worker_id=2, iteration=2)
         r2 = rx.expect(2, 2, 1, out2)
@@ -211,8 +211,8 @@ def test_lost_open_and_lost_done_recover(endpoints):
         run_both(tx, [s2], rx, [r2])
     assert relay.dropped["CONTROL_critical"] == 2 and relay.dropped["DONE_critical"] == 2
     assert np.array_equal(out1, g) and np.array_equal(out2, g)
-    assert rx.drops["wrong_iteration"] == pt.n_packets     # the iteration-1 assembly still holds the key
-    assert s2.stats.retransmitted == pt.n_packets
+    assert rx.early_held == pt.n_packets and rx.drops["wrong_iteration"] == 0
+    assert s2.stats.retransmitted == 0                     # a lost OPEN costs one PROBE, no data
 
 
 def test_ecn_marks_are_echoed_and_slow_the_sender(endpoints):
