@@ -259,10 +259,13 @@ class Bmv2Switch:
             self.out.last = time.monotonic()
 
     def wait_quiet(self, want: dict[int, int] | None = None) -> None:
-        """Wait until every port in ``want`` has its count (bounded), then until QUIET_S of silence."""
+        """Wait until every port in ``want`` has its count (bounded), then until QUIET_S of silence.
+
+        Returns early when the switch has exited: nothing more will come.
+        """
         deadline = time.monotonic() + OUTPUT_TIMEOUT_S
         with self.out.cond:
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and self.proc.poll() is None:
                 short = any(len(self.out.packets.get(p, [])) < n for p, n in (want or {}).items())
                 idle = time.monotonic() - self.out.last
                 if not short and idle >= QUIET_S:
@@ -353,6 +356,9 @@ class Bmv2Run:
         self.switch.wait_quiet(want)
         with self.switch.out.cond:
             outputs = {p: list(v) for p, v in self.switch.out.packets.items()}
+        if self.switch.proc.poll() is not None:   # e.g. a failed P4 assert() aborts simple_switch
+            self.errors.append(f"simple_switch exited during the test with status "
+                               f"{self.switch.proc.returncode}: {self.switch._tail()}")
         return self.errors + compare_outputs(self.stf.ports(), self.expected, self.expect_any, outputs)
 
     def _do(self, cmd: object) -> None:

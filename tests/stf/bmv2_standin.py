@@ -10,7 +10,8 @@ keep BMv2's interfaces, not its P4 semantics:
 * ``simple_switch --packet-in ipc://X --thrift-port N ... JSON`` binds the PAIR socket, then
   listens on N (Thrift comes up last, as in BMv2). A PACKET_IN on port p leaves as PACKET_OUT
   on ``p`` (a wire), or on ``P`` after ``table_set_default MyIngress.t MyIngress.fwd P``;
-  ``table_clear`` restores the wire. It counts packets for ``counter_read``.
+  ``table_clear`` restores the wire. It counts packets for ``counter_read``. The frame
+  ``DEAD`` makes it exit with status 7, as a failed P4 ``assert`` aborts simple_switch.
 * ``simple_switch_CLI --thrift-port N`` sends each stdin line to the stand-in switch over TCP
   and prints the reply after a ``RuntimeCmd: `` prompt, like the real CLI's transcript.
 """
@@ -65,6 +66,9 @@ def switch(argv: list[str]) -> int:
             if kind != 3:     # PACKET_IN; PORT_ADD and the rest need no answer
                 continue
             data = msg[HDR.size:HDR.size + more]
+            if data == b"\xde\xad":
+                print("Assertion failed (stand-in)", flush=True)
+                os._exit(7)
             with lock:
                 state["packets"] += 1
                 state["bytes"] += len(data)

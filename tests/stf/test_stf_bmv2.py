@@ -164,7 +164,7 @@ def standins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     _install(tmp_path / "bin", ["p4c", "simple_switch", "simple_switch_CLI"])
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.setattr(bt, "QUIET_S", 0.1)
-    monkeypatch.setattr(bt, "OUTPUT_TIMEOUT_S", 3.0)
+    monkeypatch.setattr(bt, "OUTPUT_TIMEOUT_S", 1.0)
     monkeypatch.setattr(bt.tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     prog = tmp_path / "prog.p4"
@@ -265,3 +265,11 @@ def test_standin_switch_without_packet_interface_is_reported(standins: Path) -> 
         _run(standins, "packet 0 00\n")
     assert list((standins / "tmp").iterdir()) == []
     assert _running(standins / "bin" / "simple_switch") == []
+
+
+def test_standin_switch_dying_mid_test_fails_it(standins: Path) -> None:
+    result = _run(standins, "packet 1 01\nexpect 1 01\npacket 1 DEAD\nexpect 1 DEAD\n")
+    assert not result.passed
+    assert any("simple_switch exited during the test with status 7: Assertion failed" in e
+               for e in result.errors), result.errors
+    assert list((standins / "tmp").iterdir()) == []
