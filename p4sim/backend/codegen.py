@@ -17,7 +17,7 @@ from p4sim.backend.exprgen import AGGREGATES as AGGREGATES_T
 from p4sim.backend.exprgen import width_of
 from p4sim.backend.externgen import SM_INTRINSICS, ExternGen, enum_member
 from p4sim.backend.parsergen import ParserGen
-from p4sim.backend.stmtgen import StmtGen
+from p4sim.backend.stmtgen import StmtGen, contains_stmt
 from p4sim.backend.tablegen import TableGen, control_plane_name
 from p4sim.backend.typegen import TypeClasses, default_value, ident, pyfield
 from p4sim.backend.writer import Env, Writer
@@ -32,7 +32,7 @@ from random import randint as _randint
 from p4sim.backend.rt import (ParserReject as _ParserReject, ExitBlock as _ExitBlock,
     AssertionFailed as _AssertionFailed, HeaderStack as _HeaderStack, stack_at as _stack_at,
     stack_last as _stack_last, push_front as _push_front, pop_front as _pop_front,
-    lookahead_bits as _lookahead, format_log as _format_log, ONCE as _ONCE,
+    lookahead_bits as _lookahead, format_log as _format_log, ONCE as _ONCE, assign_into as _assign_into,
     extract_generic as _extract_generic, emit_generic as _emit_generic, csum16_int as _csum16_int,
     hash_packed as _hash_packed)
 from p4sim.runtime.hashes import v1model_hash as _v1model_hash, compute as _hash_compute, pack_fields as _pack_fields
@@ -82,6 +82,7 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
         self.meta_type: Any = None
         self._global_count = 0
         self.root_env = self.env
+        self.may_exit = any(_has_exit(d) for d in program.decls)
         self._top_level_objects()
 
     def gname(self, hint: str) -> str:
@@ -229,7 +230,17 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
         if not outs:
             return f"{fn}({', '.join(args)})"
         r = self.w.tmp("cr")
-        self.w.line(f"{r} = {fn}({', '.join(args)})")
+        if self.may_exit:
+            # the callee's `exit` still copies its out/inout arguments back (P4_16 spec, 12.5)
+            with self.w.block("try:"):
+                self.w.line(f"{r} = {fn}({', '.join(args)})")
+            with self.w.block("except _ExitBlock as _x:"):
+                for k, (_, a) in enumerate(outs, 1):
+                    if a is not None and not isinstance(a, ast.DontCare):
+                        self.assign(a, f"_x.outs[{k}]")
+                self.w.line("raise")
+        else:
+            self.w.line(f"{r} = {fn}({', '.join(args)})")
         for k, (_, a) in enumerate(outs, 1):
             if a is not None and not isinstance(a, ast.DontCare):
                 self.assign(a, f"{r}[{k}]")
@@ -250,8 +261,17 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
             self.fn_outs = outs
             if outs:
                 self.return_mode = "tuple"
-            self.declare_locals(d.locals, prefix)
-            self.stmts(d.apply.stmts)
+            if outs and self.may_exit:
+                # on `exit`, hand the out/inout values to the caller's copy-out with the exception
+                with self.w.block("try:"):
+                    self.declare_locals(d.locals, prefix)
+                    self.stmts(d.apply.stmts)
+                with self.w.block("except _ExitBlock as _x:"):
+                    self.w.line(f"_x.outs = (None, {', '.join(outs)})")
+                    self.w.line("raise")
+            else:
+                self.declare_locals(d.locals, prefix)
+                self.stmts(d.apply.stmts)
             if outs:
                 self.w.line(f"return (None, {', '.join(outs)})")
             self.fn_outs = saved_outs
@@ -287,7 +307,8 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
                 pass
             elif isinstance(d, ast.VariableDecl):
                 name = f"l_{ident(d.name)}"
-                self.w.line(f"{name} = {self.value(d.init) if d.init is not None else default_value(d.type, self.classes)}")
+                init = self.value(self.hoist(d.init)) if d.init is not None else default_value(d.type, self.classes)
+                self.w.line(f"{name} = {init}")
                 self.env.bind(d, name)
             elif isinstance(d, ast.ConstDecl):
                 self.env.bind(d, self.ex(d.value))
@@ -340,7 +361,7 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
         fl.update(self.synthetic_lists)
         tail = [f"_NEW_H = {self.classes.name(h_t)}", f"_NEW_M = {self.classes.name(m_t)}",
                 f"_NEW_S = {self.classes.name(sm_t)}"]
-        if any(_has_exit(d) for d in self.program.decls):
+        if self.may_exit:
             # `exit` ends the top-level block only: catch it at the block boundary, so the
             # architecture path never pays for it
             arity = {"verify_checksum": 2, "ingress": 3, "egress": 3, "compute_checksum": 2, "deparser": 2}
@@ -391,18 +412,12 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
 
 def _has_exit(node: Any) -> bool:
     """Whether a control/action/function body anywhere contains ``exit``."""
-    if isinstance(node, ast.ExitStmt):
-        return True
-    if isinstance(node, ast.BlockStmt):
-        return any(_has_exit(s) for s in node.stmts)
-    if isinstance(node, ast.IfStmt):
-        return _has_exit(node.then) or _has_exit(node.else_)
-    if isinstance(node, ast.SwitchStmt):
-        return any(_has_exit(c.body) for c in node.cases)
     if isinstance(node, (ast.ActionDecl, ast.FunctionDecl)):
         return _has_exit(node.body)
     if isinstance(node, ast.ControlDecl):
         return _has_exit(node.apply) or any(_has_exit(d) for d in node.locals)
+    if isinstance(node, ast.Statement):
+        return contains_stmt(node, (ast.ExitStmt,))
     return False
 
 

@@ -349,7 +349,8 @@ class ExternGen:
             raise P4UnsupportedError(call.loc, f"packet_in.{m} outside the parser")
         too_short = self.error_index["PacketTooShort"]
         if m == "extract":
-            self.extract(a[0], a[1] if len(a) > 1 else None, call.loc)
+            self.extract(a[0], a[1] if len(a) > 1 else None, call.loc,
+                         call.type_args[0] if call.type_args else None)
             return None
         if m == "advance":
             n = self.w.tmp("adv")
@@ -378,15 +379,60 @@ class ExternGen:
                 self.w.line(f"{tmp} = {cls}()")
                 self.w.line(f"_x_{cls}({tmp}, _d, _p >> 3)")
                 return tmp
+            if isinstance(t, ast.StructT) and self.splittable(t):
+                total = ast.type_width(t)
+                bits, tmp = self.w.tmp("lb"), self.w.tmp("la")
+                self.w.line(f"{bits} = _lookahead(_d, _p, {total}, _n, {too_short})")
+                self.w.line(f"{tmp} = {self.classes.name(t)}()")
+                self.split_bits(tmp, t, bits, total)
+                return tmp
             raise P4UnsupportedError(call.loc, "lookahead of this type")
         if m == "length":
             return "(len(_d))"
         raise P4UnsupportedError(call.loc, f"packet_in.{m}")
 
-    def extract(self, target: ast.Expression, size: ast.Expression | None, loc: Any) -> None:
+    def splittable(self, t: ast.Type) -> bool:
+        """Whether a lookahead of ``t`` can be split field by field (fixed-width leaves)."""
+        if isinstance(t, (ast.StructT, ast.HeaderT)):
+            return all(self.splittable(ft) for _, ft in t.fields)
+        return isinstance(t, (ast.BitT, ast.SerEnumT, ast.BoolT))
+
+    def split_bits(self, obj: str, t: ast.Type, bits: str, end: int) -> int:
+        """Fill ``obj`` (struct/header of type ``t``) from the int ``bits``, first field in the
+        most significant bits; ``end`` is the bit position after ``t``'s first bit. Returns the
+        position after ``t``."""
+        if isinstance(t, ast.HeaderT):
+            self.w.line(f"{obj}._v = True")
+        pos = end
+        for name, ft in t.fields:
+            field = f"{obj}.{pyfield(name)}"
+            if isinstance(ft, (ast.StructT, ast.HeaderT)):
+                pos = self.split_bits(field, ft, bits, pos)
+                continue
+            width = ast.type_width(ft)
+            pos -= width
+            code = f"(({bits} >> {pos}) & {hex((1 << width) - 1)})"
+            if isinstance(ft, ast.BoolT):
+                code = f"({code} != 0)"
+            elif isinstance(ft, ast.BitT) and ft.signed:
+                h = 1 << (width - 1)
+                code = f"(({code} ^ {hex(h)}) - {hex(h)})"
+            self.w.line(f"{field} = {code}")
+        return pos
+
+    def extract(self, target: ast.Expression, size: ast.Expression | None, loc: Any,
+                type_arg: ast.Type | None = None) -> None:
         t = target.type
         w = self.w
         too_short = self.error_index["PacketTooShort"]
+        if isinstance(target, ast.DontCare):     # extract<T>(_): parse and discard a T
+            t = type_arg if type_arg is not None else t
+            if not isinstance(t, ast.HeaderT):
+                raise P4UnsupportedError(loc, "extract into _ without a header type argument")
+            obj = w.tmp("h")
+            w.line(f"{obj} = {self.classes.name(t)}()")
+            self._extract_into(obj, t, size, loc, too_short)
+            return
         if isinstance(target, ast.Member) and target.member == "next" and isinstance(target.expr.type, ast.HeaderStackT):
             stack = w.tmp("stk")
             w.line(f"{stack} = {self.ex(target.expr)}")

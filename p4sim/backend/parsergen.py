@@ -58,8 +58,15 @@ class ParserGen:
                 with w.block("while True:"):
                     for i, s in enumerate(states):
                         with w.block(("if " if i == 0 else "elif ") + f"_st == {i}:"):
-                            self.stmts(s.stmts)
-                            self.transition(s, index)
+                            # one scope for the state: its locals are visible in its select
+                            outer = self.env
+                            self.env = Env(outer)
+                            try:
+                                for st in s.stmts:
+                                    self.stmt(st)
+                                self.transition(s, index)
+                            finally:
+                                self.env = outer
             if sub:      # errors propagate to the top-level parser
                 body()
                 w.line(f"return (_p, {', '.join(outs)})" if outs else "return (_p,)")

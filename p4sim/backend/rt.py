@@ -162,6 +162,13 @@ def format_log(fmt: str, values: tuple[Any, ...]) -> str:
 ONCE = (0,)
 
 
+def assign_into(dst: Any, src: Any) -> None:
+    """Whole-aggregate assignment to an ``out``/``inout`` parameter: the caller's object is
+    updated in place (``src`` is already a fresh copy, so a shallow slot copy suffices)."""
+    for slot in type(dst).__slots__:
+        setattr(dst, slot, getattr(src, slot))
+
+
 def extract_generic(h: Any, data: bytes, bitpos: int, nbits: int, layout: tuple, size: int, max_width: int,
                     fixed: int, too_short: int, header_too_short: int, invalid_arg: int) -> int:
     """Two-argument ``extract(h, size)`` for a header with a ``varbit`` field; returns the new

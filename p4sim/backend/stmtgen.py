@@ -39,16 +39,25 @@ def _walk(node: Any, out: list) -> None:
 _CHILDREN = ("expr", "left", "right", "cond", "then", "else_", "index", "value", "mask", "low", "high")
 
 
-def contains_return(stmt: Any) -> bool:
-    if isinstance(stmt, ast.ReturnStmt):
+def contains_stmt(stmt: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether ``stmt`` is or (in nested blocks, branches and loops) contains a ``kinds``."""
+    if isinstance(stmt, kinds):
         return True
     if isinstance(stmt, ast.BlockStmt):
-        return any(contains_return(s) for s in stmt.stmts)
+        return any(contains_stmt(s, kinds) for s in stmt.stmts)
     if isinstance(stmt, ast.IfStmt):
-        return contains_return(stmt.then) or (stmt.else_ is not None and contains_return(stmt.else_))
+        return contains_stmt(stmt.then, kinds) or (stmt.else_ is not None and contains_stmt(stmt.else_, kinds))
     if isinstance(stmt, ast.SwitchStmt):
-        return any(c.body is not None and contains_return(c.body) for c in stmt.cases)
+        return any(c.body is not None and contains_stmt(c.body, kinds) for c in stmt.cases)
+    if isinstance(stmt, ast.ForStmt):
+        return any(contains_stmt(s, kinds) for s in (*stmt.init, *stmt.update, stmt.body))
+    if isinstance(stmt, ast.ForInStmt):
+        return contains_stmt(stmt.body, kinds)
     return False
+
+
+def contains_return(stmt: Any) -> bool:
+    return contains_stmt(stmt, (ast.ReturnStmt,))
 
 
 class StmtGen(ExprGen):
@@ -57,6 +66,9 @@ class StmtGen(ExprGen):
     w: Writer
     in_action_loop: int
     return_mode: str   # "return" (control/function) or "break" (inlined action)
+    loop_depth = 0     # P4 loops open inside the action being inlined
+    ret_flag: str | None = None   # set by `return` inside a loop of an inlined action
+    may_exit = True    # whether the program has an `exit` anywhere (copy-out must survive it)
 
     # ---- statements ------------------------------------------------------------------------
     def stmt(self, s: ast.Statement) -> None:
@@ -92,6 +104,8 @@ class StmtGen(ExprGen):
                 child = getattr(e, name, None)
                 if isinstance(child, ast.Expression) and self.effectful(child):
                     return True
+            if isinstance(e, ast.StructInit):
+                return any(self.effectful(v) for _, v in e.fields)
             return any(self.effectful(i) for i in (getattr(e, "items", None) or []))
         return False
 
@@ -143,6 +157,8 @@ class StmtGen(ExprGen):
                 setattr(new, name, self.settle(child))
         if getattr(e, "items", None):
             new.items = [self.settle(i) for i in e.items]
+        if isinstance(e, ast.StructInit):
+            new.fields = [(n, self.settle(v)) for n, v in e.fields]
         return new
 
     def arg_value(self, p: ast.Param, a: Any) -> str:
@@ -256,6 +272,10 @@ class StmtGen(ExprGen):
             target = self.env.lookup(decl)
             if target is None:
                 raise P4UnsupportedError(lhs.loc, f"assignment to {lhs.name}")
+            if isinstance(decl, ast.Param) and decl.direction in ("out", "inout") \
+                    and isinstance(decl.type, AGGREGATES):
+                self.w.line(f"_assign_into({target}, {code})")   # the caller's object, by reference
+                return
             self.w.line(f"{target} = {code}")
             return
         self.w.line(f"{self.ex(lhs)} = {code}")
@@ -305,11 +325,83 @@ class StmtGen(ExprGen):
                 with self.w.block("else:"):
                     self.stmt(default_body)
 
+    # ---- loops -----------------------------------------------------------------------------
+    def st_ForStmt(self, s: ast.ForStmt) -> None:
+        """``for (init; cond; update) body`` as ``while True`` whose update runs at the top of
+        every iteration but the first, so ``continue`` needs no special case."""
+        saved = self.env
+        self.env = Env(saved)
+        try:
+            for st in s.init:
+                self.stmt(st)
+            first = self.w.tmp("first")
+            self.w.line(f"{first} = True")
+            with self.w.block("while True:"):
+                if s.update:
+                    with self.w.block(f"if {first}:"):
+                        self.w.line(f"{first} = False")
+                    with self.w.block("else:"):
+                        for st in s.update:
+                            self.stmt(st)
+                else:
+                    self.w.line(f"{first} = False")
+                if s.cond is not None:
+                    cond = self.hoist(s.cond)
+                    with self.w.block(f"if not ({self.ex(cond)}):"):
+                        self.w.line("break")
+                self.loop_body(s.body)
+        finally:
+            self.env = saved
+        self.after_loop(s.body)
+
+    def st_ForInStmt(self, s: ast.ForInStmt) -> None:
+        saved = self.env
+        self.env = Env(saved)
+        try:
+            var = self.w.tmp("v_" + s.var.name[:12])
+            coll = s.collection
+            if isinstance(coll, ast.Range):
+                lo, hi = self.w.tmp("lo"), self.w.tmp("hi")
+                self.w.line(f"{lo} = {self.value(self.hoist(coll.low))}")
+                self.w.line(f"{hi} = {self.value(self.hoist(coll.high))}")
+                header = f"for {var} in range({lo}, {hi} + 1):"
+            else:
+                items = self.w.tmp("items")
+                self.w.line(f"{items} = [_e._copy() for _e in {self.ex(self.hoist(coll))}.h]")
+                header = f"for {var} in {items}:"
+            self.env.bind(s.var, var)
+            with self.w.block(header):
+                self.loop_body(s.body)
+        finally:
+            self.env = saved
+        self.after_loop(s.body)
+
+    def loop_body(self, body: ast.Statement) -> None:
+        self.loop_depth += 1
+        try:
+            self.stmt(body)
+        finally:
+            self.loop_depth -= 1
+
+    def after_loop(self, body: ast.Statement) -> None:
+        """An action's ``return`` inside a loop left the loop only: leave the action too."""
+        if self.return_mode == "break" and self.ret_flag and contains_return(body):
+            with self.w.block(f"if {self.ret_flag}:"):
+                self.w.line("break")
+
+    def st_BreakStmt(self, s: ast.BreakStmt) -> None:
+        self.w.line("break")
+
+    def st_ContinueStmt(self, s: ast.ContinueStmt) -> None:
+        self.w.line("continue")
+
     def st_ExitStmt(self, s: ast.ExitStmt) -> None:
         self.w.line("raise _ExitBlock()")
 
     def st_ReturnStmt(self, s: ast.ReturnStmt) -> None:
         if self.return_mode == "break":
+            if self.loop_depth and self.ret_flag:
+                self.w.line(f"{self.ret_flag} = True")
             self.w.line("break")
         elif self.return_mode == "tuple":
             value = self.value(self.hoist(s.value)) if s.value is not None else "None"
@@ -423,17 +515,36 @@ class StmtGen(ExprGen):
             else:
                 self.w.line(f"{name} = {self.value(arg)}")
             self.env.bind(p, name)
+        saved_loop = (self.loop_depth, self.ret_flag)
+        self.loop_depth, self.ret_flag = 0, None
+        guard = bool(writebacks) and self.may_exit
         try:
-            if contains_return(decl.body):
-                self.return_mode = "break"
-                with self.w.block("for _ in _ONCE:"):
-                    self.stmts(decl.body.stmts)
+            if guard:     # `exit` still copies the out/inout arguments back (P4_16 spec, 12.5)
+                with self.w.block("try:"):
+                    self.action_body(decl)
+                with self.w.block("except _ExitBlock:"):
+                    self.env = saved_env
+                    for arg, name in writebacks:
+                        self.assign(arg, name)
+                    self.w.line("raise")
             else:
-                self.stmts(decl.body.stmts)
+                self.action_body(decl)
         finally:
             self.env, self.return_mode = saved_env, saved_mode
+            self.loop_depth, self.ret_flag = saved_loop
         for arg, name in writebacks:
             self.assign(arg, name)
+
+    def action_body(self, decl: ast.ActionDecl) -> None:
+        if contains_return(decl.body):
+            self.return_mode = "break"
+            if contains_stmt(decl.body, (ast.ForStmt, ast.ForInStmt)):
+                self.ret_flag = self.w.tmp("ret")
+                self.w.line(f"{self.ret_flag} = False")
+            with self.w.block("for _ in _ONCE:"):
+                self.stmts(decl.body.stmts)
+        else:
+            self.stmts(decl.body.stmts)
 
     # ---- tables ----------------------------------------------------------------------------
     def action_index(self, table: ast.TableDecl, action: ast.ActionDecl) -> int:

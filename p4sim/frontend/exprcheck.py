@@ -286,9 +286,8 @@ class ExprChecker(TypeResolver):
             return e
         if not isinstance(t, A.HeaderStackT):
             raise self.err(e, f"cannot index a value of type {type_str(t)}")
-        if not is_int(e.index.type) or (isinstance(e.index.type, A.BitT) and
-                                         e.index.type.signed):
-            raise self.err(e.index, f"header stack index must be an unsigned integer, not "
+        if not is_int(e.index.type):      # p4c also accepts int<W> (a negative one is out of range)
+            raise self.err(e.index, f"header stack index must be an integer, not "
                                     f"{type_str(e.index.type)}")
         if isinstance(e.index, A.IntLiteral) and not 0 <= e.index.value < t.size:
             raise self.err(e.index, f"header stack index {e.index.value} out of range "
