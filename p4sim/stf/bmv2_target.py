@@ -296,10 +296,15 @@ class Bmv2Switch:
 
     def close(self) -> None:
         self._stop.set()
-        if self._sock is not None:
-            self._sock.close()
+        # the reader must leave recv() (its 100 ms timeout) before the socket closes: closing
+        # an nng socket under a blocked recv() in another thread aborts the process
         if self._reader is not None:
-            self._reader.join(timeout=2)
+            self._reader.join(timeout=5)
+        if self._sock is not None:
+            if self._reader is not None and self._reader.is_alive():
+                log.warning("bmv2 packet reader did not stop; leaving its socket open")
+            else:
+                self._sock.close()
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
