@@ -197,7 +197,7 @@ class Bmv2Switch:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise UserError(f"simple_switch exited with status {self.proc.returncode} at start-up: "
-                                f"{self._tail()}")
+                                f"{self.last_output()}")
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.settimeout(0.5)
                 if s.connect_ex(("127.0.0.1", self.thrift_port)) == 0:
@@ -228,7 +228,7 @@ class Bmv2Switch:
             self._sock.send(raw)
         except pynng.NNGException as err:
             state = "exited" if self.proc.poll() is not None else "stopped reading packets"
-            raise UserError(f"simple_switch {state}: cannot send on --packet-in ({err}): {self._tail()}") from None
+            raise UserError(f"simple_switch {state}: cannot send on --packet-in ({err}): {self.last_output()}") from None
 
     def _read(self) -> None:
         import pynng
@@ -285,7 +285,7 @@ class Bmv2Switch:
                             f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
         return done.stdout
 
-    def _tail(self) -> str:
+    def last_output(self) -> str:
         try:
             self._stderr.flush()
             with open(os.path.join(self.workdir, "switch.stderr"), encoding="utf-8", errors="replace") as f:
@@ -325,7 +325,8 @@ def compile_program(tools: Bmv2Tools, program: str, out_dir: str, include_dirs: 
     except subprocess.TimeoutExpired:
         raise UserError(f"{program}: p4c did not finish within {COMPILE_TIMEOUT_S:.0f} s") from None
     if done.returncode != 0:
-        first = next((ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()), "no message")
+        lines = [ln.strip() for ln in (done.stderr + "\n" + done.stdout).splitlines() if ln.strip()]
+        first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "no message")
         raise UserError(f"{program}: p4c failed: {first}")
     stem = os.path.splitext(os.path.basename(program))[0]
     path = os.path.join(out_dir, stem + ".json")
@@ -363,7 +364,7 @@ class Bmv2Run:
             outputs = {p: list(v) for p, v in self.switch.out.packets.items()}
         if self.switch.proc.poll() is not None:   # e.g. a failed P4 assert() aborts simple_switch
             self.errors.append(f"simple_switch exited during the test with status "
-                               f"{self.switch.proc.returncode}: {self.switch._tail()}")
+                               f"{self.switch.proc.returncode}: {self.switch.last_output()}")
         return self.errors + compare_outputs(self.stf.ports(), self.expected, self.expect_any, outputs)
 
     def _do(self, cmd: object) -> None:
