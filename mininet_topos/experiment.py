@@ -65,7 +65,8 @@ def compile_pipeline(build_dir: Path) -> dict[str, Path]:
     proc = subprocess.run([sys.executable, "-m", "p4sim.cli", "compile", str(PROGRAM), "-o", str(build_dir),
                            "-I", str(REPO / "p4src" / "include")], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise ExperimentError(f"p4sim compile {PROGRAM}: {proc.stderr.strip().splitlines()[-1:]}")
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise ExperimentError(f"p4sim compile {PROGRAM} failed: {last}")
     return {"p4info": build_dir / "dlcp.p4info.txtpb", "config": build_dir / "dlcp.p4sim.json"}
 
 
