@@ -246,11 +246,27 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
                 self.assign(a, f"{r}[{k}]")
         return None
 
-    def gen_control(self, d: ast.ControlDecl, prefix: str) -> str:
+    def ctor_env(self, inst: ast.Instantiation | None) -> Env:
+        """A block's base scope: the constructor arguments of this instantiation bound to their
+        values (compile-time constants) or to the function of the control/parser instance."""
+        env = Env(self.root_env)
+        decl = inst.decl if inst is not None else None
+        for p, a in zip(getattr(decl, "ctor_params", None) or [], inst.args if inst else [], strict=False):
+            if isinstance(p.type, (ast.ControlT, ast.ParserT)):
+                fn = self.env.lookup(a.decl)
+                if fn is None:
+                    raise P4UnsupportedError(a.loc, f"constructor argument {a.name} here")
+                env.bind(p, fn)
+            else:
+                env.bind(p, self.value(a))
+        return env
+
+    def gen_control(self, d: ast.ControlDecl, prefix: str, inst: ast.Instantiation | None = None) -> str:
         name = self.gname("ctl_" + prefix)
         saved = (self.w, self.env, self.return_mode, self.prefix, self.sm_expr, self.in_parser,
                  self.local_actions)
-        self.w, self.env, self.return_mode, self.prefix = Writer(1), Env(self.root_env), "return", prefix
+        base = self.ctor_env(inst)
+        self.w, self.env, self.return_mode, self.prefix = Writer(1), base, "return", prefix
         self.in_parser, self.local_actions = False, dict(self.local_actions)
         self.sm_expr = None
         try:
@@ -316,9 +332,9 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
                 if isinstance(d.decl, ast.ExternDecl):
                     self.instantiate_extern(d, prefix)
                 elif isinstance(d.decl, ast.ControlDecl):
-                    self.env.bind(d, self.gen_control(d.decl, control_plane_name(prefix, d)))
+                    self.env.bind(d, self.gen_control(d.decl, control_plane_name(prefix, d), d))
                 elif isinstance(d.decl, ast.ParserDecl):
-                    self.env.bind(d, self.gen_parser(d.decl, control_plane_name(prefix, d), sub=True))
+                    self.env.bind(d, self.gen_parser(d.decl, control_plane_name(prefix, d), sub=True, inst=d))
                 else:
                     raise P4UnsupportedError(d.loc, f"instantiation of {type(d.decl).__name__} here")
             elif isinstance(d, ast.ValueSetDecl):

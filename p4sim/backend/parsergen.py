@@ -20,14 +20,16 @@ from p4sim.frontend import ast
 class ParserGen:
     """Mixin: parser instances, sub-parser apply, transitions and select keysets."""
 
-    def gen_parser(self, d: ast.ParserDecl, prefix: str, sub: bool = False) -> str:
+    def gen_parser(self, d: ast.ParserDecl, prefix: str, sub: bool = False,
+                   inst: ast.Instantiation | None = None) -> str:
         """A parser instance as one function: states as branches of a loop over ``_st``.
 
         The top-level parser takes the packet bytes and returns the payload offset; a
         sub-parser (``sub``) takes and returns the bit cursor, plus its scalar ``out`` values."""
         name = self.gname(("sub_" if sub else "prs_") + prefix)
         saved = (self.w, self.env, self.return_mode, self.prefix, self.sm_expr, self.in_parser, self.fn_outs)
-        self.w, self.env, self.return_mode, self.prefix = Writer(1), Env(self.root_env), "return", prefix
+        base = self.ctor_env(inst)
+        self.w, self.env, self.return_mode, self.prefix = Writer(1), base, "return", prefix
         self.in_parser, self.sm_expr = True, None
         try:
             pnames = self.bind_params(d.params)

@@ -154,12 +154,13 @@ class CallChecker(ExprChecker):
             self.note_table_apply(t.decl, mc)  # type: ignore[attr-defined]
             return mc
         if isinstance(t, (A.ParserT, A.ControlT)) and name == "apply":
-            decl = t.decl
-            if not isinstance(decl, (A.ParserDecl, A.ControlDecl)):
+            decl = t.decl     # a *TypeDecl when applying a constructor parameter
+            if not isinstance(decl, (A.ParserDecl, A.ControlDecl, A.ParserTypeDecl, A.ControlTypeDecl)):
                 raise self.err(mc, f"cannot apply {type_str(t)}")
-            if isinstance(decl, A.ParserDecl) and scope.enclosing("parser") is None:
+            is_parser = isinstance(decl, (A.ParserDecl, A.ParserTypeDecl))
+            if is_parser and scope.enclosing("parser") is None:
                 raise self.err(mc, "a parser can only be applied from a parser state")
-            mc.kind = "parser_apply" if isinstance(decl, A.ParserDecl) else "control_apply"
+            mc.kind = "parser_apply" if is_parser else "control_apply"
             mc.decl = decl
             return self._bind(mc, scope, decl.params, {}, A.VoidT(), [])
         raise self.err(f, f"{type_str(t)} has no method '{name}'")

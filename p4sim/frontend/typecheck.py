@@ -173,9 +173,7 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
             d.ctor = ctor
             self.check_instantiation(d)  # v1model load checks
         elif isinstance(decl, (A.ParserDecl, A.ControlDecl)):
-            if d.args:
-                raise self.unsupported(d, "constructor arguments for parsers and controls")
-            d.args = []
+            self.ctor_args(d, scope)
         elif isinstance(decl, A.PackageTypeDecl):
             if scope.kind != "program":
                 raise self.err(d, "packages can only be instantiated at the top level")
@@ -296,13 +294,12 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
     def parser_decl(self, d: A.ParserDecl) -> None:
         if d.type_params:
             raise self.unsupported(d, f"generic parser '{d.name}'")
-        if d.ctor_params:
-            raise self.unsupported(d, f"constructor parameters of parser '{d.name}'")
         scope = self.global_scope.child("parser")
         scope.parser = d  # type: ignore[attr-defined]
         self.params(d.params, scope, f"parser '{d.name}'")
         for p in d.params:
             self.declare(scope, p.name, p)
+        self.ctor_params(d, scope, "parser")
         for loc in d.locals:
             self.local_decl(loc, scope)
         names: dict[str, A.ParserState] = {}
@@ -413,16 +410,57 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
     def control_decl(self, d: A.ControlDecl) -> None:
         if d.type_params:
             raise self.unsupported(d, f"generic control '{d.name}'")
-        if d.ctor_params:
-            raise self.unsupported(d, f"constructor parameters of control '{d.name}'")
         scope = self.global_scope.child("control")
         scope.control = d  # type: ignore[attr-defined]
         self.params(d.params, scope, f"control '{d.name}'")
         for p in d.params:
             self.declare(scope, p.name, p)
+        self.ctor_params(d, scope, "control")
         for loc in d.locals:
             self.local_decl(loc, scope)
         self.block(d.apply, scope.child("apply"), new_scope=False)
+
+    def ctor_params(self, d: A.ControlDecl | A.ParserDecl, scope: Scope, what: str) -> None:
+        """Constructor parameters: compile-time values (bit/int/bool/serializable enum) and
+        controls/parsers; each instantiation binds its own arguments (the backend specialises)."""
+        self.params(d.ctor_params, scope, f"constructor of {what} '{d.name}'")
+        for p in d.ctor_params:
+            if p.direction:
+                raise self.err(p, f"constructor parameter '{p.name}' cannot have a direction")
+            if not isinstance(p.type, (A.BitT, A.BoolT, A.SerEnumT, A.ControlT, A.ParserT)):
+                raise self.unsupported(p, f"constructor parameter of type {type_str(p.type)}")
+            self.declare(scope, p.name, p)
+
+    def ctor_args(self, d: A.Instantiation, scope: Scope) -> None:
+        """Check ``C(args) c;`` against ``C``'s constructor parameters (positional)."""
+        decl = d.decl
+        params = decl.ctor_params
+        if any(getattr(a, "name", None) for a in d.args):
+            raise self.unsupported(d, "named constructor arguments")
+        values = [a.value if isinstance(a, A.Argument) else a for a in d.args]
+        if len(values) != len(params):
+            raise self.err(d, f"'{decl.name}' expects {len(params)} constructor argument(s), got "
+                              f"{len(values)}")
+        out = []
+        for p, v in zip(params, values, strict=True):
+            if isinstance(p.type, (A.ControlT, A.ParserT)):
+                v = self.expr(v, scope)
+                inst = v.decl if isinstance(v, A.PathExpr) else None
+                if not (isinstance(inst, A.Instantiation) and
+                        isinstance(inst.decl, (A.ControlDecl, A.ParserDecl))) and \
+                        not (isinstance(inst, A.Param) and isinstance(inst.type, (A.ControlT, A.ParserT))):
+                    raise self.unsupported(v, f"argument for constructor parameter '{p.name}' "
+                                              f"(name a control or parser instance)")
+                want = p.type.decl.params
+                got = inst.decl.params if isinstance(inst, A.Instantiation) else inst.type.decl.params
+                if len(want) != len(got):
+                    raise self.err(v, f"'{inst.name}' does not match the type of constructor "
+                                      f"parameter '{p.name}'")
+                out.append(v)
+            else:
+                out.append(self.coerce(self.expr(v, scope, p.type), p.type,
+                                       f"constructor argument '{p.name}'"))
+        d.args = out
 
     def local_decl(self, d: A.Declaration, scope: Scope) -> None:
         self.cur_loc = d.loc or self.cur_loc

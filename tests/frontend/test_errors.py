@@ -63,8 +63,11 @@ CASES = [
                  "prog.p4:3:1: unsupported: generic function 'id'", False, id='generic_function'),
     pytest.param(P + 'extern Cb {\n  Cb();\n  abstract void fire();\n}\n',
                  "prog.p4:5:3: unsupported: abstract method 'fire' in extern 'Cb'", False, id='abstract_method'),
-    pytest.param(P + 'control C(inout bit<8> x)(bit<8> k) {\n  apply { }\n}\n',
-                 "prog.p4:3:1: unsupported: constructor parameters of control 'C'", False, id='ctor_params'),
+    pytest.param(P + 'control C(inout bit<8> x)(counter c) {\n  apply { }\n}\n',
+                 "prog.p4:3:27: unsupported: constructor parameter of type counter", False, id='ctor_params'),
+    pytest.param(P + 'control C(inout bit<8> x)(bit<8> k) {\n  apply { }\n}\n'
+                 'control D(inout bit<8> x) {\n  C() c;\n  apply { c.apply(x); }\n}\n',
+                 "prog.p4:7:3: error: 'C' expects 1 constructor argument(s), got 0", False, id='ctor_args'),
     pytest.param(P + 'control C(inout bit<8> x) {\n  apply { x = (bit<8>) x[8:1]; }\n}\n',
                  'prog.p4:4:24: error: slice [8:1] out of range for bit<8>', False, id='slice_range'),
     pytest.param(P + H + 'header bad_t { h_t inner; }\n',
