@@ -13,6 +13,8 @@ from p4sim.runtime.tables import ActionCall, Table, TableEntry
 from p4sim.stf.matching import resolve_name
 from p4sim.stf.parser import CheckCounterCommand, CliCommand, key_value, parse_int
 
+BMV2_CLI_PRIORITY_BASE = 0x7FFFFFFF  # CLI priority p becomes BASE - p (larger wins)
+
 _PROFILE_COMMANDS = frozenset({
     "table_add", "act_prof_create_member", "act_prof_create_group", "act_prof_add_member_to_group",
     "act_prof_remove_member_from_group", "table_indirect_add", "table_indirect_add_with_group",
@@ -187,7 +189,8 @@ class CliCommands:
         if table.needs_priority:
             if not data:
                 raise ValueError(f"table {table.name} needs a priority")
-            priority = parse_int(data[-1])
+            # BMv2's CLI: the SMALLEST priority value wins; the runtime's convention is larger wins.
+            priority = BMV2_CLI_PRIORITY_BASE - parse_int(data[-1])
             data = data[:-1]
         return match, data, priority
 
