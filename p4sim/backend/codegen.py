@@ -349,6 +349,9 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
                 raise P4UnsupportedError(d.loc, f"local declaration {type(d).__name__}")
         for d in decls:     # tables last: they refer to actions and externs declared anywhere
             if isinstance(d, ast.TableDecl):
+                impl = d.implementation
+                if impl is not None and getattr(impl, "inline_in", None) is d and self.env.lookup(impl) is None:
+                    self.instantiate_extern(impl, prefix)    # `implementation = action_profile(N)`
                 self.declare_table(d)
 
     # ---- module ----------------------------------------------------------------------------

@@ -64,6 +64,38 @@ class ExternGen:
             return [(code, f"{code}_len")]
         return [(self.as_int(e), width_of(t))]
 
+    def guards(self, e: ast.Expression, valid: str | None = None) -> list[str | None]:
+        """For each scalar ``flatten(e)`` yields, the validity test of the header it belongs to
+        (None for metadata and values): BMv2 leaves fields of invalid headers out of hash and
+        checksum inputs (``BufBuilder`` skips them)."""
+        if isinstance(e, ast.ListExpr):
+            return [g for item in e.items for g in self.guards(item)]
+        if isinstance(e, ast.StructInit):
+            return [g for _, v in e.fields for g in self.guards(v)]
+        t = e.type
+        if isinstance(t, (ast.StructT, ast.HeaderT)):
+            if isinstance(t, ast.HeaderT):
+                valid = f"{self.ex(e)}._v"
+            out: list[str | None] = []
+            for fname, ft in t.fields:
+                if isinstance(ft, (ast.StructT, ast.HeaderT)):
+                    out.extend(self.guards(ast.Member(e, fname, type=ft)))
+                else:
+                    out.append(valid)
+            return out
+        if isinstance(e, ast.Member) and isinstance(e.expr.type, ast.HeaderT):
+            return [f"{self.ex(e.expr)}._v"]
+        return [None]
+
+    def guarded(self, e: ast.Expression, fields: list[tuple[str, Any]]) -> tuple[str | None, list[tuple[str, Any]]]:
+        """(all headers valid test or None, the field list with invalid headers' widths 0)."""
+        guards = self.guards(e)
+        if len(guards) != len(fields) or not any(guards):
+            return None, fields
+        cond = " and ".join(dict.fromkeys(g for g in guards if g))
+        slow = [(c, w if g is None else f"({w} if {g} else 0)") for (c, w), g in zip(fields, guards, strict=True)]
+        return cond, slow
+
     def bind_common(self, fields: list[tuple[str, int]]) -> list[tuple[str, int]]:
         """Hoist an attribute chain shared by several field reads (``hdr.ipv4.x``, ``hdr.ipv4.y``)
         into one local, read just before the fields are used."""
@@ -103,11 +135,21 @@ class ExternGen:
         return f"({' | '.join(parts)}).to_bytes({(total + 7) // 8}, 'big')"
 
     def csum16_inline(self, e: ast.Expression) -> str:
-        """csum16 of a field list as one big int folded in 16-bit words (no bytes built)."""
+        """csum16 of a field list as one big int folded in 16-bit words (no bytes built); when
+        a header in the list is invalid, its fields are left out (the generic path)."""
         fields = self.bind_common(self.flatten(e))
+        cond, slow = self.guarded(e, fields)
+        if cond is not None and all(isinstance(w, int) for _, w in fields):
+            listed = "[" + ", ".join(f"({c}, {w})" for c, w in slow) + "]"
+            return f"({self._csum16_fast(fields)} if {cond} else _compute_checksum('csum16', {listed}, b'', 16))"
+        fields = slow
         if not all(isinstance(w, int) for _, w in fields):
             listed = "[" + ", ".join(f"({c}, {w})" for c, w in fields) + "]"
             return f"_compute_checksum('csum16', {listed}, b'', 16)"
+        return self._csum16_fast(fields)
+
+    @staticmethod
+    def _csum16_fast(fields: list[tuple[str, Any]]) -> str:
         total = sum(w for _, w in fields)
         padded = (total + 15) // 16 * 16     # pack_fields pads to bytes, csum16 to 16-bit words
         # 2**16 == 1 (mod 0xFFFF): a field at bit offset s counts as field << (s % 16), so the
@@ -121,7 +163,8 @@ class ExternGen:
         return f"_csum16_int({' + '.join(parts) or '0'})"
 
     def fields_code(self, e: ast.Expression) -> str:
-        return "[" + ", ".join(f"({c}, {w})" for c, w in self.bind_common(self.flatten(e))) + "]"
+        _, fields = self.guarded(e, self.bind_common(self.flatten(e)))
+        return "[" + ", ".join(f"({c}, {w})" for c, w in fields) + "]"
 
     def out_assign(self, target: ast.Expression | None, code: str) -> None:
         if target is None:
@@ -151,12 +194,16 @@ class ExternGen:
             algo = enum_member(a[1])
             self._check_algo(algo, call.loc)
             fields = self.bind_common(self.flatten(a[3]))
+            cond, slow = self.guarded(a[3], fields)
             packed = self.packed_bytes(fields)
+            listed = "[" + ", ".join(f"({c}, {w})" for c, w in slow) + "]"
+            generic = f"_v1model_hash({algo!r}, {self.as_int(a[2])}, {listed}, {self.as_int(a[4])})"
             if packed is not None:    # fields packed into bytes with one int, no per-field loop
                 code = f"_hash_packed({algo!r}, {self.as_int(a[2])}, {packed}, {self.as_int(a[4])})"
+                if cond is not None:  # an invalid header's fields are left out (BMv2)
+                    code = f"({code} if {cond} else {generic})"
             else:
-                listed = "[" + ", ".join(f"({c}, {w})" for c, w in fields) + "]"
-                code = f"_v1model_hash({algo!r}, {self.as_int(a[2])}, {listed}, {self.as_int(a[4])})"
+                code = generic
             self.out_assign(a[0], code)
             return None
         if name == "random":

@@ -227,8 +227,7 @@ class TableChecker:
                        kinds: tuple[str, ...]) -> A.Instantiation:
         v = p.value
         if isinstance(v, A.MethodCall):
-            raise self.unsupported(v, f"inline extern instance in table property '{p.name}' "
-                                      f"(declare the instance and name it)")
+            return self._inline_instance(t, p, scope, kinds)
         if not isinstance(v, A.PathExpr):
             raise self.err(v, f"table property '{p.name}' must name an {' or an '.join(kinds)} "
                               f"instance")
@@ -239,6 +238,34 @@ class TableChecker:
                 inst.type.name not in kinds:
             raise self.err(v, f"table property '{p.name}' must name an {' or an '.join(kinds)} "
                               f"instance; '{v.name}' is not one")
+        return inst
+
+    def _inline_instance(self: Any, t: A.TableDecl, p: A.TableProperty, scope: Scope,
+                         kinds: tuple[str, ...]) -> A.Instantiation:
+        """``implementation = action_profile(N)``: an instance owned by the table. p4c names it
+        by the property's ``@name`` as written (no control prefix); without one p4c's P4Info
+        generation refuses it, so p4sim names it ``<table>_<property>``."""
+        v = p.value
+        func = v.func
+        tname = getattr(func, "name", None) or getattr(getattr(func, "of", None), "name", None)
+        if tname not in kinds:
+            raise self.err(v, f"table property '{p.name}' must be an {' or an '.join(kinds)} "
+                              f"instance")
+        anno = next((a for a in p.annotations if a.name == "name"), None)
+        if anno is not None and anno.args and isinstance(anno.args[0], A.StringLiteral):
+            name = anno.args[0].value.lstrip(".")
+            annos = [A.Annotation("name", [A.StringLiteral("." + name)], loc=anno.loc)]
+        else:
+            name = f"{t.name}_{p.name}"
+            annos = []
+        annos += [a for a in p.annotations if a.name != "name"]
+        inst = A.Instantiation(name, A.TypeName(tname, loc=func.loc), v.args,
+                               annotations=annos, loc=v.loc)
+        self.instantiation(inst, scope)
+        inst.inline_in = t   # the backend declares it with the table
+        path = A.PathExpr(name, type=inst.type, loc=v.loc)
+        path.decl = inst
+        p.value = path
         return inst
 
     def _table_properties(self: Any, t: A.TableDecl, scope: Scope) -> None:

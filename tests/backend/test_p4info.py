@@ -174,3 +174,33 @@ def test_hash_random_is_rejected_like_bmv2(tmp_path):
     ingress = "apply { bit<16> x; hash(x, HashAlgorithm.random, 16w0, { hdr.h.a }, 32w100); }"
     with pytest.raises(P4CompileError, match="random"):
         simple_program(tmp_path, "bit<8> a; bit<16> b;", ingress)
+
+
+def test_inline_table_implementations(tmp_path):
+    # `implementation = action_profile(N)` in the table: p4c names the profile by the property's
+    # @name as written, without the control prefix (p4c's action_profile-bmv2 P4Info: "ap",
+    # id 294074782); without @name p4c refuses P4Info generation, p4sim names it <table>_implementation
+    ingress = """
+    action set_b(bit<8> v) { hdr.h.b = v; }
+    table t {
+        key = { hdr.h.a: exact; }
+        actions = { set_b; NoAction; }
+        @name("ap") implementation = action_profile(32w16);
+    }
+    table t2 {
+        key = { hdr.h.a: exact; hdr.h.b: selector; }
+        actions = { set_b; NoAction; }
+        implementation = action_selector(HashAlgorithm.identity, 32w64, 32w8);
+    }
+    apply { t.apply(); t2.apply(); }
+    """
+    prog = simple_program(tmp_path, "bit<8> a; bit<8> b;", ingress)
+    profiles = {p.preamble.name: p for p in prog.p4info.action_profiles}
+    assert sorted(profiles) == ["I.t2_implementation", "ap"]
+    assert profiles["ap"].preamble.id == 294074782
+    assert profiles["ap"].size == 16 and not profiles["ap"].with_selector
+    assert profiles["I.t2_implementation"].size == 64 and profiles["I.t2_implementation"].with_selector
+    tables = {t.preamble.name: t for t in prog.p4info.tables}
+    assert tables["I.t"].implementation_id == profiles["ap"].preamble.id
+    assert tables["I.t2"].implementation_id == profiles["I.t2_implementation"].preamble.id
+    assert list(profiles["ap"].table_ids) == [tables["I.t"].preamble.id]
