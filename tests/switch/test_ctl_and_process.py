@@ -263,3 +263,66 @@ def test_log_file_has_switch_prefix_and_console_stays_quiet(tmp_path):
     assert proc.stderr.read() == ""                      # no --log-console: nothing below WARNING
     text = log_path.read_text()
     assert "[s7] shutting down" in text and "[s7] stopped" in text
+
+
+@needs_compiler
+def test_pipeline_pushed_over_p4runtime_then_forwards(tmp_path):
+    """`p4sim switch --no-p4` drops until a controller pushes the pipeline over P4Runtime, then
+    forwards with it (nanomsg ports, so no root needed)."""
+    import queue
+    import struct
+
+    grpc = pytest.importorskip("grpc")
+    pytest.importorskip("p4sim.p4runtime_server", reason="P4Runtime server not built yet")
+    import pynng
+    from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+    from tests.switch.programs import compiled
+
+    program = compiled(TM_PROBE_P4)
+    addr = f"ipc://{tmp_path}/sw.ipc"
+    proc = subprocess.Popen([PY, "-m", "p4sim.cli", "switch", "--no-p4", "--ctl-addr", "127.0.0.1:0",
+                             "--grpc-server-addr", "127.0.0.1:0", "--device-id", "9", "--packet-in", addr],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ptf = pynng.Pair0(recv_timeout=3000, send_timeout=1000)
+    try:
+        line = proc.stdout.readline()
+        assert "ready" in line, proc.stderr.read()
+        ctl_addr = line.split("ctl=")[1].split()[0]
+        grpc_addr = line.split("grpc=")[1].split()[0]
+        ptf.dial(addr, block=True)
+        for port in (1, 2):
+            ptf.send(struct.pack("<iii", 0, port, 0))
+        frame = probe_frame(1)
+        ptf.send(struct.pack("<iii", 3, 1, len(frame)) + frame)
+        with pytest.raises(pynng.Timeout):                     # no pipeline yet: dropped
+            ptf.recv_timeout = 300
+            ptf.recv()
+        with CtlClient(ctl_addr) as c:
+            assert c.stats()["counters"]["drop_no_pipeline"] == 1
+        with grpc.insecure_channel(grpc_addr) as channel:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+            requests: queue.Queue = queue.Queue()
+            arbitration = p4runtime_pb2.StreamMessageRequest()
+            arbitration.arbitration.device_id = 9
+            arbitration.arbitration.election_id.low = 1
+            requests.put(arbitration)
+            stream = stub.StreamChannel(iter(requests.get, None))
+            assert next(stream).HasField("arbitration")
+            req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+                device_id=9, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+            req.election_id.low = 1
+            req.config.p4info.CopyFrom(program.p4info)
+            req.config.p4_device_config = program.device_config()
+            stub.SetForwardingPipelineConfig(req, timeout=30)
+            ptf.recv_timeout = 3000
+            frame = probe_frame(2)
+            ptf.send(struct.pack("<iii", 3, 1, len(frame)) + frame)
+            msg = ptf.recv()
+            assert struct.unpack_from("<ii", msg) == (4, 2)
+            assert read_probe(msg[12:])["seq"] == 2
+            requests.put(None)
+    finally:
+        ptf.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
