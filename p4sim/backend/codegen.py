@@ -364,12 +364,14 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
         if len(decls) != 6:
             raise P4CompileError(self.program.main.loc, "V1Switch needs six blocks")
         self.meta_type = decls[0].params[2].type
-        for role, d in zip(V1MODEL_BLOCKS, decls, strict=True):
+        instances = getattr(self.program, "main_instances", None) or {}
+        for role, (pname, d) in zip(V1MODEL_BLOCKS, self.program.main_blocks, strict=True):
             prefix = control_plane_name("", d)
+            inst = instances.get(pname)     # constructor arguments given in `main`
             if isinstance(d, ast.ParserDecl):
-                blocks[role] = self.gen_parser(d, prefix)
+                blocks[role] = self.gen_parser(d, prefix, inst=inst)
             else:
-                blocks[role] = self.gen_control(d, prefix)
+                blocks[role] = self.gen_control(d, prefix, inst)
         parser = decls[0]
         h_t, m_t = parser.params[1].type, parser.params[2].type
         sm_t = parser.params[3].type

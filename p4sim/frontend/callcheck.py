@@ -237,9 +237,14 @@ class CallChecker(ExprChecker):
         mc.decl = decl
         mc.type = t
         if isinstance(decl, (A.ParserDecl, A.ControlDecl)):
-            if mc.args:
-                raise self.unsupported(mc, "constructor arguments for parsers and controls")
-            mc.args, mc.params = [], []
+            if mc.args or decl.ctor_params:
+                # `MyIngress(5)` as a package argument: an instance with its constructor arguments
+                inst = A.Instantiation(decl.name, t, mc.args, loc=mc.loc)
+                inst.decl = decl
+                self.ctor_args(inst, scope)  # type: ignore[attr-defined]
+                mc.instance = inst
+                mc.args = list(inst.args)
+            mc.params = []
             return mc
         if isinstance(decl, A.ExternDecl):
             ctor = self._pick(decl.constructors(), mc.args, mc, decl.name)

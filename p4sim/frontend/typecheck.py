@@ -187,15 +187,22 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
             raise self.err(d, f"package '{pkg.name}' expects {len(pkg.params)} arguments, got "
                               f"{len(d.args)}")
         blocks = []
+        if d.name == "main":
+            self.program.main_instances = {}  # type: ignore[attr-defined]
         for p, a in zip(pkg.params, d.args, strict=True):
             v = a.value
             if isinstance(v, A.MethodCall) and isinstance(v.func, A.TypeExpr):
                 v = self.call(v, scope, None)
                 target = v.decl
+                if getattr(v, "instance", None) is not None and d.name == "main":
+                    # constructor arguments of a top-level block, for the backend
+                    self.program.main_instances[p.name] = v.instance  # type: ignore[attr-defined]
             elif isinstance(v, A.PathExpr):
                 v = self.expr(v, scope)
                 inst = v.decl
                 target = inst.decl if isinstance(inst, A.Instantiation) else None
+                if target is not None and getattr(target, "ctor_params", None) and d.name == "main":
+                    self.program.main_instances[p.name] = inst  # type: ignore[attr-defined]
             else:
                 raise self.err(a, f"argument '{p.name}' of package '{pkg.name}' must be a "
                                   f"parser or control instance")
