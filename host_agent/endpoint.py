@@ -250,6 +250,7 @@ class Endpoint:
             srtt, var = est
             var = 0.75 * var + 0.25 * abs(srtt - sample)
             self._srtt[tx.dest] = (0.875 * srtt + 0.125 * sample, var)
+        self.pacer.rtt = self._srtt[tx.dest][0]
 
     def _pump(self) -> bool:
         worked = False
@@ -351,7 +352,8 @@ class Endpoint:
     def _plan(self, tx: OutgoingTensor, now: float) -> None:
         plan = tx.plan_retransmit()
         if plan.size:
-            self.pacer.on_congestion()  # loss in the round is a congestion signal too
+            # loss in the round is a congestion signal too; what arrived bounds the new rate
+            self.pacer.on_congestion(tx.delivery_rate(now))
             tx.begin_retransmit(plan, now, self.rto_for(tx.dest), self.cfg.rto_max,
                                 self.cfg.promote_retransmissions)
         else:
@@ -464,4 +466,5 @@ class Endpoint:
                 tx.state = SendState.SENDING
                 tx.rto = tx.rto_initial
                 tx.last_heard = now
+                tx.data_start = now
 

@@ -57,6 +57,7 @@ class OutgoingTensor:
         self.probe_due = 0.0
         self.last_heard = now
         self.started = now
+        self.data_start = now         # first DATA may leave (reset when OPEN_ACK releases it)
         self.finished: float | None = None
         self.chunks: dict[int, tuple[int, int, np.ndarray]] = {}
         self.chunk_round = -1         # round the stored chunks answer
@@ -152,6 +153,20 @@ class OutgoingTensor:
             order = np.argsort(-pt.magnitude[noncrit], kind="stable")
             noncrit = noncrit[order[:take]]
         return np.concatenate([crit, noncrit]).astype(np.int64)
+
+    def delivery_rate(self, now: float) -> float | None:
+        """Bytes/s the receiver got in the first round (None when there is no fair sample).
+
+        Only the first round counts: its BITMAP shows what a bottleneck let through of a queue sent
+        as fast as the pacer allowed, so received bytes over the elapsed time is our share.
+        """
+        if self.stats.rounds > 0 or not self.chunks:
+            return None
+        elapsed = now - self.data_start
+        got = self.received_in_chunks()
+        if elapsed < 0.005 or got < 8:
+            return None
+        return got * self.pt.stride / elapsed
 
     def received_in_chunks(self) -> int:
         return sum(int(bits.sum()) for _f, _n, bits in self.chunks.values())

@@ -2,9 +2,14 @@
 
 The switch marks ECN CE on ECN-capable DLCP packets above a queue depth and drops low-magnitude
 packets above a deeper one; the receiver echoes CE marks (CONTROL/ECN_ECHO, and in BITMAP rounds
-that show loss). Each congestion signal halves the sending rate at most once per ``decrease_gap``;
-every ``increase_interval`` without a signal adds ``additive_step``. Until the first signal the
-sender runs at ``initial_rate`` (None = unpaced, useful on loopback). See docs/transport.md.
+that show loss). Each congestion signal halves the sending rate at most once per ``decrease_gap``
+(or per measured RTT, when longer), and never leaves it above the delivery rate the receiver
+reported (so a sender that blasted far beyond a slow bottleneck lands at its share in one step,
+not after log2(excess) round trips); every ``increase_interval`` without a signal adds
+``additive_step`` or ``additive_frac`` of the rate set by the last decrease, whichever is larger
+(scale-free: at 20 Mbit/s and at loopback speed a halved rate recovers in about 0.25 s). Until the
+first signal the sender runs at ``initial_rate`` (None = unpaced, useful on loopback). See
+docs/transport.md.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from dataclasses import dataclass
 class RateConfig:
     initial_rate: float | None = None     # bytes/s; None = unpaced until congestion is seen
     max_rate: float | None = None         # bytes/s cap for additive increase (None = no cap)
-    min_rate: float = 1e6                 # bytes/s floor
-    additive_step: float = 5e6            # bytes/s added per increase_interval
+    min_rate: float = 2e5                 # bytes/s floor (1.6 Mbit/s)
+    additive_step: float = 1e4            # bytes/s added per increase_interval, at least
+    additive_frac: float = 0.02           # ... or this share of the rate set by the last decrease
     increase_interval: float = 0.005      # s
     decrease_gap: float = 0.010           # s: at most one halving per gap (≈ one RTT of reaction)
     burst: int = 64 * 1024                # bytes the bucket may hold
@@ -37,6 +43,8 @@ class AimdPacer:
         self.last_decrease = -1e9
         self.last_increase = now
         self.decreases = 0
+        self.cut_rate = 0.0               # rate set by the last decrease (additive_frac base)
+        self.rtt = 0.0                    # smoothed RTT hint from the endpoint (decrease gap)
         # send-rate estimate, used as the starting point of the first decrease when unpaced
         self._win_start = now
         self._win_bytes = 0
@@ -47,7 +55,7 @@ class AimdPacer:
             return
         steps = int((now - self.last_increase) / self.cfg.increase_interval + 1e-9)
         if steps > 0:
-            self.rate += steps * self.cfg.additive_step
+            self.rate += steps * max(self.cfg.additive_step, self.cfg.additive_frac * self.cut_rate)
             if self.cfg.max_rate is not None:
                 self.rate = min(self.rate, self.cfg.max_rate)
             self.last_increase += steps * self.cfg.increase_interval
@@ -81,13 +89,20 @@ class AimdPacer:
             self._win_start = now
             self._win_bytes = 0
 
-    def on_congestion(self) -> bool:
-        """Multiplicative decrease (once per decrease_gap); True when the rate was cut."""
+    def on_congestion(self, delivered_rate: float | None = None) -> bool:
+        """Multiplicative decrease (once per decrease_gap or RTT); True when the rate was cut.
+
+        ``delivered_rate`` (bytes/s the receiver actually got, from a BITMAP) caps the new rate.
+        """
         now = self.clock()
-        if now - self.last_decrease < self.cfg.decrease_gap:
+        if now - self.last_decrease < max(self.cfg.decrease_gap, self.rtt):
             return False
         base = self.rate if self.rate is not None else max(self.measured_rate, 2 * self.cfg.min_rate)
-        self.rate = max(self.cfg.min_rate, base / 2)
+        new = base / 2
+        if delivered_rate is not None and delivered_rate > 0:
+            new = min(new, delivered_rate)
+        self.rate = max(self.cfg.min_rate, new)
+        self.cut_rate = self.rate
         self.last_decrease = now
         self.last_increase = now
         self.last_refill = now

@@ -62,3 +62,33 @@ def test_min_rate_floor():
     p = AimdPacer(RateConfig(initial_rate=2e6, min_rate=1.5e6), clock=clk)
     p.on_congestion()
     assert p.rate == 1.5e6
+
+
+def test_decrease_never_leaves_the_rate_above_what_was_delivered():
+    """A sender far above a slow bottleneck lands at the delivered rate in one step."""
+    clk = Clock()
+    p = AimdPacer(RateConfig(initial_rate=100e6, min_rate=1e3), clock=clk)
+    assert p.on_congestion(delivered_rate=2.5e6)
+    assert p.rate == 2.5e6
+    clk.t += 0.011
+    assert p.on_congestion(delivered_rate=10e6)          # delivered above half: plain halving
+    assert p.rate == 1.25e6
+
+
+def test_recovery_scales_with_the_rate_and_decrease_waits_an_rtt():
+    clk = Clock()
+    cfg = RateConfig(initial_rate=2e6, min_rate=1e3, additive_step=1.0, additive_frac=0.02,
+                     increase_interval=0.005)
+    p = AimdPacer(cfg, clock=clk)
+    p.on_congestion()
+    assert p.rate == 1e6 and p.cut_rate == 1e6
+    clk.t += 0.005 * 50                                   # 50 intervals of 2 % of 1e6: back to 2e6
+    p.allow(1)
+    assert p.rate == pytest.approx(2e6)
+    p.rtt = 0.05
+    clk.t += 0.02
+    assert p.on_congestion()
+    clk.t += 0.02                                         # 20 ms later: within one RTT, ignored
+    assert not p.on_congestion()
+    clk.t += 0.04
+    assert p.on_congestion()
