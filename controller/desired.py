@@ -29,6 +29,7 @@ class SwitchDesired:
 
     switch: str
     entries: list[p4runtime_pb2.TableEntry] = field(default_factory=list)
+    defaults: list[p4runtime_pb2.TableEntry] = field(default_factory=list)   # default-action entries
     value_sets: list[p4runtime_pb2.ValueSetEntry] = field(default_factory=list)
 
 
@@ -113,6 +114,8 @@ def build_switch(net: NetConfig, index: P4InfoIndex, switch: str) -> SwitchDesir
         out.entries.append(api.priority_rule(index, dict(rule.match), rule.queue, rule.priority))
     for (queue, mag), (drop, ecn) in sorted(pol.thresholds.items()):
         out.entries.append(api.threshold(index, queue, mag, drop, ecn))
+    if pol.depth_max_age_us is not None and index.has("table", api.DEPTH_SETTINGS):
+        out.defaults.append(api.depth_max_age(index, pol.depth_max_age_us))
     if index.has("value_set", api.UDP_PORTS):
         out.value_sets.append(api.udp_ports(index, pol.udp_ports))
     return out

@@ -18,6 +18,7 @@ ECMP_GROUPS = "DlcpIngress.ecmp_groups"
 ECMP_MEMBERS = "DlcpIngress.ecmp_members"
 PRIORITY_MAP = "DlcpIngress.priority_map"
 DROP_THRESHOLDS = "DlcpIngress.drop_thresholds"
+DEPTH_SETTINGS = "DlcpIngress.depth_settings"   # keyless: its default action is the setting
 
 PORT_QUEUE_TX = "DlcpEgress.port_queue_tx"
 SELECTIVE_DROPS = "DlcpIngress.selective_drops"
@@ -72,3 +73,9 @@ def threshold(index: P4InfoIndex, queue: int, mag: int, drop: int, ecn: int) -> 
 
 def udp_ports(index: P4InfoIndex, ports: list[int]) -> p4runtime_pb2.ValueSetEntry:
     return index.build_value_set_entry(UDP_PORTS, ports)
+
+
+def depth_max_age(index: P4InfoIndex, max_age_us: int) -> p4runtime_pb2.TableEntry:
+    """The default entry of ``depth_settings``: how long a recorded port depth counts."""
+    return index.build_table_entry(DEPTH_SETTINGS, {}, "DlcpIngress.set_depth_max_age",
+                                   {"max_age_us": max_age_us}, is_default=True)

@@ -94,6 +94,7 @@ class Policy:
     queues: int = 8
     queue_depth: int = 64
     source: str = ""
+    depth_max_age_us: int | None = None   # None: leave DlcpIngress.depth_settings' default as compiled
 
     def rule(self, name: str) -> PriorityRule:
         for r in self.priority_map:
@@ -234,7 +235,8 @@ def _policy(raw: dict, file: str, lines: dict, base: tuple) -> Policy:
                 thresholds[(q, m)] = (item["drop_depth"], item["ecn_depth"])
     return Policy(udp_ports=list(raw["dlcp_udp_ports"]), spray=bool(raw.get("spray", True)),
                   priority_map=rules, thresholds=thresholds, queues=raw.get("queues", 8),
-                  queue_depth=raw.get("queue_depth", 64), source=file)
+                  queue_depth=raw.get("queue_depth", 64), source=file,
+                  depth_max_age_us=raw.get("depth_max_age_us"))
 
 
 def _load_policy_file(path: Path) -> tuple[dict, dict, str]:

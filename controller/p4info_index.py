@@ -244,6 +244,8 @@ class P4InfoIndex:
 
     def describe(self, entry: p4runtime_pb2.TableEntry) -> str:
         """One-line description for errors: ``table T match a=1 b=2 priority P``."""
+        if entry.is_default_action:
+            return f"table {self.name_of(entry.table_id)} default action"
         fields = " ".join(f"{k}={v}" for k, v in self.entry_fields(entry).items())
         prio = f" priority {entry.priority}" if entry.priority else ""
         return f"table {self.name_of(entry.table_id)} match {fields}{prio}"

@@ -147,8 +147,20 @@ def read_value_set(client: P4RuntimeClient, value_set_id: int) -> p4runtime_pb2.
     return None
 
 
+def read_default(client: P4RuntimeClient, table_id: int) -> p4runtime_pb2.TableEntry | None:
+    """The default entry of a table (None when the switch does not report one)."""
+    entity = p4runtime_pb2.Entity()
+    entity.table_entry.table_id = table_id
+    entity.table_entry.is_default_action = True
+    for found in client.read([entity]):
+        if found.table_entry.is_default_action:
+            return found.table_entry
+    return None
+
+
 def diff(switch: str, current: dict[tuple, p4runtime_pb2.TableEntry], desired: SwitchDesired,
-         index: P4InfoIndex, current_value_sets: dict[int, p4runtime_pb2.ValueSetEntry | None]) -> Plan:
+         index: P4InfoIndex, current_value_sets: dict[int, p4runtime_pb2.ValueSetEntry | None],
+         current_defaults: dict[int, p4runtime_pb2.TableEntry | None] | None = None) -> Plan:
     plan = Plan(switch)
     rank = {index.table(n).preamble.id: i for i, n in enumerate(api.TABLE_ORDER) if index.has("table", n)}
     seen = set()
@@ -160,6 +172,12 @@ def diff(switch: str, current: dict[tuple, p4runtime_pb2.TableEntry], desired: S
             plan.inserts.append(Change("insert", entry))
         elif action_key(old) != action_key(entry):
             plan.modifies.append(Change("modify", entry, old))
+    for entry in desired.defaults:   # default actions are only ever MODIFYed
+        old = (current_defaults or {}).get(entry.table_id)
+        if old is None or action_key(old) != action_key(entry):
+            restore = old if old is not None else p4runtime_pb2.TableEntry(table_id=entry.table_id,
+                                                                           is_default_action=True)
+            plan.modifies.append(Change("modify", entry, restore))
     stale = [old for key, old in current.items() if key not in seen]
     stale.sort(key=lambda e: -rank.get(e.table_id, 0))
     plan.deletes = [Change("delete", e, e) for e in stale]
@@ -178,7 +196,8 @@ def compute_plan(client: P4RuntimeClient, index: P4InfoIndex, desired: SwitchDes
     current = read_current(client, index)
     vsets = {} if fresh_pipeline else {vs.value_set_id: read_value_set(client, vs.value_set_id)
                                        for vs in desired.value_sets}
-    return diff(client.name, current, desired, index, vsets)
+    defaults = {e.table_id: read_default(client, e.table_id) for e in desired.defaults}
+    return diff(client.name, current, desired, index, vsets, defaults)
 
 
 def _update(kind: int, table_entry: p4runtime_pb2.TableEntry | None = None,

@@ -199,3 +199,25 @@ def test_switch_running_another_program_needs_force_pipeline(tmp_path, capsys):
         assert capsys.readouterr().out.splitlines()[-1] == "in sync"
     finally:
         sw.stop()
+
+
+def test_depth_max_age_from_the_policy_is_the_default_entry(tmp_path):
+    sw = SwitchProcess(tmp_path, 1)
+    sw.start()
+    try:
+        path = tmp_path / "net.yaml"
+        path.write_text(_yaml([sw], three=False) + "policy:\n  depth_max_age_us: 500\n")
+        ctl = Controller(netconfig.load(path))
+        ctl.connect()
+        try:
+            first = ctl.apply()["s1"]
+            s = ctl.sessions["s1"]
+            table_id = s.index.table(api.DEPTH_SETTINGS).preamble.id
+            assert s.index.action_text(reconcile.read_default(s.client, table_id)) == \
+                "set_depth_max_age(max_age_us=500)"
+            assert first.result.counts["modify"] == 2          # value set + the default entry
+            assert ctl.apply()["s1"].plan.empty()
+        finally:
+            ctl.close()
+    finally:
+        sw.stop()
