@@ -206,6 +206,8 @@ class ExternGen:
                 code = generic
             self.out_assign(a[0], code)
             return None
+        if name == "static_assert":      # checked at compile time (frontend v1check)
+            return "True"
         if name == "random":
             self.out_assign(a[0], f"_randint({self.as_int(a[1])}, {self.as_int(a[2])})")
             return None

@@ -8,6 +8,7 @@ through the preprocessor's line map, and parses annotation bodies as expression 
 from __future__ import annotations
 
 import ast as pyast
+import copy
 import re
 from typing import Any
 
@@ -474,6 +475,14 @@ class AstBuilder(Transformer):
 
     def assignment(self, meta: Any, ch: list[Any]) -> A.Statement:
         return A.AssignStmt(ch[0], ch[1], loc=self.loc(meta))
+
+    def compound_assignment(self, meta: Any, ch: list[Any]) -> A.Statement:
+        """``a op= b`` (p4c's compound assignment) as ``a = a op b``."""
+        lhs, op, rhs = ch
+        value = A.Binary(str(op)[:-1], copy.deepcopy(lhs), rhs, loc=self.loc(meta))
+        return A.AssignStmt(lhs, value, loc=self.loc(meta))
+
+    for_compound_assign = compound_assignment
 
     def call_stmt(self, meta: Any, ch: list[Any]) -> A.Statement:
         call = A.MethodCall(ch[0], [], ch[1], loc=self.loc(meta))

@@ -141,6 +141,9 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
     def const_decl(self, d: A.ConstDecl, scope: Scope) -> None:
         d.type = self.resolve_type(d.type, scope, d)
         value = self.coerce(self.expr(d.value, scope, d.type), d.type, f"constant '{d.name}'")
+        if isinstance(value, A.MethodCall) and value.kind == "extern_function" and \
+                getattr(value.decl, "name", None) == "static_assert":
+            value = A.BoolLiteral(True, type=A.BoolT(), loc=value.loc)   # checked when typed
         if not isinstance(value, (A.IntLiteral, A.BoolLiteral, A.ErrorConst, A.EnumConst,
                                   A.StructInit, A.ListExpr, A.StringLiteral)):
             raise self.err(d.value, f"value of constant '{d.name}' is not a compile-time "
