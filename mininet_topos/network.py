@@ -18,7 +18,7 @@ from mininet.net import Mininet
 from mininet.node import Host
 from mininet.topo import Topo
 
-from mininet_topos.p4switch import P4RuntimeSwitch
+from mininet_topos.p4switch import OFFLOADS_OFF, P4RuntimeSwitch
 from mininet_topos.topologies import Topology
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class EmulatedNetwork:
     def _configure_host(host: Host, gateway: str, gateway_mac: str) -> None:
         intf = host.defaultIntf().name
         host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
-        host.cmd(f"ethtool -K {intf} tx off rx off >/dev/null 2>&1")
+        host.cmd(f"ethtool -K {intf} {' '.join(OFFLOADS_OFF)} >/dev/null 2>&1")
         host.cmd(f"ip route replace default via {gateway} dev {intf} onlink")
         host.cmd(f"ip neigh replace {gateway} lladdr {gateway_mac} dev {intf} nud permanent")
 

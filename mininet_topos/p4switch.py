@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 TARGETS = ("p4sim", "bmv2")
 READY_TIMEOUT_S = 30.0
+# A user-space switch must see real frames: no partial checksums, no GSO/TSO super-frames.
+OFFLOADS_OFF = ("tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off")
 
 
 class SwitchStartError(RuntimeError):
@@ -88,7 +90,7 @@ class P4RuntimeSwitch(Switch):
         for intf in self.intfList():
             if intf.name != "lo":
                 # A user-space switch sees partial checksums from veth offload: turn offload off.
-                subprocess.run(["ethtool", "-K", intf.name, "tx", "off", "rx", "off"],
+                subprocess.run(["ethtool", "-K", intf.name, *OFFLOADS_OFF],
                                capture_output=True, check=False)
         cmd = self.command()
         log.info("%s: %s", self.name, " ".join(cmd))
@@ -124,7 +126,7 @@ class P4RuntimeSwitch(Switch):
         cmd = [sys.executable, "-m", "p4sim.cli", "switch", *common, "--no-p4",
                "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}",
                "--ctl-addr", f"127.0.0.1:{self.ctl_port}",
-               "--priority-queues", str(self.priority_queues), "--log-level", "info"]
+               "--priority-queues", str(self.priority_queues), "--log-console", "--log-level", "info"]
         if self.queue_depth is not None:
             cmd += ["--queue-depth", str(self.queue_depth)]
         for port, bps in sorted(self.port_rates.items()):
