@@ -140,27 +140,15 @@ def test_unreadable_value_set_is_not_rewritten_every_apply(index, net_yaml):
 
 def test_depth_max_age_is_a_default_entry_modify(index, tmp_path):
     from ctl_support import three_switch_yaml
-    from p4.config.v1 import p4info_pb2
-
-    from controller.p4info_index import P4InfoIndex
-    p4info = p4info_pb2.P4Info()
-    p4info.CopyFrom(index.p4info)   # the fixture plus the keyless depth_settings table of the contract
-    act = p4info.actions.add()
-    act.preamble.id, act.preamble.name, act.preamble.alias = 16777300, "DlcpIngress.set_depth_max_age", "set_depth_max_age"
-    act.params.add(id=1, name="max_age_us", bitwidth=32)
-    tbl = p4info.tables.add()
-    tbl.preamble.id, tbl.preamble.name, tbl.preamble.alias = 33554500, api.DEPTH_SETTINGS, "depth_settings"
-    tbl.action_refs.add(id=16777300)
-    tbl.size = 1
-    idx = P4InfoIndex(p4info)
     path = tmp_path / "net.yaml"
     path.write_text(three_switch_yaml([1, 2, 3], extra="policy:\n  depth_max_age_us: 500\n"))
-    want = desired.build_switch(netconfig.load(path), idx, "s1")
-    assert [idx.action_text(e) for e in want.defaults] == ["set_depth_max_age(max_age_us=500)"]
-    current_default = api.depth_max_age(idx, 2000)
+    want = desired.build_switch(netconfig.load(path), index, "s1")
+    assert [index.action_text(e) for e in want.defaults] == ["set_depth_max_age(max_age_us=500)"]
+    table_id = index.table(api.DEPTH_SETTINGS).preamble.id
     vs = {v.value_set_id: v for v in want.value_sets}
-    plan = reconcile.diff("s1", _current(want.entries), want, idx, vs, {tbl.preamble.id: current_default})
-    assert plan.lines(idx) == ["~ table DlcpIngress.depth_settings default action -> set_depth_max_age(max_age_us=500) "
-                               "(was set_depth_max_age(max_age_us=2000))"]
-    same = reconcile.diff("s1", _current(want.entries), want, idx, vs, {tbl.preamble.id: want.defaults[0]})
-    assert same.empty()
+    plan = reconcile.diff("s1", _current(want.entries), want, index, vs, {table_id: api.depth_max_age(index, 2000)})
+    assert plan.lines(index) == ["~ table DlcpIngress.depth_settings default action -> "
+                                 "set_depth_max_age(max_age_us=500) (was set_depth_max_age(max_age_us=2000))"]
+    assert reconcile.diff("s1", _current(want.entries), want, index, vs, {table_id: want.defaults[0]}).empty()
+    path.write_text(three_switch_yaml([1, 2, 3]))   # no depth_max_age_us: the compiled default stays
+    assert desired.build_switch(netconfig.load(path), index, "s1").defaults == []

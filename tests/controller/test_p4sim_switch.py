@@ -28,11 +28,11 @@ def _contract_view(p4info) -> dict:
     table sizes, not tables or registers the controller does not program)."""
     idx = P4InfoIndex(p4info)
     view = {}
-    for name in api.TABLE_ORDER:
+    for name in (*api.TABLE_ORDER, api.DEPTH_SETTINGS):
         t = idx.table(name)
         view[name] = ([(m.name, m.bitwidth, m.match_type) for m in t.match_fields],
                       sorted(idx.name_of(r.id) for r in t.action_refs if idx.name_of(r.id) != "NoAction"))
-    used = {r.id for name in api.TABLE_ORDER for r in idx.table(name).action_refs}
+    used = {r.id for name in (*api.TABLE_ORDER, api.DEPTH_SETTINGS) for r in idx.table(name).action_refs}
     for a in p4info.actions:
         if a.preamble.id in used:
             view[a.preamble.name] = [(p.name, p.bitwidth) for p in a.params]
@@ -40,7 +40,7 @@ def _contract_view(p4info) -> dict:
         view[name] = idx.counter(name).size
     view[api.ECMP_MEMBER_PACKETS] = idx.name_of(idx.direct_counter(api.ECMP_MEMBER_PACKETS).direct_table_id)
     view[api.UDP_PORTS] = [(m.bitwidth, m.match_type) for m in idx.value_set(api.UDP_PORTS).match]
-    view[api.QUEUE_DEPTH_REG] = idx.has("register", api.QUEUE_DEPTH_REG)
+    view["registers"] = sorted((r.preamble.name, r.size) for r in p4info.registers)
     return view
 
 
