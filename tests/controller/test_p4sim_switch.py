@@ -40,7 +40,7 @@ def _contract_view(p4info) -> dict:
         view[name] = idx.counter(name).size
     view[api.ECMP_MEMBER_PACKETS] = idx.name_of(idx.direct_counter(api.ECMP_MEMBER_PACKETS).direct_table_id)
     view[api.UDP_PORTS] = [(m.bitwidth, m.match_type) for m in idx.value_set(api.UDP_PORTS).match]
-    view["registers"] = sorted((r.preamble.name, r.size) for r in p4info.registers)
+    view[api.QUEUE_DEPTH_REG] = idx.has("register", api.QUEUE_DEPTH_REG)   # read by `stats`
     return view
 
 
