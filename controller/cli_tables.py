@@ -173,14 +173,14 @@ def _render_stats(snaps: dict, prev: dict | None) -> str:
         rate = stats_mod.rates(prev[name], snap) if prev else {}
         for (port, queue), (pk, by) in sorted(snap.port_queue_tx.items()):
             tx_rows.append((name, port, queue, pk, by, f"{rate[(port, queue)]:.1f}" if prev else "-",
-                            snap.depth.get((port, queue), 0)))
+                            snap.depth.get((port, queue), 0), snap.port_depth.get(port, 0)))
         keys = sorted(set(snap.selective_drops) | set(snap.ecn_marks) | set(snap.egress_safety_drops))
         for q, m in keys:
             drop_rows.append((name, q, m, snap.selective_drops.get((q, m), (0, 0))[0],
                               snap.ecn_marks.get((q, m), (0, 0))[0], snap.egress_safety_drops.get((q, m), (0, 0))[0]))
         for (g, member), (pk, _) in sorted(snap.spray.items()):
             spray_rows.append((name, g, member, pk))
-    out.append(table(("switch", "port", "queue", "tx_pkts", "tx_bytes", "pkts/s", "depth"), tx_rows) if tx_rows
+    out.append(table(("switch", "port", "queue", "tx_pkts", "tx_bytes", "pkts/s", "q_depth", "port_depth"), tx_rows) if tx_rows
                else "tx: (nothing sent)")
     out.append(table(("switch", "queue", "mag", "sel_drops", "ecn_marks", "safety_drops"), drop_rows) if drop_rows
                else "drops/marks: (none)")

@@ -27,6 +27,7 @@ MALFORMED = "DlcpIngress.malformed"
 EGRESS_SAFETY_DROPS = "DlcpEgress.egress_safety_drops"
 ECMP_MEMBER_PACKETS = "DlcpIngress.ecmp_member_packets"
 QUEUE_DEPTH_REG = "queue_depth_reg"
+PORT_DEPTH_REG = "port_depth_reg"   # last depth egress saw per port: what ingress drops on
 
 # Insert order (a route never points at a nexthop or group that is not there yet); deletes reverse it.
 TABLE_ORDER = (NEXTHOPS, ECMP_GROUPS, ECMP_MEMBERS, IPV4_ROUTES, PRIORITY_MAP, DROP_THRESHOLDS)

@@ -30,6 +30,7 @@ class Snapshot:
     malformed: dict[str, int] = field(default_factory=dict)
     spray: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)   # (group, member) -> pk, B
     depth: dict[tuple[int, int], int] = field(default_factory=dict)   # (port, queue) -> last depth (p4sim)
+    port_depth: dict[int, int] = field(default_factory=dict)          # port -> last depth (p4sim)
 
     def as_json(self) -> dict:
         def table(d: dict, a: str, b: str) -> list[dict]:
@@ -41,7 +42,8 @@ class Snapshot:
                 "egress_safety_drops": table(self.egress_safety_drops, "queue", "mag"),
                 "malformed": self.malformed,
                 "spray": table(self.spray, "group", "member"),
-                "queue_depth": [{"port": k[0], "queue": k[1], "depth": v} for k, v in sorted(self.depth.items())]}
+                "queue_depth": [{"port": k[0], "queue": k[1], "depth": v} for k, v in sorted(self.depth.items())],
+                "port_depth": [{"port": k, "depth": v} for k, v in sorted(self.port_depth.items())]}
 
 
 def _cells(client: P4RuntimeClient, index: P4InfoIndex, name: str) -> dict[int, tuple[int, int]]:
@@ -54,20 +56,20 @@ def _cells(client: P4RuntimeClient, index: P4InfoIndex, name: str) -> dict[int, 
     return out
 
 
-def _depths(client: P4RuntimeClient, index: P4InfoIndex) -> dict[tuple[int, int], int]:
-    """Non-zero cells of ``queue_depth_reg`` (port*8+queue); empty where registers cannot be read
-    (BMv2's P4Runtime server cannot)."""
-    if not index.has("register", api.QUEUE_DEPTH_REG):
+def _register_cells(client: P4RuntimeClient, index: P4InfoIndex, name: str) -> dict[int, int]:
+    """Non-zero cells of a bit<N> register; empty where registers cannot be read (BMv2's
+    P4Runtime server cannot) or the program has no such register."""
+    if not index.has("register", name):
         return {}
     entity = p4runtime_pb2.Entity()
-    entity.register_entry.register_id = index.register(api.QUEUE_DEPTH_REG).preamble.id
+    entity.register_entry.register_id = index.register(name).preamble.id
     out = {}
     try:
         for found in client.read([entity]):
             reg = found.register_entry
             value = decode(reg.data.bitstring) if reg.data.HasField("bitstring") else 0
             if value:
-                out[divmod(reg.index.index, 8)] = value
+                out[reg.index.index] = value
     except SwitchError:
         return {}
     return out
@@ -80,7 +82,8 @@ def snapshot(client: P4RuntimeClient, index: P4InfoIndex) -> Snapshot:
     snap.ecn_marks = {divmod(i, 16): v for i, v in _cells(client, index, api.ECN_MARKS).items()}
     snap.egress_safety_drops = {divmod(i, 16): v
                                 for i, v in _cells(client, index, api.EGRESS_SAFETY_DROPS).items()}
-    snap.depth = _depths(client, index)
+    snap.depth = {divmod(i, 8): v for i, v in _register_cells(client, index, api.QUEUE_DEPTH_REG).items()}
+    snap.port_depth = _register_cells(client, index, api.PORT_DEPTH_REG)
     malformed = _cells(client, index, api.MALFORMED)
     snap.malformed = {reason: malformed.get(i, (0, 0))[0] for i, reason in enumerate(api.MALFORMED_REASONS)}
     if index.has("table", api.ECMP_MEMBERS):
