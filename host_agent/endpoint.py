@@ -430,9 +430,13 @@ class Endpoint:
                 self._peer_ready(addr)
             elif sub == P.CTRL_ECN_ECHO:
                 tx = self.outgoing.get((addr, tid))
-                if tx is not None and tx.pt.iteration == it:
+                if tx is not None and tx.pt.iteration == it and len(rest) >= P.ECN_ECHO_BODY.size:
                     self.ecn_echoes_received += 1
-                    self.pacer.on_congestion()
+                    (marks,) = P.ECN_ECHO_BODY.unpack_from(rest)
+                    # share of our packets marked since the last cut this tensor caused
+                    sent = max(1, tx.stats.packets - tx.ecn_sent_base)
+                    if self.pacer.on_ecn(max(0, marks - tx.ecn_marks_base) / sent):
+                        tx.ecn_marks_base, tx.ecn_sent_base = marks, tx.stats.packets
             else:
                 self.drops["bad_control"] += 1
         elif msg == P.MSG_PROBE:

@@ -68,6 +68,8 @@ class OutgoingTensor:
         self.best_received = -1       # most packets any BITMAP showed received (progress)
         self.stalls = 0               # consecutive retransmit rounds that made no progress
         self.probe_pending = False    # PROBE deferred until probe_due (backoff after a stall)
+        self.ecn_marks_base = 0       # receiver's CE count / our packets sent at the last ECN cut
+        self.ecn_sent_base = 0
         self.deficit = 0
         self.next_seq = pt.n_packets
         self.stats = SendStats()

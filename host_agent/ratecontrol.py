@@ -97,10 +97,30 @@ class AimdPacer:
         now = self.clock()
         if now - self.last_decrease < max(self.cfg.decrease_gap, self.rtt):
             return False
-        base = self.rate if self.rate is not None else max(self.measured_rate, 2 * self.cfg.min_rate)
-        new = base / 2
+        new = self._base() / 2
         if delivered_rate is not None and delivered_rate > 0:
             new = min(new, delivered_rate)
+        self._cut(now, new)
+        return True
+
+    def on_ecn(self, marked_fraction: float) -> bool:
+        """DCTCP-like decrease for CE marks: cut by half the share of packets marked since the
+        last cut (all marked: halve; a few: a few percent), once per decrease_gap or RTT.
+
+        Marks mean a queue passed the marking depth, not that anything was lost, so a light
+        marking rate must not halve the sender the way loss does.
+        """
+        now = self.clock()
+        if now - self.last_decrease < max(self.cfg.decrease_gap, self.rtt):
+            return False
+        frac = min(1.0, max(0.0, marked_fraction))
+        self._cut(now, self._base() * (1.0 - frac / 2))
+        return True
+
+    def _base(self) -> float:
+        return self.rate if self.rate is not None else max(self.measured_rate, 2 * self.cfg.min_rate)
+
+    def _cut(self, now: float, new: float) -> None:
         self.rate = max(self.cfg.min_rate, new)
         self.cut_rate = self.rate
         self.last_decrease = now
@@ -108,4 +128,3 @@ class AimdPacer:
         self.last_refill = now
         self.tokens = min(self.tokens, float(self.cfg.burst))
         self.decreases += 1
-        return True

@@ -92,3 +92,13 @@ def test_recovery_scales_with_the_rate_and_decrease_waits_an_rtt():
     assert not p.on_congestion()
     clk.t += 0.04
     assert p.on_congestion()
+
+
+def test_ecn_cut_is_proportional_to_the_marked_share():
+    clk = Clock()
+    p = AimdPacer(RateConfig(initial_rate=4e6, min_rate=1e3), clock=clk)
+    assert p.on_ecn(0.1)                                  # 10 % marked: -5 %
+    assert p.rate == pytest.approx(3.8e6)
+    assert not p.on_ecn(1.0)                              # within decrease_gap
+    clk.t += 0.011
+    assert p.on_ecn(1.0) and p.rate == pytest.approx(1.9e6)   # everything marked: halve
