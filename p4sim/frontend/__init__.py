@@ -14,10 +14,12 @@ Supported: the P4_16 language as p4c's v1model programs use it -- constants, typ
 structs, tuples, ``bit``/``int``/``bool``/``varbit``; parsers (extract, lookahead, advance,
 verify, select with masks/ranges/tuples/value sets, sub-parsers); controls with actions,
 tables (every match kind, const entries with priorities and ``@priority``, action profiles and
-selectors, direct counters/meters), ``switch``, ``exit``, ``return``, functions, for loops,
-direct application; all v1model externs. Rejected as ``unsupported``: generic functions,
-parsers and controls with type or constructor parameters, abstract extern methods, constructs
-BMv2 refuses to load (``HashAlgorithm.random``).
+selectors, direct counters/meters), ``switch``, ``exit``, ``return``, functions (generic ones
+specialised per type-argument list), for loops, compound assignments, direct application,
+parsers and controls with constructor parameters (values, parser/control instances); all
+v1model externs. Rejected as ``unsupported``: generic parsers and controls, extern-typed
+constructor parameters, abstract extern methods, constructs BMv2 refuses to load
+(``HashAlgorithm.random``).
 """
 
 from __future__ import annotations

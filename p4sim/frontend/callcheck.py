@@ -9,11 +9,12 @@ stack builtins, ``t.apply()`` and its ``hit``/``miss``/``action_run`` results. T
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from p4sim.frontend import ast as A
 from p4sim.frontend.exprcheck import ExprChecker, is_int
-from p4sim.frontend.scope import Scope, did_you_mean
+from p4sim.frontend.scope import Scope, TypeParam, did_you_mean
 from p4sim.frontend.typeresolve import has_typevars, substitute, type_str, unify
 
 HEADER_BUILTINS = {"isValid": 0, "setValid": 0, "setInvalid": 0}
@@ -84,6 +85,10 @@ class CallChecker(ExprChecker):
                 return self._bind(mc, scope, decl.params, {}, A.VoidT(), [])
             if isinstance(decl, A.FunctionDecl):
                 mc.kind = "function"
+                if decl.type_params:
+                    out = self._bind(mc, scope, decl.params, {}, decl.return_type, decl.type_params)
+                    mc.decl = self.specialise_function(decl, mc)
+                    return out
                 return self._bind(mc, scope, decl.params, {}, decl.return_type, [])
             mc.kind = "extern_function"
             out = self._bind(mc, scope, decl.params, {}, decl.return_type, decl.type_params)
@@ -164,6 +169,28 @@ class CallChecker(ExprChecker):
             mc.decl = decl
             return self._bind(mc, scope, decl.params, {}, A.VoidT(), [])
         raise self.err(f, f"{type_str(t)} has no method '{name}'")
+
+    def specialise_function(self, decl: A.FunctionDecl, mc: A.MethodCall) -> A.FunctionDecl:
+        """The copy of generic function ``decl`` checked with the call's type arguments (one
+        per distinct argument list, shared by the calls that use it)."""
+        subst = getattr(mc, "_subst", {})
+        args = [subst.get(tp) for tp in decl.type_params]
+        if any(a is None or has_typevars(a) for a in args):
+            raise self.err(mc, f"cannot infer the type arguments of '{decl.name}'; give them "
+                               f"(e.g. {decl.name}<bit<8>>(...))")
+        key = tuple(type_str(a) for a in args)
+        spec = decl.specs.get(key)  # type: ignore[attr-defined]
+        if spec is None:
+            spec = copy.deepcopy(decl.template)  # type: ignore[attr-defined]
+            spec.type_params = []
+            inner = decl.decl_scope.child("generic")  # type: ignore[attr-defined]
+            for tp, a in zip(decl.type_params, args, strict=True):
+                inner.add(tp, TypeParam(tp, a))
+            decl.specs[key] = spec  # type: ignore[attr-defined]
+            saved = self.cur_loc
+            self.function_decl(spec, inner)  # type: ignore[attr-defined]
+            self.cur_loc = saved
+        return spec
 
     def _type_member_call(self, mc: A.MethodCall, f: A.TypeMember,
                           scope: Scope) -> A.Expression:

@@ -11,6 +11,7 @@ the location being checked, never a traceback.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from p4sim.errors import P4CompileError, SourceLocation
@@ -276,7 +277,13 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
 
     def function_decl(self, d: A.FunctionDecl, scope: Scope) -> None:
         if d.type_params:
-            raise self.unsupported(d, f"generic function '{d.name}'")
+            # a generic function is checked once per distinct type-argument list, at its calls
+            # (callcheck.specialise_function); here only its signature
+            d.template = copy.deepcopy(d)  # type: ignore[attr-defined]
+            d.specs = {}  # type: ignore[attr-defined]
+            d.decl_scope = scope  # type: ignore[attr-defined]
+            self.check_signature(d, scope)
+            return
         d.return_type = self.resolve_type(d.return_type, scope, d)
         self.params(d.params, scope, f"function '{d.name}'")
         inner = scope.child("function")
