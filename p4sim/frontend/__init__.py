@@ -17,7 +17,7 @@ tables (every match kind, const entries with priorities and ``@priority``, actio
 selectors, direct counters/meters), ``switch``, ``exit``, ``return``, functions (generic ones
 specialised per type-argument list), for loops, compound assignments, direct application,
 parsers and controls with constructor parameters (values, parser/control instances); all
-v1model externs. Rejected as ``unsupported``: generic parsers and controls, extern-typed
+v1model externs, generic parsers and controls (per instantiation). Rejected as ``unsupported``: extern-typed
 constructor parameters, abstract extern methods, constructs BMv2 refuses to load
 (``HashAlgorithm.random``).
 """

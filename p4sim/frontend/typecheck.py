@@ -160,9 +160,14 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
                                  f"initializer of '{d.name}'")
 
     def instantiation(self, d: A.Instantiation, scope: Scope) -> None:
+        written = d.type
         t = self.resolve_type(d.type, scope, d)
         d.type = t
         decl = getattr(t, "decl", None)
+        if isinstance(decl, (A.ParserDecl, A.ControlDecl)) and decl.type_params:
+            decl = self.specialise_block(decl, written, scope, d)
+            t = A.ParserT(decl.name, decl) if isinstance(decl, A.ParserDecl) else A.ControlT(decl.name, decl)
+            d.type = t
         d.decl = decl
         if isinstance(decl, A.ExternDecl):
             mc = A.MethodCall(A.TypeExpr(t, loc=d.loc), [], d.args, loc=d.loc)
@@ -308,10 +313,42 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
         return False
 
     # ------------------------------------------------------------------ parsers
-    def parser_decl(self, d: A.ParserDecl) -> None:
-        if d.type_params:
-            raise self.unsupported(d, f"generic parser '{d.name}'")
-        scope = self.global_scope.child("parser")
+    def specialise_block(self, decl: Any, written: Any, scope: Scope, where: Any) -> Any:
+        """``G<bit<8>>() g;``: the copy of generic parser/control ``decl`` checked with these
+        type arguments (one per distinct list)."""
+        args = [self.resolve_type(a, scope, where) for a in getattr(written, "args", ())]
+        if len(args) != len(decl.type_params):
+            raise self.err(where, f"'{decl.name}' needs {len(decl.type_params)} type argument(s), "
+                                  f"got {len(args)}")
+        key = tuple(type_str(a) for a in args)
+        spec = decl.specs.get(key)
+        if spec is None:
+            spec = copy.deepcopy(decl.template)
+            spec.type_params = []
+            inner = self.global_scope.child("generic")
+            for tp, a in zip(decl.type_params, args, strict=True):
+                inner.add(tp, TypeParam(tp, a))
+            decl.specs[key] = spec
+            saved = self.cur_loc
+            if isinstance(spec, A.ParserDecl):
+                self.parser_decl(spec, inner)
+            else:
+                self.control_decl(spec, inner)
+            self.cur_loc = saved
+        return spec
+
+    def _generic_template(self, d: Any) -> bool:
+        """A generic parser/control is checked per instantiation (``specialise_block``)."""
+        if not d.type_params:
+            return False
+        d.template = copy.deepcopy(d)
+        d.specs = {}
+        return True
+
+    def parser_decl(self, d: A.ParserDecl, base: Scope | None = None) -> None:
+        if base is None and self._generic_template(d):
+            return
+        scope = (base or self.global_scope).child("parser")
         scope.parser = d  # type: ignore[attr-defined]
         self.params(d.params, scope, f"parser '{d.name}'")
         for p in d.params:
@@ -424,10 +461,10 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
         return self._keyset_value(ks, t, scope, "keyset")
 
     # ------------------------------------------------------------------ controls
-    def control_decl(self, d: A.ControlDecl) -> None:
-        if d.type_params:
-            raise self.unsupported(d, f"generic control '{d.name}'")
-        scope = self.global_scope.child("control")
+    def control_decl(self, d: A.ControlDecl, base: Scope | None = None) -> None:
+        if base is None and self._generic_template(d):
+            return
+        scope = (base or self.global_scope).child("control")
         scope.control = d  # type: ignore[attr-defined]
         self.params(d.params, scope, f"control '{d.name}'")
         for p in d.params:

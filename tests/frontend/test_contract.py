@@ -85,7 +85,7 @@ def test_checked_program_satisfies_the_contract(path):
         if isinstance(d, (A.ExternDecl, A.ExternFunctionDecl, A.ParserTypeDecl,
                           A.ControlTypeDecl, A.PackageTypeDecl)):
             continue  # generic prototypes legitimately keep type variables
-        if isinstance(d, A.FunctionDecl) and d.type_params:
+        if isinstance(d, (A.FunctionDecl, A.ControlDecl, A.ParserDecl)) and d.type_params:
             for spec in d.specs.values():   # a generic function is checked per specialisation
                 _walk(spec, seen, problems)
             continue

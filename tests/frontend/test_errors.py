@@ -63,6 +63,8 @@ CASES = [
                  "prog.p4:5:18: error: could not infer a width for the unsized constant '1' (type parameter 'T' of 'id'); give it one, e.g. 16w0 or (bit<16>)0, as p4c requires", False, id='generic_function_width'),
     pytest.param(P + 'T id<T>(in T x) { return x + 1; }\ncontrol C(inout bool y) {\n  apply { y = id(y); }\n}\n',
                  "prog.p4:3:26: error: operator '+' needs integer operands, got bool and int", False, id='generic_function_body'),
+    pytest.param(P + 'control G<T>(inout T x) {\n  apply { }\n}\ncontrol C(inout bit<8> y) {\n  G() g;\n  apply { g.apply(y); }\n}\n',
+                 "prog.p4:7:3: error: 'G' needs 1 type argument(s), got 0", False, id='generic_control_args'),
     pytest.param(P + 'extern Cb {\n  Cb();\n  abstract void fire();\n}\n',
                  "prog.p4:5:3: unsupported: abstract method 'fire' in extern 'Cb'", False, id='abstract_method'),
     pytest.param(P + 'control C(inout bit<8> x)(counter c) {\n  apply { }\n}\n',
