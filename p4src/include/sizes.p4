@@ -7,7 +7,7 @@
 #ifndef _DLCP_SIZES_P4_
 #define _DLCP_SIZES_P4_
 
-#define IPV4_ROUTES_SIZE      1024
+#define IPV4_ROUTES_SIZE      16384  /* room for 10,000+ routes (controller benchmark) */
 #define NEXTHOPS_SIZE         1024
 #define ECMP_GROUPS_SIZE      256
 #define ECMP_MEMBERS_SIZE     4096   /* groups * members per group */

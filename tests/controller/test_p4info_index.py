@@ -78,7 +78,7 @@ def test_load_p4info_text_binary_and_garbage(tmp_path):
     p4info = load_p4info(P4INFO)
     binary = tmp_path / "dlcp.p4info.bin"
     binary.write_bytes(p4info.SerializeToString())
-    assert P4InfoIndex.from_file(binary).table("ipv4_routes").size == 1024
+    assert P4InfoIndex.from_file(binary).table("ipv4_routes").size == 16384
     bad = tmp_path / "bad.txtpb"
     bad.write_text("tables { nonsense")
     with pytest.raises(ControllerError, match="bad.txtpb: not a P4Info"):
