@@ -59,15 +59,23 @@ class ExperimentConfig:
     pcap: bool = False
 
 
-def compile_pipeline(build_dir: Path) -> dict[str, Path]:
-    """Compile the DLCP program once for p4sim; returns the files the controller pushes."""
+def compile_pipeline(build_dir: Path, target: str = "p4sim") -> dict[str, Path]:
+    """Compile the DLCP program once for ``target``; returns the files the controller pushes."""
     build_dir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([sys.executable, "-m", "p4sim.cli", "compile", str(PROGRAM), "-o", str(build_dir),
-                           "-I", str(REPO / "p4src" / "include")], capture_output=True, text=True, check=False)
+    include = str(REPO / "p4src" / "include")
+    if target == "bmv2":
+        p4info = build_dir / "dlcp.p4info.txtpb"
+        cmd = ["p4c", "--target", "bmv2", "--arch", "v1model", "-I", include, "-o", str(build_dir),
+               "--p4runtime-files", str(p4info), str(PROGRAM)]
+        files = {"p4info": p4info, "config": build_dir / "dlcp.json"}
+    else:
+        cmd = [sys.executable, "-m", "p4sim.cli", "compile", str(PROGRAM), "-o", str(build_dir), "-I", include]
+        files = {"p4info": build_dir / "dlcp.p4info.txtpb", "config": build_dir / "dlcp.p4sim.json"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise ExperimentError(f"p4sim compile {PROGRAM} failed: {last}")
-    return {"p4info": build_dir / "dlcp.p4info.txtpb", "config": build_dir / "dlcp.p4sim.json"}
+        raise ExperimentError(f"{cmd[0]} {PROGRAM} failed: {last}")
+    return files
 
 
 def netconfig(topo: Topology, net: EmulatedNetwork, pipeline: dict[str, Path], cfg: ExperimentConfig) -> dict:
@@ -219,7 +227,7 @@ def run_experiment(cfg: ExperimentConfig) -> Path:
     run_dir = Path(cfg.out) / time.strftime("%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(asdict(cfg), indent=2))
-    pipeline = compile_pipeline(run_dir / "build")
+    pipeline = compile_pipeline(run_dir / "build", cfg.target)
     all_records: list[dict] = []
     progress = Progress(cfg.modes, cfg.iterations)
     with open(run_dir / "iterations.jsonl", "w") as it_f, open(run_dir / "switch_stats.jsonl", "w") as st_f:
