@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "p4src" / "bmv2" / "dlcp.p4"
 MODES = ("dlcp", "baseline", "tcp")
+STATUS_QUO_POLICY = {"priority_map": [], "thresholds": [], "spray": False}
 
 
 class ExperimentError(RuntimeError):
@@ -78,7 +79,8 @@ def compile_pipeline(build_dir: Path, target: str = "p4sim") -> dict[str, Path]:
     return files
 
 
-def netconfig(topo: Topology, net: EmulatedNetwork, pipeline: dict[str, Path], cfg: ExperimentConfig) -> dict:
+def netconfig(topo: Topology, net: EmulatedNetwork, pipeline: dict[str, Path], cfg: ExperimentConfig,
+              mode: str = "dlcp") -> dict:
     """The controller's network YAML for this running emulation (routes derived by the controller)."""
     grpc = net.grpc_addresses()
     doc: dict = {
@@ -92,6 +94,10 @@ def netconfig(topo: Topology, net: EmulatedNetwork, pipeline: dict[str, Path], c
                   if link.a in topo.switches],
         "derive_routes": True,
     }
+    if mode != "dlcp":
+        # The status quo: the same switches and routes, but a network that does not know DL traffic:
+        # every packet in the default queue, nothing dropped selectively, per-flow ECMP only.
+        doc["policy"] = STATUS_QUO_POLICY
     return doc
 
 
@@ -134,7 +140,7 @@ def run_mode(cfg: ExperimentConfig, mode: str, run_dir: Path, pipeline: dict[str
     try:
         net.start()
         config_path = mode_dir / "net.yaml"
-        config_path.write_text(yaml.safe_dump(netconfig(topo, net, pipeline, cfg), sort_keys=False))
+        config_path.write_text(yaml.safe_dump(netconfig(topo, net, pipeline, cfg, mode), sort_keys=False))
         _run(agents.dlcpctl(config_path, "apply"), "dlcpctl apply")
         hosts = list(topo.hosts.values())
         if cfg.background:
