@@ -115,6 +115,11 @@ class TableChecker:
                 raw = list(prefix)
             elif len(raw) == len(decl.params) - n_dir and prefix and n_dir:
                 raw = list(prefix) + raw
+            # omitted trailing (or named-away) arguments take the parameters' default values
+            while len(raw) < len(decl.params) and decl.params[len(raw)].default is not None:
+                raw.append(None)
+            raw = [decl.params[i].default if a is None and i < len(decl.params) and
+                   decl.params[i].default is not None else a for i, a in enumerate(raw)]
             if len(raw) != len(decl.params):
                 raise self.err(ref, f"action '{decl.name}' expects {len(decl.params)} "
                                     f"argument(s), got {len(raw)}")
