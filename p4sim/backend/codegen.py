@@ -252,7 +252,7 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
         env = Env(self.root_env)
         decl = inst.decl if inst is not None else None
         for p, a in zip(getattr(decl, "ctor_params", None) or [], inst.args if inst else [], strict=False):
-            if isinstance(p.type, (ast.ControlT, ast.ParserT)):
+            if isinstance(p.type, (ast.ControlT, ast.ParserT, ast.ExternT)):
                 fn = self.env.lookup(a.decl)
                 if fn is None:
                     raise P4UnsupportedError(a.loc, f"constructor argument {a.name} here")

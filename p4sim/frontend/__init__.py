@@ -16,10 +16,10 @@ verify, select with masks/ranges/tuples/value sets, sub-parsers); controls with 
 tables (every match kind, const entries with priorities and ``@priority``, action profiles and
 selectors, direct counters/meters), ``switch``, ``exit``, ``return``, functions (generic ones
 specialised per type-argument list), for loops, compound assignments, direct application,
-parsers and controls with constructor parameters (values, parser/control instances); all
-v1model externs, generic parsers and controls (per instantiation). Rejected as ``unsupported``: extern-typed
-constructor parameters, abstract extern methods, constructs BMv2 refuses to load
-(``HashAlgorithm.random``).
+parsers and controls with constructor parameters (values, parser/control instances,
+counter/meter/register instances); all v1model externs; generic parsers and controls (per
+instantiation). Rejected as ``unsupported``: other extern-typed constructor parameters,
+abstract extern methods, constructs BMv2 refuses to load (``HashAlgorithm.random``).
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ from p4sim.frontend.tablecheck import TableChecker
 from p4sim.frontend.typeresolve import type_str
 from p4sim.frontend.v1check import V1ModelChecks
 
+# externs a control/parser may take as a constructor argument (shared with the caller)
+CTOR_EXTERNS = ("counter", "meter", "register")
 
 class Checker(TableChecker, V1ModelChecks, CallChecker):
     """Checks one program; use ``check_program``."""
@@ -481,7 +483,9 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
         for p in d.ctor_params:
             if p.direction:
                 raise self.err(p, f"constructor parameter '{p.name}' cannot have a direction")
-            if not isinstance(p.type, (A.BitT, A.BoolT, A.SerEnumT, A.ControlT, A.ParserT)):
+            extern_ok = isinstance(p.type, A.ExternT) and p.type.name in CTOR_EXTERNS
+            if not extern_ok and not isinstance(p.type, (A.BitT, A.BoolT, A.SerEnumT, A.ControlT,
+                                                         A.ParserT)):
                 raise self.unsupported(p, f"constructor parameter of type {type_str(p.type)}")
             self.declare(scope, p.name, p)
 
@@ -497,7 +501,17 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
                               f"{len(values)}")
         out = []
         for p, v in zip(params, values, strict=True):
-            if isinstance(p.type, (A.ControlT, A.ParserT)):
+            if isinstance(p.type, A.ExternT):
+                v = self.expr(v, scope)
+                inst = v.decl if isinstance(v, A.PathExpr) else None
+                ok = isinstance(inst, (A.Instantiation, A.Param)) and isinstance(inst.type, A.ExternT) \
+                    and inst.type.name == p.type.name and \
+                    (not p.type.type_args or tuple(inst.type.type_args) == tuple(p.type.type_args))
+                if not ok:
+                    raise self.err(v, f"argument for constructor parameter '{p.name}' must name a "
+                                      f"{type_str(p.type)} instance")
+                out.append(v)
+            elif isinstance(p.type, (A.ControlT, A.ParserT)):
                 v = self.expr(v, scope)
                 inst = v.decl if isinstance(v, A.PathExpr) else None
                 if not (isinstance(inst, A.Instantiation) and

@@ -67,8 +67,8 @@ CASES = [
                  "prog.p4:7:3: error: 'G' needs 1 type argument(s), got 0", False, id='generic_control_args'),
     pytest.param(P + 'extern Cb {\n  Cb();\n  abstract void fire();\n}\n',
                  "prog.p4:5:3: unsupported: abstract method 'fire' in extern 'Cb'", False, id='abstract_method'),
-    pytest.param(P + 'control C(inout bit<8> x)(counter c) {\n  apply { }\n}\n',
-                 "prog.p4:3:27: unsupported: constructor parameter of type counter", False, id='ctor_params'),
+    pytest.param(P + 'control C(inout bit<8> x)(direct_counter c) {\n  apply { }\n}\n',
+                 "prog.p4:3:27: unsupported: constructor parameter of type direct_counter", False, id='ctor_params'),
     pytest.param(P + 'control C(inout bit<8> x)(bit<8> k) {\n  apply { }\n}\n'
                  'control D(inout bit<8> x) {\n  C() c;\n  apply { c.apply(x); }\n}\n',
                  "prog.p4:7:3: error: 'C' expects 1 constructor argument(s), got 0", False, id='ctor_args'),
