@@ -25,6 +25,7 @@ from p4sim.frontend.v1check import V1ModelChecks
 # externs a control/parser may take as a constructor argument (shared with the caller)
 CTOR_EXTERNS = ("counter", "meter", "register")
 
+
 class Checker(TableChecker, V1ModelChecks, CallChecker):
     """Checks one program; use ``check_program``."""
 
