@@ -60,9 +60,13 @@ def test_keywords_case_insensitive_and_ports():
     assert cmds[0].kind == "add" and cmds[1].port == 3
 
 
+def test_packet_with_odd_hex_digits_ends_in_a_low_nibble_byte_as_p4c_reads_it():
+    (cmd,) = parse_text("packet 0 01 2\n").commands
+    assert cmd.data == bytes([0x01, 0x02])
+
+
 @pytest.mark.parametrize("text,fragment", [
     ("packet 0 0x01", "invalid packet data character 'X'"),
-    ("packet 0 012", "odd number of hex digits"),
     ("expect one 00", "port 'one' is not a decimal number"),
     ("add t k:1", "add needs an action"),
     ("add t k a()", "is not FIELD:VALUE"),
