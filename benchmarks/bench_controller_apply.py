@@ -26,7 +26,7 @@ from p4.v1 import p4runtime_pb2  # noqa: E402
 from standin import StandInSwitch  # noqa: E402
 from switch_proc import SwitchProcess, missing  # noqa: E402
 
-from controller import desired, netconfig  # noqa: E402
+from controller import netconfig  # noqa: E402
 from controller.controller import Controller  # noqa: E402
 from controller.p4info_index import load_p4info  # noqa: E402
 from controller.p4rt_client import P4RuntimeClient  # noqa: E402
@@ -112,7 +112,7 @@ def bench_install(routes: int, tmp: Path) -> None:
         t1 = time.perf_counter()
         ctl = Controller(net)
         ctl.connect()
-        want = desired.build_switch(net, ctl.sessions["s1"].index, "s1")
+        want = ctl.desired(ctl.sessions["s1"])     # built once, cached: apply uses the same
         t2 = time.perf_counter()
         entries = len(want.entries)
         reports = ctl.apply()

@@ -7,7 +7,7 @@ import argparse
 
 from p4.v1 import p4runtime_pb2
 
-from controller import netconfig, reconcile
+from controller import netconfig, reconcile, wire
 from controller.controller import Controller, SwitchSession
 from controller.errors import SwitchError
 
@@ -64,7 +64,7 @@ def write_one(session: SwitchSession, entry: p4runtime_pb2.TableEntry) -> str:
     existing = {reconcile.entry_key(e): e for e in session.client.read_table_entries(entry.table_id)}
     kind = p4runtime_pb2.Update.MODIFY if key in existing else p4runtime_pb2.Update.INSERT
     update = p4runtime_pb2.Update(type=kind)
-    update.entity.table_entry.CopyFrom(entry)
+    update.entity.table_entry.CopyFrom(wire.as_proto(entry))
     session.client.write([update], [session.index.describe(entry)])
     return "modified" if kind == p4runtime_pb2.Update.MODIFY else "inserted"
 

@@ -94,26 +94,26 @@ def build_switch(net: NetConfig, index: P4InfoIndex, switch: str) -> SwitchDesir
     out = SwitchDesired(switch)
     ports = sorted({p for ports, _ in plan.values() for p in ports})
     for port in ports:
-        out.entries.append(api.nexthop(index, port, port, conf.mac, _dmac(net, switch, port)))
+        out.entries.append(api.nexthop(index, port, port, conf.mac, _dmac(net, switch, port), wire=True))
     groups: dict[tuple[tuple[int, ...], bool], int] = {}
     for key in sorted({(p, net.policy.spray if s is None else s) for p, s in plan.values() if len(p) > 1}):
         groups[key] = len(groups) + 1
     for (members, spray), gid in groups.items():
-        out.entries.append(api.ecmp_group(index, gid, len(members), spray))
+        out.entries.append(api.ecmp_group(index, gid, len(members), spray, wire=True))
     for (members, _), gid in groups.items():
         for i, port in enumerate(members):
-            out.entries.append(api.ecmp_member(index, gid, i, port))
+            out.entries.append(api.ecmp_member(index, gid, i, port, wire=True))
     for prefix, (members, spray) in sorted(plan.items()):
         if len(members) == 1:
-            out.entries.append(api.route(index, prefix, nexthop=members[0]))
+            out.entries.append(api.route(index, prefix, nexthop=members[0], wire=True))
         else:
             gid = groups[(members, net.policy.spray if spray is None else spray)]
-            out.entries.append(api.route(index, prefix, group=gid))
+            out.entries.append(api.route(index, prefix, group=gid, wire=True))
     pol = net.policy
     for rule in pol.priority_map:
-        out.entries.append(api.priority_rule(index, dict(rule.match), rule.queue, rule.priority))
+        out.entries.append(api.priority_rule(index, dict(rule.match), rule.queue, rule.priority, wire=True))
     for (queue, mag), (drop, ecn) in sorted(pol.thresholds.items()):
-        out.entries.append(api.threshold(index, queue, mag, drop, ecn))
+        out.entries.append(api.threshold(index, queue, mag, drop, ecn, wire=True))
     if pol.depth_max_age_us is not None and index.has("table", api.DEPTH_SETTINGS):
         out.defaults.append(api.depth_max_age(index, pol.depth_max_age_us))
     if index.has("value_set", api.UDP_PORTS):

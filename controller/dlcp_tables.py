@@ -37,38 +37,44 @@ NUM_MAG_CLASSES = 16
 MALFORMED_REASONS = ("truncated", "bad_length", "bad_dtype")
 
 
+def _builder(index: P4InfoIndex, wire: bool):
+    """``wire=True``: a ``WireEntry`` (serialized directly; what ``desired`` uses for large
+    installs); else a protobuf ``TableEntry``."""
+    return index.build_wire_entry if wire else index.build_table_entry
+
+
 def route(index: P4InfoIndex, prefix: str, *, nexthop: int | None = None,
-          group: int | None = None) -> p4runtime_pb2.TableEntry:
+          group: int | None = None, wire: bool = False) -> p4runtime_pb2.TableEntry:
     if group is not None:
-        return index.build_table_entry(IPV4_ROUTES, {"ipv4_dst": prefix}, "DlcpIngress.route_to_group",
+        return _builder(index, wire)(IPV4_ROUTES, {"ipv4_dst": prefix}, "DlcpIngress.route_to_group",
                                        {"group_id": group})
-    return index.build_table_entry(IPV4_ROUTES, {"ipv4_dst": prefix}, "DlcpIngress.route_to_nexthop",
+    return _builder(index, wire)(IPV4_ROUTES, {"ipv4_dst": prefix}, "DlcpIngress.route_to_nexthop",
                                    {"nexthop_id": nexthop})
 
 
-def nexthop(index: P4InfoIndex, nexthop_id: int, port: int, smac: object, dmac: object) -> p4runtime_pb2.TableEntry:
-    return index.build_table_entry(NEXTHOPS, {"nexthop_id": nexthop_id}, "DlcpIngress.set_nexthop",
+def nexthop(index: P4InfoIndex, nexthop_id: int, port: int, smac: object, dmac: object, *, wire: bool = False) -> p4runtime_pb2.TableEntry:
+    return _builder(index, wire)(NEXTHOPS, {"nexthop_id": nexthop_id}, "DlcpIngress.set_nexthop",
                                    {"port": port, "smac": smac, "dmac": dmac})
 
 
-def ecmp_group(index: P4InfoIndex, group_id: int, num_members: int, spray: bool) -> p4runtime_pb2.TableEntry:
-    return index.build_table_entry(ECMP_GROUPS, {"group_id": group_id}, "DlcpIngress.set_ecmp_group",
+def ecmp_group(index: P4InfoIndex, group_id: int, num_members: int, spray: bool, *, wire: bool = False) -> p4runtime_pb2.TableEntry:
+    return _builder(index, wire)(ECMP_GROUPS, {"group_id": group_id}, "DlcpIngress.set_ecmp_group",
                                    {"num_members": num_members, "spray": int(spray)})
 
 
-def ecmp_member(index: P4InfoIndex, group_id: int, member_index: int, nexthop_id: int) -> p4runtime_pb2.TableEntry:
-    return index.build_table_entry(ECMP_MEMBERS, {"group_id": group_id, "member_index": member_index},
+def ecmp_member(index: P4InfoIndex, group_id: int, member_index: int, nexthop_id: int, *, wire: bool = False) -> p4runtime_pb2.TableEntry:
+    return _builder(index, wire)(ECMP_MEMBERS, {"group_id": group_id, "member_index": member_index},
                                    "DlcpIngress.route_to_nexthop", {"nexthop_id": nexthop_id})
 
 
-def priority_rule(index: P4InfoIndex, match: dict[str, object], queue: int, priority: int) -> p4runtime_pb2.TableEntry:
+def priority_rule(index: P4InfoIndex, match: dict[str, object], queue: int, priority: int, *, wire: bool = False) -> p4runtime_pb2.TableEntry:
     """``match`` maps ternary key -> (value, mask) or a plain value (exact)."""
-    return index.build_table_entry(PRIORITY_MAP, match, "DlcpIngress.set_queue", {"queue": queue},
+    return _builder(index, wire)(PRIORITY_MAP, match, "DlcpIngress.set_queue", {"queue": queue},
                                    priority=priority)
 
 
-def threshold(index: P4InfoIndex, queue: int, mag: int, drop: int, ecn: int) -> p4runtime_pb2.TableEntry:
-    return index.build_table_entry(DROP_THRESHOLDS, {"queue": queue, "mag_class": mag},
+def threshold(index: P4InfoIndex, queue: int, mag: int, drop: int, ecn: int, *, wire: bool = False) -> p4runtime_pb2.TableEntry:
+    return _builder(index, wire)(DROP_THRESHOLDS, {"queue": queue, "mag_class": mag},
                                    "DlcpIngress.set_thresholds", {"drop_depth": drop, "ecn_depth": ecn})
 
 

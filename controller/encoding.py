@@ -84,18 +84,39 @@ def field_match(kind: str, field_id: int, value: object, bitwidth: int,
 def fill_field_match(fm: p4runtime_pb2.FieldMatch, kind: str, value: object, bitwidth: int,
                      where: str) -> bool:
     """Fill ``fm`` (field_id already set) in place; False when the value is a wildcard (omit it)."""
+    part = match_part(kind, value, bitwidth, where)
+    if part is None:
+        return False
+    kind, first, *rest = part
+    if kind == "exact":
+        fm.exact.value = first
+    elif kind == "optional":
+        fm.optional.value = first
+    elif kind == "lpm":
+        fm.lpm.value = first
+        fm.lpm.prefix_len = rest[0]
+    elif kind == "ternary":
+        fm.ternary.value = first
+        fm.ternary.mask = rest[0]
+    else:
+        fm.range.low = first
+        fm.range.high = rest[0]
+    return True
+
+
+def match_part(kind: str, value: object, bitwidth: int, where: str) -> tuple | None:
+    """One key field as ``(kind, *canonical values)`` (lpm: value, prefix_len; ternary: value, mask;
+    range: low, high); None when the value is a wildcard (the field is omitted)."""
     if kind == "exact":
         if value is None:
             raise ValueError_(f"{where}: an exact field cannot be a wildcard")
-        fm.exact.value = encode_value(value, bitwidth, where)
-        return True
+        return (kind, encode_value(value, bitwidth, where))
     if kind == "optional":
         if value is None:
-            return False
-        fm.optional.value = encode_value(value, bitwidth, where)
-        return True
+            return None
+        return (kind, encode_value(value, bitwidth, where))
     if value is None or value == "*":
-        return False
+        return None
     if kind == "lpm":
         pair = _pair(value, "/")
         number, plen = (pair if pair else (value, bitwidth))
@@ -110,10 +131,8 @@ def fill_field_match(fm: p4runtime_pb2.FieldMatch, kind: str, value: object, bit
         if host_bits:
             raise ValueError_(f"{where}: value {value} has bits set past the /{plen} prefix")
         if plen == 0:
-            return False
-        fm.lpm.value = encode(number, bitwidth)
-        fm.lpm.prefix_len = plen
-        return True
+            return None
+        return (kind, encode(number, bitwidth), plen)
     if kind == "ternary":
         pair = _pair(value, "&&&")
         number, mask = pair if pair else (value, (1 << bitwidth) - 1)
@@ -122,10 +141,8 @@ def fill_field_match(fm: p4runtime_pb2.FieldMatch, kind: str, value: object, bit
         if number & ~mask:
             raise ValueError_(f"{where}: value {number:#x} has bits outside mask {mask:#x}")
         if mask == 0:
-            return False
-        fm.ternary.value = encode(number, bitwidth)
-        fm.ternary.mask = encode(mask, bitwidth)
-        return True
+            return None
+        return (kind, encode(number, bitwidth), encode(mask, bitwidth))
     if kind == "range":
         pair = _pair(value, "..")
         low, high = pair if pair else (value, value)
@@ -133,10 +150,8 @@ def fill_field_match(fm: p4runtime_pb2.FieldMatch, kind: str, value: object, bit
         if low > high:
             raise ValueError_(f"{where}: empty range {low}..{high}")
         if low == 0 and high == (1 << bitwidth) - 1:
-            return False
-        fm.range.low = encode(low, bitwidth)
-        fm.range.high = encode(high, bitwidth)
-        return True
+            return None
+        return (kind, encode(low, bitwidth), encode(high, bitwidth))
     raise ValueError_(f"{where}: unsupported match kind '{kind}'")
 
 

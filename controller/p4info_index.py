@@ -14,7 +14,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller import encoding
+from controller import encoding, wire
 from controller.errors import ControllerError, NameNotFound, ValueError_
 
 MATCH_KINDS = {
@@ -66,6 +66,8 @@ class P4InfoIndex:
         self._by_name: dict[str, dict[str, object]] = {}
         self._by_id: dict[int, object] = {}
         self._action_id_cache: dict[int, frozenset[int]] = {}
+        self._table_meta_cache: dict[str, tuple] = {}
+        self._action_meta_cache: dict[tuple, tuple] = {}
         for kind, attr in _KINDS.items():
             names: dict[str, object] = {}
             for obj in getattr(p4info, attr):
@@ -164,37 +166,90 @@ class P4InfoIndex:
             self.action_param(action, extra)  # raises NameNotFound with a suggestion
         return msg
 
+    def _table_meta(self, table_name: str) -> tuple:
+        """(table, its name, [(field name, id, kind, bitwidth, where)], field names, needs_priority)."""
+        meta = self._table_meta_cache.get(table_name)
+        if meta is None:
+            table = self.table(table_name)
+            tname = table.preamble.name
+            fields = [(mf.name, mf.id, MATCH_KINDS.get(mf.match_type, "unknown"), mf.bitwidth,
+                       f"table {tname} field {mf.name}") for mf in table.match_fields]
+            meta = (table, tname, fields, frozenset(f[0] for f in fields), self.needs_priority(table))
+            self._table_meta_cache[table_name] = meta
+        return meta
+
+    def _action_meta(self, table: p4info_pb2.Table, action_name: str, where: str) -> tuple:
+        """(action, [(param name, id, bitwidth, where)]) of an action allowed in ``table``."""
+        cache_key = (table.preamble.id if table is not None else 0, action_name, where)
+        meta = self._action_meta_cache.get(cache_key)
+        if meta is None:
+            action = self.get("action", action_name, where)
+            if table is not None and action.preamble.id not in self._action_ids(table):
+                allowed = [self.name_of(r.id) for r in table.action_refs]
+                raise ValueError_(f"{where}: action {action.preamble.name} is not an action of this table "
+                                  f"(allowed: {', '.join(allowed)})")
+            params = [(p.name, p.id, p.bitwidth, f"{where} action {action.preamble.name} param {p.name}")
+                      for p in action.params]
+            meta = self._action_meta_cache[cache_key] = (action, params)
+        return meta
+
+    def _action_parts(self, table: p4info_pb2.Table | None, action_name: str,
+                      params: Mapping[str, object] | None, where: str) -> tuple[int, list[tuple[int, bytes]]]:
+        action, pmeta = self._action_meta(table, action_name, where)
+        params = params or {}
+        out = []
+        for pname, pid, width, pwhere in pmeta:
+            if pname not in params:
+                raise ValueError_(f"{where}: action {action.preamble.name} needs parameter '{pname}'")
+            out.append((pid, encoding.encode_value(params[pname], width, pwhere)))
+        if len(params) > len(out):
+            known = {m[0] for m in pmeta}
+            for extra in params:
+                if extra not in known:
+                    self.action_param(action, extra)  # raises NameNotFound with a suggestion
+        return action.preamble.id, out
+
+    def entry_parts(self, table_name: str, match: Mapping[str, object] | None = None,
+                    action: str | None = None, params: Mapping[str, object] | None = None,
+                    priority: int = 0, is_default: bool = False) -> tuple:
+        """A checked entry as ``(table_id, match parts, priority, is_default, action_id, params)``
+        (see ``wire.encode_entry``); the one place entries are validated."""
+        table, tname, fields, names, needs_priority = self._table_meta(table_name)
+        match = match or {}
+        for name in match:
+            if name not in names:
+                self.match_field(table, name)  # unknown field names fail with a suggestion
+        parts = []
+        for fname, fid, kind, width, where in fields:
+            if fname not in match:
+                if kind == "exact" and not is_default:
+                    raise ValueError_(f"{where}: exact field needs a value")
+                continue
+            part = encoding.match_part(kind, match[fname], width, where)
+            if part is not None:
+                parts.append((fid, *part))
+        if is_default:
+            priority = 0
+        elif needs_priority:
+            if priority <= 0:
+                raise ValueError_(f"table {tname}: ternary/range/optional entries need a priority > 0")
+        elif priority:
+            raise ValueError_(f"table {tname}: exact/lpm entries take no priority (got {priority})")
+        action_id, pparts = (None, []) if action is None else \
+            self._action_parts(table, action, params, f"table {tname}")
+        return table.preamble.id, parts, priority, is_default, action_id, pparts
+
+    def build_wire_entry(self, table_name: str, match: Mapping[str, object] | None = None,
+                         action: str | None = None, params: Mapping[str, object] | None = None,
+                         priority: int = 0, is_default: bool = False) -> wire.WireEntry:
+        """Like ``build_table_entry`` but as a ``WireEntry`` (bytes built directly, no protobuf)."""
+        return wire.encode_entry(*self.entry_parts(table_name, match, action, params, priority, is_default))
+
     def build_table_entry(self, table_name: str, match: Mapping[str, object] | None = None,
                           action: str | None = None, params: Mapping[str, object] | None = None,
                           priority: int = 0, is_default: bool = False) -> p4runtime_pb2.TableEntry:
         """A TableEntry by names; ``match`` maps key field name -> human value (None = wildcard)."""
-        table = self.table(table_name)
-        tname = table.preamble.name
-        entry = p4runtime_pb2.TableEntry(table_id=table.preamble.id)
-        match = dict(match or {})
-        for name in match:
-            self.match_field(table, name)  # unknown field names fail with a suggestion
-        for mf in table.match_fields:
-            kind = MATCH_KINDS.get(mf.match_type, "unknown")
-            where = f"table {tname} field {mf.name}"
-            if mf.name not in match:
-                if kind == "exact" and not is_default:
-                    raise ValueError_(f"{where}: exact field needs a value")
-                continue
-            fm = entry.match.add(field_id=mf.id)
-            if not encoding.fill_field_match(fm, kind, match[mf.name], mf.bitwidth, where):
-                del entry.match[-1]
-        if is_default:
-            entry.is_default_action = True
-        elif self.needs_priority(table):
-            if priority <= 0:
-                raise ValueError_(f"table {tname}: ternary/range/optional entries need a priority > 0")
-            entry.priority = priority
-        elif priority:
-            raise ValueError_(f"table {tname}: exact/lpm entries take no priority (got {priority})")
-        if action is not None:
-            self.build_action(table, action, params, f"table {tname}", into=entry.action.action)
-        return entry
+        return self.build_wire_entry(table_name, match, action, params, priority, is_default).proto
 
     def build_value_set_entry(self, name: str, values: Iterable[object]) -> p4runtime_pb2.ValueSetEntry:
         """The whole content of a parser value_set (P4Runtime only MODIFYs value sets)."""

@@ -21,6 +21,7 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from controller import wire
 from controller.errors import NotPrimaryError, SwitchError, WriteError
 
 log = logging.getLogger("controller.p4rt")
@@ -57,6 +58,7 @@ _F_WRITE = p4runtime_pb2.WriteRequest.DESCRIPTOR.fields_by_name
 _F_UPDATE = p4runtime_pb2.Update.DESCRIPTOR.fields_by_name
 _F_ENTITY = p4runtime_pb2.Entity.DESCRIPTOR.fields_by_name
 _ENTITY_FIELD = {p4runtime_pb2.TableEntry: _F_ENTITY["table_entry"].number,
+                 wire.WireEntry: _F_ENTITY["table_entry"].number,
                  p4runtime_pb2.ValueSetEntry: _F_ENTITY["value_set_entry"].number}
 
 
@@ -139,6 +141,7 @@ class P4RuntimeClient:
         self._receiver: threading.Thread | None = None
         self._stream = None
         self._raw_write = None
+        self._raw_read = None
         self._closing = False
         self._log = _SwitchLog(log, {"switch": name})
 
@@ -254,7 +257,7 @@ class P4RuntimeClient:
             self._channel.close()
         if self._receiver is not None and self._receiver is not threading.current_thread():
             self._receiver.join(timeout=2)
-        self._channel = self._stub = self._stream = self._raw_write = None
+        self._channel = self._stub = self._stream = self._raw_write = self._raw_read = None
 
     def __enter__(self) -> P4RuntimeClient:
         return self
@@ -354,6 +357,26 @@ class P4RuntimeClient:
         if counter_data:
             entity.table_entry.counter_data.SetInParent()
         return [e.table_entry for e in self.read([entity])]
+
+    def read_table_entries_wire(self, table_id: int = 0) -> list[wire.WireEntry]:
+        """``read_table_entries`` without protobuf parsing: each entry as a ``WireEntry`` cut from
+        the raw ReadResponse bytes (``wire.decode_read_response``)."""
+        req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        if self.role:
+            req.role = self.role
+        req.entities.add().table_entry.table_id = table_id
+        self._require_stub()
+        if self._raw_read is None:
+            self._raw_read = self._channel.unary_stream(
+                "/p4.v1.P4Runtime/Read", request_serializer=p4runtime_pb2.ReadRequest.SerializeToString,
+                response_deserializer=lambda data: data)
+        out: list[wire.WireEntry] = []
+        try:
+            for data in self._raw_read(req, timeout=self.timeout):
+                out.extend(wire.decode_read_response(data))
+        except grpc.RpcError as err:
+            raise SwitchError(self.name, f"read failed: {err.code().name}, {err.details()}") from None
+        return out
 
     def read_counter(self, counter_id: int) -> list[p4runtime_pb2.CounterEntry]:
         entity = p4runtime_pb2.Entity()

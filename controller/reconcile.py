@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from p4.v1 import p4runtime_pb2
 
 from controller import dlcp_tables as api
+from controller import wire
 from controller.desired import SwitchDesired
 from controller.errors import ApplyFailed, ControllerError, SwitchError, WriteError
 from controller.p4info_index import P4InfoIndex
@@ -28,40 +29,9 @@ Update = p4runtime_pb2.Update
 DEFAULT_BATCH_SIZE = 250
 
 
-def _canon(data: bytes) -> bytes:
-    stripped = data.lstrip(b"\0")
-    return stripped or b"\0"
-
-
-def _field_key(fm: p4runtime_pb2.FieldMatch) -> tuple:
-    kind = fm.WhichOneof("field_match_type")
-    if kind == "exact":
-        return (fm.field_id, kind, _canon(fm.exact.value))
-    if kind == "lpm":
-        return (fm.field_id, kind, _canon(fm.lpm.value), fm.lpm.prefix_len)
-    if kind == "ternary":
-        return (fm.field_id, kind, _canon(fm.ternary.value), _canon(fm.ternary.mask))
-    if kind == "range":
-        return (fm.field_id, kind, _canon(fm.range.low), _canon(fm.range.high))
-    if kind == "optional":
-        return (fm.field_id, kind, _canon(fm.optional.value))
-    return (fm.field_id, kind, fm.SerializeToString(deterministic=True))
-
-
-def entry_key(entry: p4runtime_pb2.TableEntry) -> tuple:
-    """What identifies an entry on a switch: table, match (canonical bytes, any order), priority."""
-    return (entry.table_id, tuple(sorted(_field_key(fm) for fm in entry.match)), entry.priority)
-
-
-def action_key(entry: p4runtime_pb2.TableEntry) -> tuple:
-    """What an entry does, comparable across canonical and width-padded encodings."""
-    if not entry.HasField("action"):
-        return ()
-    which = entry.action.WhichOneof("type")
-    if which != "action":
-        return (which, entry.action.SerializeToString(deterministic=True))
-    act = entry.action.action
-    return (act.action_id, tuple(sorted((p.param_id, _canon(p.value)) for p in act.params)))
+_canon = wire.canon
+entry_key = wire.entry_key
+action_key = wire.action_key
 
 
 def _value_set_members(entry: p4runtime_pb2.ValueSetEntry) -> list[bytes]:
@@ -120,13 +90,13 @@ def managed_table_ids(index: P4InfoIndex) -> list[int]:
     return [index.table(name).preamble.id for name in api.TABLE_ORDER if index.has("table", name)]
 
 
-def read_current(client: P4RuntimeClient, index: P4InfoIndex) -> dict[tuple, p4runtime_pb2.TableEntry]:
+def read_current(client: P4RuntimeClient, index: P4InfoIndex) -> dict[tuple, wire.WireEntry]:
     """Every entry the switch holds in the DLCP tables, keyed by ``entry_key``."""
     wanted = set(managed_table_ids(index))
     current = {}
-    for entry in client.read_table_entries(0):
+    for entry in client.read_table_entries_wire(0):
         if entry.table_id in wanted and not entry.is_default_action:
-            current[entry_key(entry)] = entry
+            current[entry.key] = entry
     return current
 
 
@@ -204,7 +174,7 @@ def _update(kind: int, table_entry: p4runtime_pb2.TableEntry | None = None,
             value_set: p4runtime_pb2.ValueSetEntry | None = None) -> Update:
     up = Update(type=kind)
     if table_entry is not None:
-        up.entity.table_entry.CopyFrom(table_entry)
+        up.entity.table_entry.CopyFrom(wire.as_proto(table_entry))
     else:
         up.entity.value_set_entry.CopyFrom(value_set)
     return up

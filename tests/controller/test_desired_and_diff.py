@@ -6,7 +6,7 @@ import textwrap
 
 from p4.v1 import p4runtime_pb2
 
-from controller import desired, netconfig, reconcile
+from controller import desired, netconfig, reconcile, wire
 from controller import dlcp_tables as api
 
 
@@ -71,7 +71,7 @@ def test_diff_empty_when_in_sync_even_with_padded_bytes(index, net_yaml):
     padded = []
     for e in want.entries:   # a switch may return non-canonical (width-padded) bytes
         c = p4runtime_pb2.TableEntry()
-        c.CopyFrom(e)
+        c.CopyFrom(wire.as_proto(e))
         for p in c.action.action.params:
             p.value = b"\x00\x00" + p.value
         for fm in c.match:
@@ -119,8 +119,8 @@ def test_raw_write_request_encoding_equals_protobuf(index, net_yaml):
     expected.CopyFrom(header)
     for kind, msg in pairs:
         up = expected.updates.add(type=kind)
-        if isinstance(msg, p4runtime_pb2.TableEntry):
-            up.entity.table_entry.CopyFrom(msg)
+        if isinstance(msg, (p4runtime_pb2.TableEntry, wire.WireEntry)):
+            up.entity.table_entry.CopyFrom(wire.as_proto(msg))
         else:
             up.entity.value_set_entry.CopyFrom(msg)
     raw = encode_write_request(header, pairs)
