@@ -13,9 +13,10 @@ from pathlib import Path
 
 from mininet_topos.topologies import HostSpec
 
+# Every workload uses the DLCP UDP port the switches parse (the controller installs 9290 in the
+# `dlcp_udp_ports` value set); each host has its own address, so the port needs no sharing.
 PS_PORT = 9290
-ALLREDUCE_PORT = 9291
-PROFILE_PORT = 9292
+ALLREDUCE_PORT = 9290
 
 
 def _script(name: str) -> str:

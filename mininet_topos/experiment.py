@@ -169,7 +169,8 @@ def run_mode(cfg: ExperimentConfig, mode: str, run_dir: Path, pipeline: dict[str
         # Counters first, also when an agent failed: they explain what happened.
         stats_out = _run(agents.dlcpctl(config_path, "--json", "stats"), "dlcpctl stats")
         (mode_dir / "switch_stats.json").write_text(stats_out)
-        stats = {"mode": mode, **_switch_stats(json.loads(stats_out) if stats_out.strip() else {})}
+        stats = {"mode": mode, **_switch_stats(json.loads(stats_out) if stats_out.strip() else {}),
+                 "tail_drops": _tail_drops(net) if cfg.target == "p4sim" else {}}
         failed = {n: p.returncode for n, p in agent_procs.items() if p.returncode}
         if failed:
             name = next(iter(failed))
@@ -221,6 +222,20 @@ def _switch_stats(raw: dict) -> dict:
             spray[key] = spray.get(key, 0) + int(cell.get("packets", 0))
         malformed += sum(int(v) for v in (counters.get("malformed") or {}).values())
     return {"selective_drops": drops, "ecn_marks": marks, "spray": spray, "malformed": malformed}
+
+
+def _tail_drops(net: EmulatedNetwork) -> dict[str, int]:
+    """Traffic-manager tail drops (queue full) per queue, summed over every p4sim switch port."""
+    from p4sim.switch.ctl import CtlClient
+
+    drops: dict[str, int] = {}
+    for name in net.topo.switches:
+        with CtlClient(f"127.0.0.1:{net.switch(name).ctl_port}") as ctl:
+            for port in ctl.show_queues()["ports"].values():
+                for q in port["queues"]:
+                    if q["tail_drops"]:
+                        drops[f"q{q['prio']}"] = drops.get(f"q{q['prio']}", 0) + q["tail_drops"]
+    return drops
 
 
 def run_experiment(cfg: ExperimentConfig) -> Path:

@@ -8,7 +8,7 @@ Input (``results/<run>/``): ``iterations.jsonl``, one record per worker per iter
 and ``switch_stats.jsonl``, one record per mode with the switches' counters after the run::
 
     {"mode": "dlcp", "selective_drops": {"q3/m1": 120}, "ecn_marks": {...},
-     "critical_drops": 0, "tx_packets": {...}, "spray": {"leaf1/g1/m0": 10}}
+     "tail_drops": {"q0": 40}, "spray": {"leaf1/g1/m0": 10}, "malformed": 0}
 
 Everything here is pure computation over those files, so it is tested on synthetic records.
 """
@@ -61,6 +61,7 @@ class ModeSummary:
     lost_fraction: float
     final_accuracy: float | None
     selective_drops: int
+    tail_drops: int
     critical_drops: int
 
 
@@ -91,6 +92,7 @@ def summarise(records: list[dict], stats: list[dict]) -> list[ModeSummary]:
             lost_fraction=sum(float(r.get("lost_fraction", 0.0)) for r in mine) / max(1, len(mine)),
             final_accuracy=max(accs)[1] if accs else None,
             selective_drops=sum(st.get("selective_drops", {}).values()),
+            tail_drops=sum(st.get("tail_drops", {}).values()),
             critical_drops=int(st.get("critical_drops", 0)),
         ))
     return summaries
@@ -98,10 +100,11 @@ def summarise(records: list[dict], stats: list[dict]) -> list[ModeSummary]:
 
 def summary_table(summaries: list[ModeSummary]) -> str:
     """An aligned plain-text table (also valid Markdown)."""
-    head = ["mode", "iters", "p50 comm (s)", "p99 comm (s)", "retx", "lost %", "accuracy", "sel. drops"]
+    head = ["mode", "iters", "p50 comm (s)", "p99 comm (s)", "retx", "lost %", "accuracy", "sel. drops",
+            "tail drops"]
     rows = [[s.mode, str(s.iterations), f"{s.p50_s:.3f}", f"{s.p99_s:.3f}", str(s.retransmissions),
              f"{100 * s.lost_fraction:.2f}", "-" if s.final_accuracy is None else f"{100 * s.final_accuracy:.2f}%",
-             str(s.selective_drops)] for s in summaries]
+             str(s.selective_drops), str(s.tail_drops)] for s in summaries]
     widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=False)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"  # noqa: E731
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
