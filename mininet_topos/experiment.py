@@ -85,6 +85,8 @@ def netconfig(topo: Topology, net: EmulatedNetwork, pipeline: dict[str, Path], c
     grpc = net.grpc_addresses()
     doc: dict = {
         "defaults": {"target": cfg.target, "pipeline": {k: str(v) for k, v in pipeline.items()}},
+        # Twenty Python switches starting on two cores answer their first RPC slowly: be patient.
+        "controller": {"timeout": 30},
         "switches": {name: {"grpc": grpc[name], "device_id": sw.device_id, "mac": sw.mac,
                             "runtime": {"addr": f"127.0.0.1:{net.switch(name).ctl_port}"}}
                      for name, sw in topo.switches.items()},
