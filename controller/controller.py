@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from p4.config.v1 import p4info_pb2
 
 from controller import desired as desired_mod
-from controller import reconcile
+from controller import gc_pause, reconcile
 from controller.errors import ApplyFailed, ControllerError, PipelineMismatch
 from controller.netconfig import NetConfig, SwitchConf
 from controller.p4info_index import P4InfoIndex, load_p4info
@@ -153,7 +153,8 @@ class Controller:
     def desired(self, session: SwitchSession) -> desired_mod.SwitchDesired:
         """The entries ``session``'s switch should hold (built once per controller, then cached)."""
         if session.name not in self._desired:
-            self._desired[session.name] = desired_mod.build_switch(self.net, session.index, session.name)
+            with gc_pause.paused():
+                self._desired[session.name] = desired_mod.build_switch(self.net, session.index, session.name)
         return self._desired[session.name]
 
     def _wanted(self) -> dict[str, desired_mod.SwitchDesired]:
@@ -161,6 +162,10 @@ class Controller:
 
     def apply(self, dry_run: bool = False, force_pipeline: bool = False) -> dict[str, SwitchReport]:
         """Reconcile every switch; with ``dry_run`` only compute the plans (nothing is written)."""
+        with gc_pause.paused():
+            return self._apply(dry_run, force_pipeline)
+
+    def _apply(self, dry_run: bool, force_pipeline: bool) -> dict[str, SwitchReport]:
         wanted = self._wanted()  # config errors first, before anything is written
         # a switch running another program stops the whole change before any switch is written
         self._each(lambda s: s.check_pipeline(push=False, force=force_pipeline))
@@ -239,9 +244,10 @@ class Controller:
                 if not s.client.is_primary:
                     return
                 status = s.check_pipeline(push=True)
-                plan = reconcile.compute_plan(s.client, s.index, self.desired(s),
-                                              fresh_pipeline=status.state == "pushed")
-                result = reconcile.apply_plan(s.client, s.index, plan, self.net.batch_size)
+                with gc_pause.paused():
+                    plan = reconcile.compute_plan(s.client, s.index, self.desired(s),
+                                                  fresh_pipeline=status.state == "pushed")
+                    result = reconcile.apply_plan(s.client, s.index, plan, self.net.batch_size)
                 s.synced = True
             except ControllerError as err:
                 log.debug("switch %s: restore not yet possible: %s", s.name, err)

@@ -21,6 +21,18 @@ _MAC_RE = re.compile(r"^[0-9a-fA-F]{1,2}([:-][0-9a-fA-F]{1,2}){5}$")
 _IPV4_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
 
 
+def _ipv4(text: str) -> int:
+    """A dotted quad (already matched by ``_IPV4_RE``) as an int; ipaddress's rules (no octet above
+    255, no leading zeros) without its cost on large route lists."""
+    number = 0
+    for octet in text.split("."):
+        value = int(octet)
+        if value > 255 or (octet[0] == "0" and len(octet) > 1):
+            return int(ipaddress.IPv4Address(text))   # ipaddress raises its own error
+        number = (number << 8) | value
+    return number
+
+
 def parse_int(value: object, bitwidth: int, where: str) -> int:
     """One value as an int that fits ``bitwidth`` bits; ``where`` names the field in errors."""
     if isinstance(value, bool):
@@ -33,7 +45,7 @@ def parse_int(value: object, bitwidth: int, where: str) -> int:
         text = value.strip()
         try:
             if _IPV4_RE.match(text):
-                number = int(ipaddress.IPv4Address(text))
+                number = _ipv4(text)
             elif _MAC_RE.match(text):
                 number = int(text.replace(":", "").replace("-", ""), 16)
             else:

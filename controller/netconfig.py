@@ -19,6 +19,7 @@ from pathlib import Path
 
 import jsonschema
 
+from controller import gc_pause
 from controller.errors import ConfigError
 from controller.targets import PipelineFiles
 from controller.yaml_lines import line_of, load_with_lines
@@ -283,6 +284,12 @@ def load(path: str | Path) -> NetConfig:
 
 
 def loads(text: str, file: str = "<net.yaml>", base_dir: Path | None = None) -> NetConfig:
+    """Parse and validate one network YAML (see ``load``); collection paused (``gc_pause``)."""
+    with gc_pause.paused():
+        return _loads(text, file, base_dir)
+
+
+def _loads(text: str, file: str, base_dir: Path | None) -> NetConfig:
     data, lines = load_with_lines(text, file)
     if not isinstance(data, dict):
         raise ConfigError(file, 1, "", "expected a mapping with at least 'switches'")

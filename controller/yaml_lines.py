@@ -16,6 +16,7 @@ Path_ = tuple[object, ...]
 
 # libyaml's parser when PyYAML was built with it (10x faster on a 10,000-route file).
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STR = "tag:yaml.org,2002:str"
 
 
 def load_with_lines(text: str, file: str) -> tuple[object, dict[Path_, int]]:
@@ -26,13 +27,22 @@ def load_with_lines(text: str, file: str) -> tuple[object, dict[Path_, int]]:
         if node is None:
             return None, lines
 
+        def scalar(n: yaml.Node) -> object:
+            # plain strings (most keys and values) skip the constructor's bookkeeping
+            if n.tag == _STR and type(n) is yaml.ScalarNode:
+                return n.value
+            return loader.construct_object(n, deep=True)
+
         def convert(n: yaml.Node, path: Path_) -> object:
-            lines.setdefault(path, n.start_mark.line + 1)
+            if path not in lines:
+                lines[path] = n.start_mark.line + 1
+            if type(n) is yaml.ScalarNode:
+                return scalar(n)
             if isinstance(n, yaml.MappingNode):
                 loader.flatten_mapping(n)
                 out: dict[str, object] = {}
                 for key_node, value_node in n.value:
-                    key = loader.construct_object(key_node, deep=True)
+                    key = scalar(key_node)
                     if not isinstance(key, (str, int, float, bool)) or key is None:
                         raise ConfigError(file, key_node.start_mark.line + 1, ".".join(map(str, path)),
                                           f"unsupported key {key!r}")
