@@ -6,6 +6,13 @@ collector then runs dozens of full passes over them, which on this project's ben
 to a half of the time of ``apply``. None of that work creates reference cycles that need the
 collector, so it runs with collection paused; the previous state is restored afterwards (nesting
 and other threads' pauses are respected: only the outermost pause re-enables).
+
+Re-enabling alone would make the next allocation run one young-generation pass over everything
+allocated during the pause (0.1 s after a 10,000-route load), so the outermost pause first moves
+every tracked object into the permanent generation (``gc.freeze``): objects that are still alive
+(the loaded network, the desired entries) are never scanned again; ones freed later are freed by
+reference counting as usual. The cost is that a reference cycle among objects that existed at the
+end of a pause is not reclaimed; the controller's bulk data is acyclic.
 """
 
 from __future__ import annotations
@@ -34,4 +41,5 @@ def paused() -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0 and _was_enabled:
+                gc.freeze()
                 gc.enable()

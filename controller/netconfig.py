@@ -157,6 +157,23 @@ _ROUTE_KEYS = frozenset(("switch", "prefix", "ports", "spray"))
 _PREFIX_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}(/\d{1,2})?$")
 
 
+def _prefix_text(text: str) -> str:
+    """``ipaddress.IPv4Network(text, strict=True)`` as text, without its cost for the common
+    ``a.b.c.d/len`` spelling (anything unusual, and every error, goes through ipaddress)."""
+    addr, sep, plen = text.partition("/")
+    if sep and plen.isdigit() and len(plen) <= 2 and _IPV4_ONLY_RE.match(addr):
+        length = int(plen)
+        octets = addr.split(".")
+        if length <= 32 and all(int(o) <= 255 and (o[0] != "0" or len(o) == 1) for o in octets):
+            number = (int(octets[0]) << 24) | (int(octets[1]) << 16) | (int(octets[2]) << 8) | int(octets[3])
+            if not number & ((1 << (32 - length)) - 1) and plen == str(length):
+                return text
+    return str(ipaddress.IPv4Network(text, strict=True))
+
+
+_IPV4_ONLY_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+
+
 def _plainly_valid_route(item: object) -> bool:
     """A fast check that accepts only routes the schema accepts (anything else goes to jsonschema,
     which gives the error message), so large route lists validate in milliseconds."""
@@ -370,7 +387,7 @@ def _loads(text: str, file: str, base_dir: Path | None) -> NetConfig:
             raise ConfigError(file, line_of(lines, (*where, "switch")), _dotted((*where, "switch")),
                               f"unknown switch '{raw['switch']}'")
         try:
-            net = ipaddress.IPv4Network(raw["prefix"], strict=True)
+            net = _prefix_text(raw["prefix"])
         except ValueError as err:
             raise ConfigError(file, line_of(lines, (*where, "prefix")), _dotted((*where, "prefix")),
                               str(err)) from None
