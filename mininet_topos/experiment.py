@@ -247,7 +247,7 @@ def run_experiment(cfg: ExperimentConfig) -> Path:
     for mode in cfg.modes:
         if mode not in MODES:
             raise ExperimentError(f"--mode {mode!r}: choose from {', '.join(MODES)}")
-    run_dir = Path(cfg.out) / time.strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(cfg.out).resolve() / time.strftime("%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(asdict(cfg), indent=2))
     pipeline = compile_pipeline(run_dir / "build", cfg.target)
