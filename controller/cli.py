@@ -163,11 +163,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
         else:
             limit = None if args.dry_run else APPLY_LINES
             for name, r in reports.items():
-                lines = r.plan.lines(ctl.sessions[name].index)
-                for line in lines[:limit]:
+                for line in r.plan.lines(ctl.sessions[name].index, limit):
                     emit(f"{name}: {line}")
-                if limit is not None and len(lines) > limit:
-                    emit(f"{name}: ... and {len(lines) - limit} more (--dry-run lists every change)")
+                if limit is not None and r.plan.size() > limit:
+                    emit(f"{name}: ... and {r.plan.size() - limit} more (--dry-run lists every change)")
             rows = [(name, r.pipeline, r.plan.counts()["insert"], r.plan.counts()["modify"],
                      r.plan.counts()["delete"], r.result.batches if r.result else 0)
                     for name, r in reports.items()]

@@ -72,16 +72,21 @@ class Plan:
         return {"delete": len(self.deletes), "modify": len(self.modifies) + len(self.value_sets),
                 "insert": len(self.inserts)}
 
-    def lines(self, index: P4InfoIndex) -> list[str]:
-        """The diff as ``- / ~ / +`` lines (what ``dlcpctl apply --dry-run`` prints)."""
-        out = []
+    def size(self) -> int:
+        """How many lines ``lines`` gives (without describing any entry)."""
+        return len(self.deletes) + len(self.modifies) + len(self.inserts) + len(self.value_sets)
+
+    def lines(self, index: P4InfoIndex, limit: int | None = None) -> list[str]:
+        """The diff as ``- / ~ / +`` lines (what ``dlcpctl apply --dry-run`` prints); the first
+        ``limit`` only when given (describing an entry is the costly part of a large diff)."""
+        out: list[str] = []
         for sign, changes in (("-", self.deletes), ("~", self.modifies), ("+", self.inserts)):
-            for ch in changes:
+            for ch in changes[:None if limit is None else max(0, limit - len(out))]:
                 text = f"{sign} {index.describe(ch.entry)} -> {index.action_text(ch.entry)}"
                 if ch.kind == "modify" and ch.old is not None:
                     text += f" (was {index.action_text(ch.old)})"
                 out.append(text)
-        for new, _ in self.value_sets:
+        for new, _ in self.value_sets[:None if limit is None else max(0, limit - len(out))]:
             out.append(f"~ value_set {index.name_of(new.value_set_id)} = {len(new.members)} member(s)")
         return out
 
