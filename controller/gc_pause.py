@@ -9,10 +9,9 @@ and other threads' pauses are respected: only the outermost pause re-enables).
 
 Re-enabling alone would make the next allocation run one young-generation pass over everything
 allocated during the pause (0.1 s after a 10,000-route load), so the outermost pause first moves
-every tracked object into the permanent generation (``gc.freeze``): objects that are still alive
-(the loaded network, the desired entries) are never scanned again; ones freed later are freed by
-reference counting as usual. The cost is that a reference cycle among objects that existed at the
-end of a pause is not reclaimed; the controller's bulk data is acyclic.
+every tracked object straight to the oldest generation (``gc.freeze()`` then ``gc.unfreeze()``:
+the young count is reset, nothing is scanned). Nothing is exempted from later collections: a
+full collection, or an explicit ``gc.collect()``, still sees every object.
 """
 
 from __future__ import annotations
@@ -41,5 +40,6 @@ def paused() -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0 and _was_enabled:
-                gc.freeze()
+                gc.freeze()     # everything to the permanent generation, young count reset
+                gc.unfreeze()   # ... and back into the oldest one, collectable as before
                 gc.enable()

@@ -88,10 +88,14 @@ def test_gc_pause_restores_the_collector_state():
     assert gc.isenabled()
     with paused():
         assert not gc.isenabled()
+        junk = [[i] for i in range(5000)]
         with paused():
             assert not gc.isenabled()
         assert not gc.isenabled()     # only the outermost pause re-enables
+        del junk
     assert gc.isenabled()
+    assert gc.get_freeze_count() == 0   # nothing left exempt from collection
+    assert gc.get_count()[0] < 50        # no deferred young pass over what the pause allocated
     gc.disable()
     try:
         with paused():
