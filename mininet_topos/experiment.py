@@ -58,6 +58,7 @@ class ExperimentConfig:
     timeout_s: float = 120.0
     out: str = "results"
     pcap: bool = False
+    policy: str | None = None            # DLCP policy YAML for dlcp mode (default: the shipped one)
 
 
 def compile_pipeline(build_dir: Path, target: str = "p4sim") -> dict[str, Path]:
@@ -96,6 +97,8 @@ def netconfig(topo: Topology, net: EmulatedNetwork, pipeline: dict[str, Path], c
                   if link.a in topo.switches],
         "derive_routes": True,
     }
+    if mode == "dlcp" and cfg.policy:
+        doc["policy"] = str(Path(cfg.policy).resolve())
     if mode != "dlcp":
         # The status quo: the same switches and routes, but a network that does not know DL traffic:
         # every packet in the default queue, nothing dropped selectively, per-flow ECMP only.
@@ -282,6 +285,7 @@ def parse_args(argv: list[str] | None) -> ExperimentConfig:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per mode before giving up")
     p.add_argument("--out", default="results")
     p.add_argument("--pcap", action="store_true", help="per-port pcaps in the run directory")
+    p.add_argument("--policy", help="DLCP policy YAML for the dlcp mode (default: controller/data/default_policy.yaml)")
     a = p.parse_args(argv)
     if a.iterations < 1:
         p.error(f"--iterations {a.iterations}: must be >= 1")
@@ -291,7 +295,7 @@ def parse_args(argv: list[str] | None) -> ExperimentConfig:
                             modes=tuple(m.strip() for m in a.mode.split(",") if m.strip()),
                             background=a.background, iterations=a.iterations, loss_bound=a.loss_bound,
                             target=a.target, seed=a.seed, link_mbps=a.link_mbps, timeout_s=a.timeout,
-                            out=a.out, pcap=a.pcap)
+                            out=a.out, pcap=a.pcap, policy=a.policy)
 
 
 def main(argv: list[str] | None = None) -> int:
