@@ -5,7 +5,9 @@ Switches are real ``p4sim switch`` processes running the compiled DLCP program (
 the default when the compiler works) or p4sim's P4Runtime server in-process over stand-in devices
 (``--target standin``, ``tests/controller/standin.py``). Figures are printed as ratios against a
 baseline measured in the same run: the same entries written with one raw pre-built WriteRequest
-(the cost of the switch alone), so the ratio is the controller's overhead.
+after a raw pipeline push (the cost of the switch alone), so the ratio is the controller's
+overhead. With real switches it also times ``dlcpctl apply`` as a new process (what an operator
+runs: interpreter start and imports included).
 
     .venv/bin/python benchmarks/bench_controller_apply.py [--routes N] [--target p4sim|standin]
 """
