@@ -29,13 +29,3 @@ def three_switch_yaml(ports: list[int], p4info: Path = P4INFO, config: str = "/d
           - [s3:3, s2:2]
         """) + extra
 
-
-def server_available() -> str | None:
-    """None when p4sim's P4Runtime server and runtime can run a stand-in switch, else why not."""
-    try:
-        import p4sim.backend.rt  # noqa: F401
-        import p4sim.p4runtime_server.server  # noqa: F401
-        import p4sim.runtime.tables  # noqa: F401
-    except ImportError as err:
-        return f"p4sim P4Runtime server/runtime not importable yet: {err}"
-    return None

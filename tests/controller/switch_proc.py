@@ -40,8 +40,8 @@ def missing() -> str | None:
 @functools.cache
 def compiled_dlcp() -> tuple[Path, Path]:
     """``(p4info.txtpb, p4sim.json)`` of the DLCP program, compiled once per test session."""
-    from p4sim.backend import compile_file
-    program = compile_file(str(DLCP_P4), include_dirs=[str(ROOT / "p4src" / "include")])
+    from device_switch import dlcp_program
+    program = dlcp_program()
     out = Path(os.environ.get("PYTEST_TMPDIR", "/tmp")) / f"dlcp-controller-tests-{os.getpid()}"
     out.mkdir(parents=True, exist_ok=True)
     p4info = out / "dlcp.p4info.txtpb"

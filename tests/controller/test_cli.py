@@ -1,5 +1,6 @@
-"""``dlcpctl``: error paths are one line with a documented non-zero exit; a session against p4sim's
-P4Runtime server (stand-in devices) prints aligned tables and JSON."""
+"""``dlcpctl``: error paths are one line with a documented non-zero exit; a session against real
+p4sim switches (in-process ``SwitchDevice``s running the compiled DLCP program behind p4sim's
+P4Runtime server) prints aligned tables and JSON."""
 
 from __future__ import annotations
 
@@ -9,12 +10,10 @@ import subprocess
 import sys
 
 import pytest
-from ctl_support import P4INFO, server_available, three_switch_yaml
+from ctl_support import three_switch_yaml
+from device_switch import DeviceSwitch, dlcp_yaml, other_program
 
 from controller.cli import EXIT_INPUT, EXIT_OK, EXIT_SWITCH, EXIT_USAGE, main
-from controller.p4info_index import load_p4info
-
-needs_server = pytest.mark.skipif(server_available() is not None, reason=str(server_available()))
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -80,17 +79,14 @@ def test_usage_error_exit_code():
 
 @pytest.fixture
 def live(tmp_path):
-    from standin import StandInSwitch
-    p4info = load_p4info(P4INFO)
-    sws = [StandInSwitch(i + 1, p4info) for i in range(3)]
+    sws = [DeviceSwitch(i + 1) for i in range(3)]
     path = tmp_path / "net.yaml"
-    path.write_text(three_switch_yaml([s.port for s in sws]))
+    path.write_text(dlcp_yaml([s.port for s in sws]))
     yield path, sws
     for s in sws:
         s.stop()
 
 
-@needs_server
 def test_operator_session(live, capsys):
     path, sws = live
     cfg = ("-c", str(path))
@@ -151,7 +147,6 @@ def test_operator_session(live, capsys):
     assert changes["s2"] == {"delete": 0, "modify": 1, "insert": 0}
 
 
-@needs_server
 def test_backup_cannot_write_from_cli(live, capsys):
     from controller import netconfig
     from controller.controller import Controller
@@ -169,18 +164,12 @@ def test_backup_cannot_write_from_cli(live, capsys):
         primary.close()
 
 
-@needs_server
 def test_wrong_pipeline_on_the_switch_is_one_line_and_writes_nothing(tmp_path, capsys):
-    from p4.config.v1 import p4info_pb2
-    from standin import StandInSwitch
-    other = p4info_pb2.P4Info()
-    other.CopyFrom(load_p4info(P4INFO))
-    other.tables[0].preamble.name = "Other.routes"
-    sw = StandInSwitch(1, other)
+    sw = DeviceSwitch(1, other_program())
     try:
         path = tmp_path / "net.yaml"
         port = _free_port()
-        path.write_text(three_switch_yaml([sw.port, port, port + 1]).replace(
+        path.write_text(dlcp_yaml([sw.port, port, port + 1]).replace(
             "  s2: {grpc", "  #s2: {grpc").replace("  s3: {grpc", "  #s3: {grpc").split("hosts:")[0])
         code, out, err = _run(capsys, "-c", str(path), "apply")
         assert code == EXIT_SWITCH and out == ""

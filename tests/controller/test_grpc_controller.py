@@ -1,6 +1,7 @@
-"""The controller against p4sim's real P4Runtime server over real gRPC (stand-in device, see
-``standin.py``): apply on 3 switches, idempotence, one MODIFY, restart restore, two controllers,
-wrong pipeline, rollback of a failed change."""
+"""The controller against real p4sim switches over real gRPC: in-process ``SwitchDevice``s running
+the compiled DLCP program behind p4sim's P4Runtime server (``device_switch.py``). Apply on 3
+switches, idempotence, one MODIFY, restart restore, two controllers, a switch running another
+program, rollback of a change a switch with smaller tables refuses."""
 
 from __future__ import annotations
 
@@ -8,22 +9,17 @@ import threading
 import time
 
 import pytest
-from ctl_support import P4INFO, server_available, three_switch_yaml
+from device_switch import DeviceSwitch, dlcp_program_with, dlcp_yaml, other_program
 
 from controller import desired, netconfig, reconcile
 from controller import dlcp_tables as api
 from controller.controller import Controller
 from controller.errors import ControllerError, NotPrimaryError, PipelineMismatch
-from controller.p4info_index import load_p4info
-
-pytestmark = pytest.mark.skipif(server_available() is not None, reason=str(server_available()))
 
 
 @pytest.fixture
 def switches():
-    from standin import StandInSwitch
-    p4info = load_p4info(P4INFO)
-    sws = [StandInSwitch(i + 1, p4info) for i in range(3)]
+    sws = [DeviceSwitch(i + 1) for i in range(3)]
     yield sws
     for s in sws:
         s.stop()
@@ -32,7 +28,7 @@ def switches():
 @pytest.fixture
 def net_path(tmp_path, switches):
     path = tmp_path / "net.yaml"
-    path.write_text(three_switch_yaml([s.port for s in switches]))
+    path.write_text(dlcp_yaml([s.port for s in switches]))
     return path
 
 
@@ -99,7 +95,7 @@ def _policy_yaml(first_drop: int) -> str:
 
 
 def test_one_threshold_changed_in_yaml_is_exactly_one_modify(tmp_path, switches):
-    base = three_switch_yaml([s.port for s in switches])
+    base = dlcp_yaml([s.port for s in switches])
     path = tmp_path / "net.yaml"
     path.write_text(base + _policy_yaml(16))
     ctl = _controller(path)
@@ -168,15 +164,10 @@ def test_two_controllers_backup_cannot_write_then_takes_over(net_path, switches)
 
 
 def test_wrong_pipeline_is_one_clear_error(tmp_path, switches):
-    from p4.config.v1 import p4info_pb2
-    from standin import StandInSwitch
-    other = p4info_pb2.P4Info()
-    other.CopyFrom(load_p4info(P4INFO))
-    other.tables[0].preamble.name = "Other.routes"
-    sw = StandInSwitch(1, other)
+    sw = DeviceSwitch(1, other_program())
     try:
         path = tmp_path / "net.yaml"
-        path.write_text(three_switch_yaml([sw.port, switches[1].port, switches[2].port]))
+        path.write_text(dlcp_yaml([sw.port, switches[1].port, switches[2].port]))
         ctl = _controller(path)
         try:
             with pytest.raises(PipelineMismatch, match="switch s1: runs a different P4 program"):
@@ -189,17 +180,11 @@ def test_wrong_pipeline_is_one_clear_error(tmp_path, switches):
 
 
 def test_failed_batch_is_reported_per_entry_and_rolled_back(tmp_path, switches):
-    from p4.config.v1 import p4info_pb2
-    from standin import StandInSwitch
-    small = p4info_pb2.P4Info()
-    small.CopyFrom(load_p4info(P4INFO))
-    for t in small.tables:
-        if t.preamble.name == api.DROP_THRESHOLDS:
-            t.size = 10          # the switch's table is smaller than the policy needs
-    sw = StandInSwitch(1, small)
+    # the switch's drop_thresholds table is smaller than the policy needs
+    sw = DeviceSwitch(1, dlcp_program_with(DROP_THRESHOLDS_SIZE=10))
     try:
         path = tmp_path / "net.yaml"
-        path.write_text(three_switch_yaml([sw.port, switches[1].port, switches[2].port]))
+        path.write_text(dlcp_yaml([sw.port, switches[1].port, switches[2].port]))
         ctl = Controller(netconfig.load(path), switches=["s1"])
         ctl.connect()
         try:
@@ -218,19 +203,11 @@ def test_failed_batch_is_reported_per_entry_and_rolled_back(tmp_path, switches):
 
 
 def test_one_switch_refusing_undoes_the_change_on_the_others(tmp_path, switches):
-    from p4.config.v1 import p4info_pb2
-    from standin import StandInSwitch
-
     from controller.errors import ApplyFailed
-    small = p4info_pb2.P4Info()
-    small.CopyFrom(load_p4info(P4INFO))
-    for t in small.tables:
-        if t.preamble.name == api.DROP_THRESHOLDS:
-            t.size = 10
-    sw = StandInSwitch(1, small)
+    sw = DeviceSwitch(1, dlcp_program_with(DROP_THRESHOLDS_SIZE=10))
     try:
         path = tmp_path / "net.yaml"
-        path.write_text(three_switch_yaml([sw.port, switches[1].port, switches[2].port]))
+        path.write_text(dlcp_yaml([sw.port, switches[1].port, switches[2].port]))
         ctl = _controller(path)
         try:
             with pytest.raises(ApplyFailed) as err:
