@@ -1,15 +1,18 @@
 """Real ``p4sim switch`` processes for controller tests: start, readiness by polling gRPC (no
 sleeps), SIGKILL/restart on the same ports, and BMv2's nanomsg packet interface to send and
-receive frames. Used only when ``p4sim compile`` can build the DLCP program (see ``missing``)."""
+receive frames. The DLCP program is compiled by p4sim (``device_switch.dlcp_program``); a
+compile failure fails the tests, it does not skip them."""
 
 from __future__ import annotations
 
+import atexit
 import functools
-import os
+import shutil
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,28 +25,12 @@ PACKET_IN, PACKET_OUT, PORT_ADD = 3, 4, 0
 
 
 @functools.cache
-def missing() -> str | None:
-    """Why a real DLCP switch cannot run here yet (None when it can)."""
-    try:
-        from p4sim.backend import compile_file  # noqa: F401
-        from p4sim.switch import cli  # noqa: F401
-        from p4sim.v1model.pipeline import V1ModelPath  # noqa: F401
-    except ImportError as err:
-        return f"p4sim compiler / v1model path / switch not available yet: {err}"
-    try:
-        compiled_dlcp()
-    except Exception as err:  # noqa: BLE001 - any failure of another part means: not ready yet
-        return f"p4sim cannot compile {DLCP_P4.name} yet: {type(err).__name__}: {err}"
-    return None
-
-
-@functools.cache
 def compiled_dlcp() -> tuple[Path, Path]:
     """``(p4info.txtpb, p4sim.json)`` of the DLCP program, compiled once per test session."""
     from device_switch import dlcp_program
     program = dlcp_program()
-    out = Path(os.environ.get("PYTEST_TMPDIR", "/tmp")) / f"dlcp-controller-tests-{os.getpid()}"
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(tempfile.mkdtemp(prefix="dlcp-controller-tests-"))
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
     p4info = out / "dlcp.p4info.txtpb"
     p4info.write_text(text_format.MessageToString(program.p4info))
     config = out / "dlcp.p4sim.json"

@@ -8,45 +8,18 @@ import threading
 import time
 
 import pytest
-from ctl_support import P4INFO
+from device_switch import OTHER_P4
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
-from switch_proc import ROOT, NanomsgHost, SwitchProcess, compiled_dlcp, missing
+from switch_proc import NanomsgHost, SwitchProcess, compiled_dlcp
 
 from controller import dlcp_tables as api
 from controller import netconfig, reconcile
 from controller import stats as stats_mod
 from controller.cli import EXIT_OK, EXIT_SWITCH, main
 from controller.controller import Controller
-from controller.p4info_index import P4InfoIndex, load_p4info
 
-pytestmark = [pytest.mark.skipif(missing() is not None, reason=str(missing())), pytest.mark.slow]
-
-
-def _contract_view(p4info) -> dict:
-    """What the controller relies on: names, match fields, params, counter sizes (not ids, not
-    table sizes, not tables or registers the controller does not program)."""
-    idx = P4InfoIndex(p4info)
-    view = {}
-    for name in (*api.TABLE_ORDER, api.DEPTH_SETTINGS):
-        t = idx.table(name)
-        view[name] = ([(m.name, m.bitwidth, m.match_type) for m in t.match_fields],
-                      sorted(idx.name_of(r.id) for r in t.action_refs if idx.name_of(r.id) != "NoAction"))
-    used = {r.id for name in (*api.TABLE_ORDER, api.DEPTH_SETTINGS) for r in idx.table(name).action_refs}
-    for a in p4info.actions:
-        if a.preamble.id in used:
-            view[a.preamble.name] = [(p.name, p.bitwidth) for p in a.params]
-    for name in (api.PORT_QUEUE_TX, api.SELECTIVE_DROPS, api.ECN_MARKS, api.MALFORMED, api.EGRESS_SAFETY_DROPS):
-        view[name] = idx.counter(name).size
-    view[api.ECMP_MEMBER_PACKETS] = idx.name_of(idx.direct_counter(api.ECMP_MEMBER_PACKETS).direct_table_id)
-    view[api.UDP_PORTS] = [(m.bitwidth, m.match_type) for m in idx.value_set(api.UDP_PORTS).match]
-    view[api.QUEUE_DEPTH_REG] = idx.has("register", api.QUEUE_DEPTH_REG)   # read by `stats`
-    return view
-
-
-def test_hand_written_fixture_matches_compiled_p4info():
-    compiled, _ = compiled_dlcp()
-    assert _contract_view(load_p4info(compiled)) == _contract_view(load_p4info(P4INFO))
+pytestmark = pytest.mark.slow
 
 
 def _yaml(switches: list[SwitchProcess], three: bool = True) -> str:
@@ -182,10 +155,7 @@ def test_thresholds_set_changes_dropping_on_live_traffic(tmp_path, capsys):
 
 
 def test_switch_running_another_program_needs_force_pipeline(tmp_path, capsys):
-    other = ROOT / "tests" / "switch" / "p4" / "tm_probe.p4"
-    if not other.exists():
-        pytest.skip(f"{other} is not there to play the other program")
-    sw = SwitchProcess(tmp_path, 1, program=str(other))
+    sw = SwitchProcess(tmp_path, 1, program=str(OTHER_P4))
     sw.start()
     try:
         path = tmp_path / "net.yaml"
