@@ -11,6 +11,7 @@ elements are zero-filled (counted), missing parameter elements keep their previo
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,11 +64,21 @@ class TensorAssembly:
         self.noncritical_needed = math.ceil((1.0 - p) * noncritical - 1e-9)
         self.deadline = deadline
         self.duplicates = 0
+        # packets a BITMAP reported missing (asked for again); one arriving twice = a spurious
+        # retransmission (the first copy was only late, not lost)
+        self._requested = bytearray(desc.n_packets)
+        self.spurious = 0
         self.ce_marks = 0
         self.ce_echoed = 0
         self.complete = False
         self.probed = False
-        self.last_data = -1e9          # monotonic time of the last accepted DATA
+        # monotonic time of the last accepted DATA; until the first one, when the tensor was
+        # announced (a PROBE that overtook every DATA packet is held from there)
+        self.last_data = time.monotonic()
+        self._any_data = False
+        self.retx_seen = False         # a retransmission arrived (a repair round is under way)
+        self.gap = 0.0                 # smoothed DATA inter-arrival time (s)
+        self._arrival = np.zeros(desc.n_packets)   # when each packet arrived (reordering delay)
         self.held_probe = 0            # round of a PROBE held back until DATA goes quiet
         self.stats: ReceiveStats | None = None
         self.last_epp_count = desc.n_elements - (desc.n_packets - 1) * desc.elems_per_packet
@@ -92,6 +103,8 @@ class TensorAssembly:
             return "bad_count"
         if self._recv[index]:
             self.duplicates += 1
+            if self._requested[index]:
+                self.spurious += 1
             return "duplicate"
         if self.complete:
             return "late"
@@ -129,6 +142,33 @@ class TensorAssembly:
         if ce:
             self.ce_marks += k
         return True
+
+    def note_arrival(self, now: float, first: int, k: int = 1, first_transmission: bool = True) -> None:
+        """Record that packets first..first+k-1 arrived at ``now``.
+
+        Only first transmissions feed the inter-arrival EWMA (the pause before a retransmit round
+        is a round trip, not the path's spacing).
+        """
+        if first_transmission and self._any_data:
+            sample = now - self.last_data
+            self.gap = sample if self.gap == 0.0 else self.gap + 0.125 * (sample - self.gap)
+        self.last_data = now
+        self._any_data = True
+        self._arrival[first:first + k] = now
+        if not first_transmission:
+            self.retx_seen = True
+
+    @property
+    def last_seen(self) -> bool:
+        """The tensor's last packet (LAST, sent last in the first transmission) has arrived."""
+        return bool(self._recv[self.n_packets - 1])
+
+    def reorder_delay(self, index: int, now: float) -> float:
+        """How late packet ``index`` is behind the next one, which was sent after it (0: in order)."""
+        nxt = index + 1
+        if nxt < self.n_packets and self._recv[nxt]:
+            return now - float(self._arrival[nxt])
+        return 0.0
 
     # -- completion ----------------------------------------------------------------------------
     @property
@@ -181,6 +221,7 @@ class TensorAssembly:
 
     def bitmap_chunks(self, round_: int) -> list[bytes]:
         """BITMAP bodies for this probe round: received bits, LSB-first, cut into chunks."""
+        np.frombuffer(self._requested, dtype=bool)[:] |= ~self.received
         bits = np.packbits(self.received, bitorder="little")
         step = P.BITMAP_CHUNK_BITS
         n = self.desc.n_packets

@@ -39,6 +39,7 @@ class CommStats:
     packets_by_class: dict[int, int] = field(default_factory=lambda: collections.Counter())
     missing_by_class: dict[int, int] = field(default_factory=lambda: collections.Counter())
     zero_filled_elements: int = 0
+    spurious_retransmissions: int = 0   # received here twice after being asked for again
 
     def add_send(self, h: SendHandle) -> None:
         self.bytes_sent += h.stats.bytes
@@ -60,6 +61,7 @@ class CommStats:
         self.packets_by_class.update(other.packets_by_class)
         self.missing_by_class.update(other.missing_by_class)
         self.zero_filled_elements += other.zero_filled_elements
+        self.spurious_retransmissions += other.spurious_retransmissions
 
     def loss_by_class(self) -> dict[str, float]:
         """Share of received-side packets missing at completion, per layer class."""
@@ -68,6 +70,7 @@ class CommStats:
     def as_record(self) -> dict:
         return {"comm_seconds": round(self.seconds, 6), "bytes_sent": self.bytes_sent,
                 "packets_sent": self.packets_sent, "retransmissions": self.retransmitted,
+                "spurious_retransmissions": self.spurious_retransmissions,
                 "zero_filled_elements": self.zero_filled_elements, "loss_by_class": self.loss_by_class()}
 
 
@@ -90,6 +93,7 @@ class PSWorker:
         """Push ``grads`` for ``iteration`` and wait for the server's parameters."""
         t0 = time.perf_counter()
         stats = CommStats()
+        spurious0 = self.ep.spurious_retransmissions
         n = len(grads)
         recvs = [self.ep.expect(PS_SERVER_ID, iteration, tid, p) for tid, p in enumerate(self.params)]
         sends = [self.ep.send(_pack(g, tid, tid, n, self.policy, self.ep, iteration, mtu=self.mtu), self.server)
@@ -99,6 +103,7 @@ class PSWorker:
             stats.add_send(h)
         for h in recvs:
             stats.add_recv(h)
+        stats.spurious_retransmissions = self.ep.spurious_retransmissions - spurious0
         stats.seconds = time.perf_counter() - t0
         return stats
 
@@ -132,6 +137,7 @@ class PSServer:
     def step(self, iteration: int) -> CommStats:
         t0 = time.perf_counter()
         stats = CommStats()
+        spurious0 = self.ep.spurious_retransmissions
         got = self._expect(iteration)
         self.ep.run([h for h, _ in got], timeout=self.timeout)
         self._expect(iteration + 1)                 # ready before workers can push again
@@ -154,6 +160,7 @@ class PSServer:
         for h in sends:
             stats.add_send(h)
         del self._pending[iteration]
+        stats.spurious_retransmissions = self.ep.spurious_retransmissions - spurious0
         stats.seconds = time.perf_counter() - t0
         return stats
 
@@ -167,6 +174,7 @@ def ring_allreduce(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], da
     """
     t0 = time.perf_counter()
     stats = CommStats()
+    spurious0 = ep.spurious_retransmissions
     n = len(addrs)
     flat = data.reshape(-1)
     if n == 1:
@@ -196,5 +204,6 @@ def ring_allreduce(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], da
         ep.run([h, r], timeout=timeout)
         stats.add_send(h)
         stats.add_recv(r)
+    stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0
     stats.seconds = time.perf_counter() - t0
     return stats

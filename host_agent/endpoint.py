@@ -147,6 +147,11 @@ class Endpoint:
         return self.rx.packets_received
 
     @property
+    def spurious_retransmissions(self) -> int:
+        """DATA packets received twice after a BITMAP asked for them again (the first copy was late)."""
+        return self.rx.spurious_retransmissions
+
+    @property
     def on_unexpected(self):
         """Called with each completed RecvHandle nobody expect()ed (``recv`` mode)."""
         return self.rx.on_unexpected

@@ -23,7 +23,12 @@ if TYPE_CHECKING:
     from host_agent.endpoint import EndpointConfig
 
 ECN_ECHO_GAP = 0.001
-EARLY_MAX_PACKETS = 4096      # DATA of a not-yet-announced iteration held for its OPEN/PROBE
+EARLY_MAX_PACKETS = 4096
+HOLDOFF_GAPS = 4.0            # PROBE hold-off: this many smoothed DATA inter-arrival times ...
+HOLDOFF_REORDER = 1.5         # ... or this times the largest reordering delay seen
+HOLDOFF_NO_LAST = 0.02       # s of DATA silence before answering while LAST is missing
+HOLDOFF_MAX = 0.1             # s, upper bound of the adaptive hold-off
+REORDER_DECAY = 0.9      # DATA of a not-yet-announced iteration held for its OPEN/PROBE
 Address = tuple[str, int]
 
 
@@ -66,6 +71,10 @@ class ReceiveSide:
         self._held: set[TensorAssembly] = set()      # probes waiting for DATA to go quiet
         self.on_unexpected: Callable[[RecvHandle], None] | None = None
         self.packets_received = 0
+        # packets that arrived twice after a BITMAP had asked for them again (all-time count)
+        self.spurious_retransmissions = 0
+        # largest reordering delay seen (a packet arriving after the one sent next), decaying
+        self.reorder = 0.0
         self._rec_dtypes: dict[int, np.dtype] = {}
         # DATA that overtook its OPEN (sprayed paths) or belongs to the next iteration of a sender
         # whose current one we still hold: kept (bounded) and replayed once the tensor is opened.
@@ -118,12 +127,21 @@ class ReceiveSide:
         if asm.iteration != it:
             self.drops["wrong_iteration"] += 1
             return
+        spurious = asm.spurious
         reason = asm.accept(b3 >> 4, flags, count, off, mv[P.DLCP_HEADER_LEN:], ce, seq)
         if reason is not None:
             self.drops[reason] += 1
+            self.spurious_retransmissions += asm.spurious - spurious
             return
         self.packets_received += 1
-        asm.last_data = time.monotonic()
+        now = time.monotonic()
+        index = off // asm.epp
+        first_tx = not flags & P.FLAG_RETX
+        if first_tx:                           # first transmissions leave in index order
+            late = asm.reorder_delay(index, now)
+            if late > 0.0:
+                self.reorder = max(late, self.reorder)
+        asm.note_arrival(now, index, 1, first_tx)
         if ce:
             self._echo_ce(asm)
         if asm.all_received:
@@ -167,7 +185,7 @@ class ReceiveSide:
         if not asm.accept_run(b3 >> 4, count, off, payload, n_crit, ce):
             return 0
         self.packets_received += k
-        asm.last_data = time.monotonic()
+        asm.note_arrival(time.monotonic(), off // asm.epp, k)
         if ce:
             self._echo_ce(asm)
         if asm.all_received:
@@ -217,7 +235,7 @@ class ReceiveSide:
             return
         self._asm_peer[id(asm)] = addr
         asm.probed = True
-        if not asm.complete and now - asm.last_data < self.cfg.probe_holdoff:
+        if not asm.complete and now - asm.last_data < self.holdoff(asm):
             asm.held_probe = seq          # DATA still trickling in (reordering): answer when quiet
             self._held.add(asm)
         else:
@@ -228,19 +246,41 @@ class ReceiveSide:
         for asm in list(self._held):
             if asm.complete:
                 self._held.discard(asm)
-            elif now - asm.last_data >= self.cfg.probe_holdoff:
+            elif now - asm.last_data >= (hold := self.holdoff(asm)):
                 self._held.discard(asm)
                 self._answer_probe(asm, asm.held_probe)
             else:
-                wait = min(wait, asm.last_data + self.cfg.probe_holdoff - now)
+                wait = min(wait, asm.last_data + hold - now)
         if self.cfg.receive_deadline is not None:
             for asm in list(self.assemblies.values()):
                 if not asm.complete and asm.deadline is not None and now >= asm.deadline and asm.bound_met():
                     self._complete(asm)
         return wait
 
-    # -- internals -----------------------------------------------------------------------------
+    def holdoff(self, asm: TensorAssembly) -> float:
+        """DATA silence after which a PROBE is answered: stragglers are no longer on their way.
+
+        At least ``probe_holdoff``; more when this tensor's packets arrive far apart (a shared
+        bottleneck: ``HOLDOFF_GAPS`` smoothed inter-arrival times) or when packets were seen
+        arriving this much behind the one sent after them (sprayed paths with a delay spread).
+        Capped at ``HOLDOFF_MAX`` so a lost packet still costs bounded time.
+        """
+        if self.cfg.probe_holdoff <= 0:       # hold-off switched off: answer at once
+            return 0.0
+        h = max(self.cfg.probe_holdoff, HOLDOFF_GAPS * asm.gap, HOLDOFF_REORDER * self.reorder)
+        if not asm.last_seen and not asm.retx_seen:
+            # the first transmission's LAST packet is not here: the PROBE overtook DATA queued
+            # behind it (e.g. a strict-priority bottleneck), unless LAST itself was lost
+            h = max(h, HOLDOFF_NO_LAST)
+        return min(h, HOLDOFF_MAX)
+
     def _answer_probe(self, asm: TensorAssembly, round_: int) -> None:
+        if not asm.complete and not asm.bound_met():
+            self.reorder *= REORDER_DECAY     # forget an old delay spread slowly (per BITMAP)
+        self._answer_probe_now(asm, round_)
+
+    # -- internals -----------------------------------------------------------------------------
+    def _answer_probe_now(self, asm: TensorAssembly, round_: int) -> None:
         if asm.complete or asm.bound_met():
             self._complete(asm)
         else:
