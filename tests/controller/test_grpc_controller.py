@@ -237,7 +237,10 @@ def test_live_change_with_higher_election_id_survives_the_watcher(net_path, swit
         s1 = watcher_ctl.sessions["s1"]
         operator = P4RuntimeClient("s1", s1.client.address, 1, election_id=20)
         operator.connect()
-        assert operator.is_primary and not s1.client.is_primary
+        assert operator.is_primary
+        with s1.client.arbitration_changed:   # the switch tells the old primary on its own stream
+            assert s1.client.arbitration_changed.wait_for(
+                lambda: not s1.client.is_primary and s1.client.primary_election_id == 20, timeout=5)
         update = p4runtime_pb2.Update(type=p4runtime_pb2.Update.MODIFY)
         update.entity.table_entry.CopyFrom(api.threshold(s1.index, 1, 0, 3, 1))
         operator.write([update])
