@@ -175,6 +175,7 @@ def train(cfg: TrainConfig, record: Callable[[dict], None] | None = None) -> flo
         rec["comm_seconds"] = round(max(w[it].seconds for w in worker_stats), 6)
         rec["bytes_sent"] = sum(w[it].bytes_sent for w in worker_stats)
         rec["retransmissions"] = sum(w[it].retransmitted for w in worker_stats)
+        rec["spurious_retransmissions"] = sum(getattr(w[it], "spurious_retransmissions", 0) for w in worker_stats)
         pending.append(rec)
 
     threads = [threading.Thread(target=run_worker, args=(r,), daemon=True) for r in range(n)]
@@ -197,6 +198,7 @@ def train(cfg: TrainConfig, record: Callable[[dict], None] | None = None) -> flo
     for rec, srv in zip(pending, server_stats, strict=False):
         rec["bytes_sent"] += srv.bytes_sent
         rec["retransmissions"] += srv.retransmitted
+        rec["spurious_retransmissions"] += getattr(srv, "spurious_retransmissions", 0)
         rec["zero_filled_elements"] = srv.zero_filled_elements
         rec["loss_by_class"] = srv.loss_by_class()
         if record is not None:

@@ -91,6 +91,7 @@ def test_ps_lossless_equals_numpy_sum():
                 params, rec = results[r][it]
                 assert np.array_equal(params[t], exact[t])
         assert results[0][it][1]["retransmissions"] == 0
+        assert results[0][it][1]["spurious_retransmissions"] == 0
 
 
 def test_ps_with_loss_stays_within_bound():
