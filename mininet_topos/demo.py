@@ -17,9 +17,9 @@ from mininet_topos.report import read_jsonl, summarise, summary_table
 
 DEMO_RUNS = (
     ("parameter server, digits MLP (real training)",
-     ExperimentConfig(workload="ps", model="digits", iterations=40, timeout_s=240)),
+     ExperimentConfig(workload="ps", model="digits", iterations=100, timeout_s=300)),
     ("ring all-reduce, ResNet-50 gradient profile (scaled)",
-     ExperimentConfig(workload="profile:resnet50", iterations=12, timeout_s=240)),
+     ExperimentConfig(workload="profile:resnet50", iterations=20, timeout_s=300)),
 )
 
 
