@@ -134,7 +134,7 @@ def plot_all(run_dir: Path, records: list[dict], stats: list[dict]) -> list[Path
     out.append(_save(fig, run_dir / PLOTS[1]))
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    classes = sorted({c for s in stats for c in s.get("selective_drops", {})})
+    classes = sorted({c for s in stats for c in s.get("selective_drops", {})}, key=_class_order)
     for i, s in enumerate(stats):
         drops = s.get("selective_drops", {})
         ax.bar([j + 0.8 * i / max(1, len(stats)) for j in range(len(classes))],
@@ -159,6 +159,11 @@ def plot_all(run_dir: Path, records: list[dict], stats: list[dict]) -> list[Path
         ax.legend()
     out.append(_save(fig, run_dir / PLOTS[3]))
     return out
+
+
+def _class_order(key: str) -> tuple:
+    """``q6/m10`` after ``q6/m2``: numeric order of queue, then magnitude class."""
+    return tuple(int(part[1:]) if part[1:].isdigit() else part for part in key.split("/"))
 
 
 def _save(fig, path: Path) -> Path:
