@@ -114,6 +114,12 @@ def build_switch(net: NetConfig, index: P4InfoIndex, switch: str) -> SwitchDesir
         out.entries.append(api.priority_rule(index, dict(rule.match), rule.queue, rule.priority, wire=True))
     for (queue, mag), (drop, ecn) in sorted(pol.thresholds.items()):
         out.entries.append(api.threshold(index, queue, mag, drop, ecn, wire=True))
+    if index.has("table", api.PORT_DRAIN):
+        for port in sorted(set(ports) | set(conf.ports)):
+            pc = conf.ports.get(port)
+            rate = pc.rate_pps if pc is not None and pc.rate_pps is not None else net.queues.rate_pps
+            if rate:    # unknown rate: the program's compiled-in default (20 Mbit/s) applies
+                out.entries.append(api.port_drain(index, port, rate, wire=True))
     if pol.depth_max_age_us is not None and index.has("table", api.DEPTH_SETTINGS):
         out.defaults.append(api.depth_max_age(index, pol.depth_max_age_us))
     if index.has("value_set", api.UDP_PORTS):

@@ -19,6 +19,7 @@ ECMP_MEMBERS = "DlcpIngress.ecmp_members"
 PRIORITY_MAP = "DlcpIngress.priority_map"
 DROP_THRESHOLDS = "DlcpIngress.drop_thresholds"
 DEPTH_SETTINGS = "DlcpIngress.depth_settings"   # keyless: its default action is the setting
+PORT_DRAIN = "DlcpEgress.port_drain"   # port -> full-size packets/s (BMv2's per-queue depth estimate)
 
 PORT_QUEUE_TX = "DlcpEgress.port_queue_tx"
 SELECTIVE_DROPS = "DlcpIngress.selective_drops"
@@ -27,10 +28,10 @@ MALFORMED = "DlcpIngress.malformed"
 EGRESS_SAFETY_DROPS = "DlcpEgress.egress_safety_drops"
 ECMP_MEMBER_PACKETS = "DlcpIngress.ecmp_member_packets"
 QUEUE_DEPTH_REG = "queue_depth_reg"
-PORT_DEPTH_REG = "port_depth_reg"   # last depth egress saw per port: what ingress drops on
+PORT_DEPTH_REG = "port_depth_reg"   # last whole-port depth egress saw (display; drops use queue_depth_reg)
 
 # Insert order (a route never points at a nexthop or group that is not there yet); deletes reverse it.
-TABLE_ORDER = (NEXTHOPS, ECMP_GROUPS, ECMP_MEMBERS, IPV4_ROUTES, PRIORITY_MAP, DROP_THRESHOLDS)
+TABLE_ORDER = (NEXTHOPS, ECMP_GROUPS, ECMP_MEMBERS, IPV4_ROUTES, PRIORITY_MAP, DROP_THRESHOLDS, PORT_DRAIN)
 
 NUM_QUEUES = 8
 NUM_MAG_CLASSES = 16
@@ -76,6 +77,13 @@ def priority_rule(index: P4InfoIndex, match: dict[str, object], queue: int, prio
 def threshold(index: P4InfoIndex, queue: int, mag: int, drop: int, ecn: int, *, wire: bool = False) -> p4runtime_pb2.TableEntry:
     return _builder(index, wire)(DROP_THRESHOLDS, {"queue": queue, "mag_class": mag},
                                    "DlcpIngress.set_thresholds", {"drop_depth": drop, "ecn_depth": ecn})
+
+
+def port_drain(index: P4InfoIndex, port: int, pkts_per_s: int, *, wire: bool = False) -> p4runtime_pb2.TableEntry:
+    """How many full-size packets ``port`` transmits per second: BMv2 turns the time a packet
+    waited in its queue into that queue's depth with it (docs/dataplane.md "Per-queue depth")."""
+    return _builder(index, wire)(PORT_DRAIN, {"egress_port": port}, "DlcpEgress.set_port_drain",
+                                 {"pkts_per_s": pkts_per_s})
 
 
 def udp_ports(index: P4InfoIndex, ports: list[int]) -> p4runtime_pb2.ValueSetEntry:

@@ -71,6 +71,12 @@ const bit<3> DSCP_CS_SHIFT = 3;
  * within it, while an idle port is treated as congested for at most 2 ms.
  * See docs/dataplane.md "Queue-depth freshness". */
 const bit<32> DLCP_DEPTH_MAX_AGE_US_DEFAULT = 2000;
+/* BMv2/p4sim estimate a queue's depth from the time its packet waited in it:
+ * depth = (deq_timedelta_us * pkts_per_s) >> 20, pkts_per_s the port's drain
+ * rate in full-size packets per second (DlcpEgress.port_drain).  Default for
+ * ports without an entry: 20 Mbit/s / (1500 B * 8) = 1666 packets/s, the
+ * Mininet experiment's link.  See docs/dataplane.md "Per-queue depth". */
+const bit<32> DLCP_PORT_DRAIN_PPS_DEFAULT = 1666;
 
 /* ---- malformed counter indices ------------------------------------------ */
 const bit<32> MALFORMED_TRUNCATED = 0;  /* too short for the DLCP header */

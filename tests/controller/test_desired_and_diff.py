@@ -152,3 +152,16 @@ def test_depth_max_age_is_a_default_entry_modify(index, tmp_path):
     assert reconcile.diff("s1", _current(want.entries), want, index, vs, {table_id: want.defaults[0]}).empty()
     path.write_text(three_switch_yaml([1, 2, 3]))   # no depth_max_age_us: the compiled default stays
     assert desired.build_switch(netconfig.load(path), index, "s1").defaults == []
+
+
+def test_port_drain_from_known_port_rates(index, tmp_path):
+    """BMv2 estimates a queue's depth from its packets' wait x the port's drain rate: the
+    controller installs DlcpEgress.port_drain for every port whose rate it knows."""
+    from ctl_support import three_switch_yaml
+    path = tmp_path / "net.yaml"
+    path.write_text(three_switch_yaml([1, 2, 3], extra="queues: {rate_pps: 1666}\n"))
+    want = desired.build_switch(netconfig.load(path), index, "s1")
+    assert _rows(index, want.entries, api.PORT_DRAIN) == [
+        ((str(p),), "set_port_drain(pkts_per_s=1666)") for p in (1, 2, 3)]
+    path.write_text(three_switch_yaml([1, 2, 3]))   # no rate known: the compiled-in default stays
+    assert _rows(index, desired.build_switch(netconfig.load(path), index, "s1").entries, api.PORT_DRAIN) == []

@@ -71,7 +71,13 @@ class DlcpTables:
         self.pipeline.tables["DlcpIngress.depth_settings"].set_default(
             self.rt.ActionCall("DlcpIngress.set_depth_max_age", (max_age_us,)))
 
-    def port_depth(self, port: int, depth: int, at_us: int = 0) -> None:
-        """The (depth, time) record egress keeps per port, as if a packet left ``port`` at ``at_us``."""
-        self.pipeline.registers["port_depth_reg"].write(port, depth)
-        self.pipeline.registers["port_depth_ts_reg"].write(port, at_us)
+    def queue_depth(self, port: int, queue: int, depth: int, at_us: int = 0) -> None:
+        """The (depth estimate, time) record egress keeps per (port, queue), as if a packet of
+        ``queue`` left ``port`` at ``at_us`` having waited ``depth`` packet times."""
+        self.pipeline.registers["queue_depth_reg"].write(port * 8 + queue, depth)
+        self.pipeline.registers["queue_depth_ts_reg"].write(port * 8 + queue, at_us)
+
+    def port_drain(self, port: int, pkts_per_s: int) -> None:
+        """DlcpEgress.port_drain: ``port`` transmits ``pkts_per_s`` full-size packets a second."""
+        self._insert("DlcpEgress.port_drain", (self.rt.Exact(port),),
+                     "DlcpEgress.set_port_drain", (pkts_per_s,))

@@ -1,15 +1,21 @@
 """Congestion on a real p4sim switch (SwitchDevice + traffic manager, virtual ports) running
 dlcp.p4: a rate-limited egress port, low-magnitude DATA dropped once its queue passes the
-threshold (egress safety net while the register is stale, ingress early drop once egress has
-reported the depth), high-magnitude and CRITICAL packets delivered, ECN CE above the marking
-threshold, a threshold changed at run time applied to the next packets, counters equal to
-what was sent and received.
+threshold (egress safety net while no record exists, ingress early drop once egress has
+recorded the queue's depth), high-magnitude and CRITICAL packets delivered, ECN CE above the
+marking threshold, a threshold changed at run time applied to the next packets, counters equal
+to what was sent and received.
+
+The depth is BMv2's per-queue estimate (docs/dataplane.md "Per-queue depth"): the time a
+packet waited in its queue (deq_timedelta) times the port's drain rate, installed in
+DlcpEgress.port_drain as the controller would: PKTS_PER_S packets of the test's DLCP size
+(82 bytes) per second at 80 kbit/s, so the estimate counts DLCP packets of waiting.
 
 Determinism: as in tests/switch/scenarios.py, a 1000-byte blocker holds the 80 kbit/s link
-for 100 ms, so every DLCP packet of phase 1 is queued behind it and its enq_qdepth is exactly
-its position (the packets ahead of it on the port).  At 80 kbit/s a packet takes 6-100 ms on
-the wire, so the depth record's max age (DlcpIngress.depth_settings) is set to a few packet
-times of this link (SLOW_LINK_MAX_AGE_US), as the controller would for such a link.
+for 100 ms (about 12 DLCP packet times), so every DLCP packet of phase 1 waits at least that
+long: its estimate is far above the low-magnitude threshold (4) whatever the scheduling jitter.
+At 80 kbit/s a packet takes 8-100 ms on the wire, so the depth record's max age
+(DlcpIngress.depth_settings) is set to a few packet times of this link
+(SLOW_LINK_MAX_AGE_US), as the controller would for such a link.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from tests.dataplane.tables import DlcpTables
 
 LINK_BPS = 80_000
 SLOW_LINK_MAX_AGE_US = 500_000          # 5 x the blocker's 100 ms on the wire
+DLCP_FRAME_BYTES = 82                    # dlcp_packet() with its default 4-element payload
+PKTS_PER_S = LINK_BPS // (8 * DLCP_FRAME_BYTES)     # 121: DlcpEgress.port_drain for port 2
 LOW, ECN_MAG, HIGH = 0, 8, 15
 KINDS = [
     ("low", dict(mag_class=LOW)),
@@ -49,6 +57,7 @@ class Harness:
         self.device.tm.set_port_rate(2, LINK_BPS)
         with self.device.lock:
             self.tables.depth_max_age(SLOW_LINK_MAX_AGE_US)
+            self.tables.port_drain(2, PKTS_PER_S)
         self.device.start()
 
     def send(self, port: int, frames: list[bytes]) -> None:
@@ -115,13 +124,15 @@ def test_selective_drop_ecn_and_runtime_threshold_change(harness, queue: int) ->
         t.thresholds(queue, LOW, 4, 2)
         t.thresholds(queue, ECN_MAG, 1000, 3)
 
-    # phase 1: blocker, then 24 DLCP packets queued behind it (enq_qdepth = position)
+    # phase 1: blocker, then 24 DLCP packets queued behind it (each waits >= ~100 ms, i.e.
+    # >= ~11 DLCP packet times: every low-magnitude one is above its threshold of 4)
     phase1 = burst(1, 6, layer_class=queue)
+    assert len(phase1[100][1]) == DLCP_FRAME_BYTES
     harness.send(1, [udp_packet(payload=bytes(958))] + [f for _, f in phase1.values()])
-    first = harness.collect(2, 2, timeout=5.0)               # blocker + first DLCP packet
+    first = harness.collect(2, 2, timeout=5.0)               # blocker + first delivered DLCP packet
     assert len(first) == 2
-    depth = harness.device.pipeline.registers["port_depth_reg"].read(2)
-    assert depth > 4, "egress did not record the port's depth"
+    depth = harness.device.pipeline.registers["queue_depth_reg"].read(2 * 8 + queue)
+    assert depth > 4, "egress did not record the queue's depth"
 
     # phase 2: the register now shows a deep queue: ingress drops low, marks ecn
     phase2 = burst(2, 2, layer_class=queue)
@@ -137,14 +148,15 @@ def test_selective_drop_ecn_and_runtime_threshold_change(harness, queue: int) ->
     phase3 = {300 + i: ("low", dlcp_packet(layer_class=queue, mag_class=LOW, seq=300 + i)) for i in range(2)}
     harness.send(1, [f for _, f in phase3.values()])
 
-    # phase 1 low packets at positions 8, 12, 16, 20 have enq_qdepth > 4: egress safety drops
-    expect1 = {s for s, (k, _) in phase1.items() if not (k == "low" and s - 100 > 4)}
+    # every phase 1 low packet waited > 4 packet times: egress safety drops (no ingress record yet)
+    expect1 = {s for s, (k, _) in phase1.items() if k != "low"}
     expect2 = {s for s, (k, _) in phase2.items() if k != "low"}
     expect3 = set(phase3)
     expected = expect1 | expect2 | expect3
     rest = harness.collect(2, len(expected) - 1, timeout=5.0)
     rest += harness.collect(2, 1, timeout=0.3)              # anything beyond is an error
     assert dlcp_seq(first[0]) is None                        # the blocker left first
+    assert dlcp_seq(first[1]) == 101                         # the first low one was dropped
     frames = first[1:] + rest
     got = {dlcp_seq(f): f for f in frames}
     assert set(got) == expected, (sorted(set(got) - expected), sorted(expected - set(got)))
@@ -158,7 +170,7 @@ def test_selective_drop_ecn_and_runtime_threshold_change(harness, queue: int) ->
 
     p = harness.device.pipeline
     assert p.counters["DlcpIngress.selective_drops"].cells[queue * 16 + LOW][0] == 2
-    assert p.counters["DlcpEgress.egress_safety_drops"].cells[queue * 16 + LOW][0] == 4
+    assert p.counters["DlcpEgress.egress_safety_drops"].cells[queue * 16 + LOW][0] == 6
     assert p.counters["DlcpIngress.ecn_marks"].cells[queue * 16 + ECN_MAG][0] == 2
     assert sum(c[0] for c in p.counters["DlcpIngress.selective_drops"].cells) == 2
     assert p.counters["DlcpEgress.port_queue_tx"].cells[2 * 8 + queue][0] == len(expected)

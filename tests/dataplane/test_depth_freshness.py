@@ -5,9 +5,10 @@ Why this exists: a Mininet run (star topology, p4sim switch, real host agents) c
 ``queue_depth_reg[port*8+queue]``, refreshed only when a packet of that (port, queue) was
 dequeued: once it was recorded above the threshold, every later droppable packet of that
 queue was dropped at ingress, none was dequeued again, and the stale value never decayed.
-dlcp.p4 now records the depth per egress port (every dequeue on the port refreshes it)
-with the time of the update, and ingress reads a record older than
-DlcpIngress.depth_settings' max age as 0 (docs/dataplane.md "Queue-depth freshness").
+dlcp.p4 stamps every record with the time of the update, and ingress reads a record older
+than DlcpIngress.depth_settings' max age as 0 (docs/dataplane.md "Queue-depth freshness").
+The record is again per (port, queue) -- now the estimate from the time the queue's packets
+waited (docs/dataplane.md "Per-queue depth") -- so the max age is what prevents the black hole.
 
 Both tests run on a real p4sim switch (SwitchDevice, traffic manager, rate-limited virtual
 port), as tests/dataplane/test_congestion.py does.
@@ -49,8 +50,8 @@ def drops(h: Harness) -> tuple[int, int]:
 
 
 def test_queue_recorded_deep_is_delivered_after_the_port_drains(harness) -> None:
-    """Fails on the per (port, queue) record: the queue's last dequeue saw a deep port, and
-    nothing of that queue was dequeued after it."""
+    """Fails without the max age: the queue's last dequeue recorded it deep, and nothing of
+    that queue was dequeued after it."""
     fillers = [udp_packet(payload=bytes(20)) for _ in range(10)]       # queue 0, behind QUEUE
     deep = [dlcp_packet(mag_class=LOW, flags=CRITICAL, seq=i) for i in range(3)]
     # the blocker holds the 80 kbit/s link for 100 ms; the three critical QUEUE packets are
@@ -77,15 +78,13 @@ def test_recorded_depth_older_than_max_age_reads_as_zero(harness) -> None:
     max_age_us = 500_000
     with harness.device.lock:
         harness.tables.depth_max_age(max_age_us)
-        regs = harness.device.pipeline.registers
-        regs["port_depth_reg"].write(2, 60)
-        regs["port_depth_ts_reg"].write(2, harness.device.now_us())
+        harness.tables.queue_depth(2, QUEUE, 60, harness.device.now_us())
         harness.send(1, [dlcp_packet(mag_class=LOW, seq=1)])          # switch runs it after unlock
     assert harness.collect(2, 1, timeout=0.3) == []                # dropped at ingress
     assert drops(harness) == (1, 0)
 
     time.sleep(2 * max_age_us / 1e6)              # no dequeue on port 2 since: the record ages out
-    assert harness.device.pipeline.registers["port_depth_reg"].read(2) == 60
+    assert harness.device.pipeline.registers["queue_depth_reg"].read(2 * 8 + QUEUE) == 60
     harness.send(1, [dlcp_packet(mag_class=LOW, seq=2)])
     got = harness.collect(2, 1, timeout=2.0)
     assert [dlcp_seq(f) for f in got] == [2]

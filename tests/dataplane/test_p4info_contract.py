@@ -101,7 +101,7 @@ def test_controller_packet_metadata(p4info) -> None:
 
 
 def test_depth_freshness_objects(p4info, dlcp_program) -> None:
-    """docs/dataplane.md "Queue-depth freshness": the per-port record, its timestamp, and the
+    """docs/dataplane.md "Queue-depth freshness": the per-port display record, its timestamp, and the
     controller-tunable max age in a keyless table whose default entry the controller modifies."""
     regs = by_name(p4info.registers)
     assert regs["port_depth_reg"].size == 512
@@ -118,3 +118,20 @@ def test_depth_freshness_objects(p4info, dlcp_program) -> None:
     assert not default.default_is_const
     assert (default.default_action.name, tuple(default.default_action.args)) == \
         ("DlcpIngress.set_depth_max_age", (2000,))
+
+
+def test_per_queue_depth_objects(p4info, dlcp_program) -> None:
+    """docs/dataplane.md "Per-queue depth": the (port, queue) record's timestamp and the
+    controller-installed port drain rate (keyed by egress port, NoAction default: the
+    compiled-in 1666 packets/s applies)."""
+    regs = by_name(p4info.registers)
+    assert regs["queue_depth_ts_reg"].size == 512 * 8
+    assert regs["queue_depth_ts_reg"].type_spec.bitstring.bit.bitwidth == 48
+    table = by_name(p4info.tables)["DlcpEgress.port_drain"]
+    actions = {a.preamble.id: a.preamble.name for a in p4info.actions}
+    assert [(m.name, m.bitwidth, m.match_type) for m in table.match_fields] == [("egress_port", 9, MK.EXACT)]
+    assert {actions[r.id] for r in table.action_refs} == {"DlcpEgress.set_port_drain", "NoAction"}
+    action = by_name(p4info.actions)["DlcpEgress.set_port_drain"]
+    assert [(p.name, p.bitwidth) for p in action.params] == [("pkts_per_s", 32)]
+    assert table.size == 512
+    assert dlcp_program.instantiate().tables["DlcpEgress.port_drain"].default_action.name == "NoAction"

@@ -4,8 +4,8 @@ and entry builders (controller/dlcp_tables.py). A drop threshold changed at run 
 P4Runtime MODIFY applies to the very next packet; counters read over P4Runtime match what
 was sent and received.
 
-The observed depth is set directly in port_depth_reg/port_depth_ts_reg (what egress writes
-under congestion; tests/dataplane/test_congestion.py produces it with real queues), and the
+The observed depth is set directly in queue_depth_reg/queue_depth_ts_reg at (port 2, queue 6)
+(the per-queue estimate egress writes under congestion; tests/dataplane/test_congestion.py produces it with real queues), and the
 depth record's max age (the keyless DlcpIngress.depth_settings) is raised with a P4Runtime
 MODIFY of its default entry, as a controller does for slow links, so scheduling delays of
 this test can never age the record out.
@@ -24,17 +24,17 @@ DEPTH_INDEX = 2 * 8 + QUEUE
 PORT = 2
 
 
-class PortDepth:
-    """Writes the (depth, timestamp) record egress keeps for PORT, stamped now."""
+class QueueDepth:
+    """Writes the (depth estimate, timestamp) record egress keeps for (PORT, QUEUE), stamped now."""
 
     def __init__(self, rig: Rig) -> None:
         self.rig = rig
 
-    def write(self, _index: int, depth: int) -> None:
+    def write(self, index: int, depth: int) -> None:
         regs = self.rig.device.pipeline.registers
         with self.rig.device.lock:
-            regs["port_depth_reg"].write(PORT, depth)
-            regs["port_depth_ts_reg"].write(PORT, self.rig.device.now_us())
+            regs["queue_depth_reg"].write(index, depth)
+            regs["queue_depth_ts_reg"].write(index, self.rig.device.now_us())
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_threshold_modified_over_p4runtime_applies_to_next_packet(rig) -> None:
     rig.write(p4runtime_pb2.Update.MODIFY, [ix.build_table_entry(
         "DlcpIngress.depth_settings", action="DlcpIngress.set_depth_max_age",
         params={"max_age_us": 60_000_000}, is_default=True)])
-    depth = PortDepth(rig)
+    depth = QueueDepth(rig)
 
     depth.write(DEPTH_INDEX, 20)
     assert rig.send_and_collect(dlcp_packet(mag_class=LOW, seq=1), timeout=0.5) == []

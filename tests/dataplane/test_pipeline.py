@@ -72,9 +72,9 @@ def test_critical_packets_are_never_selectively_dropped(switch) -> None:
     for mag in range(16):
         tables.thresholds(4, mag, 0, 0)                   # drop at any depth above 0
     for mag in range(16):                                 # ingress runs at t=0: records are fresh
-        tables.port_depth(2, 1000)
+        tables.queue_depth(2, 4, 1000)
         assert queued(path, dlcp_packet(mag_class=mag, seq=mag)) == []            # dropped
-        tables.port_depth(2, 1000)
+        tables.queue_depth(2, 4, 1000)
         for flags in (0x80, 0x80 | 0x20, 0x80 | 0x10 | 0x40):
             out = queued(path, dlcp_packet(mag_class=mag, flags=flags, seq=mag))
             assert [(q.egress_port, q.priority) for q in out] == [(2, 4)], (mag, flags)
@@ -181,9 +181,9 @@ def test_default_policy_gives_the_documented_queues_and_dscp(switch) -> None:
     sent = path.process(udp_packet(dscp=10), 1)
     assert Ether(sent[0][1])[IP].tos >> 2 == 10
     # the top magnitude band is never dropped, the lowest is above 16 packets
-    tables.port_depth(2, 17)
+    tables.queue_depth(2, 6, 17)
     assert queued(path, dlcp_packet(layer_class=7, mag_class=0)) == []
-    tables.port_depth(2, 500_000)
+    tables.queue_depth(2, 6, 500_000)
     assert len(queued(path, dlcp_packet(layer_class=7, mag_class=15))) == 1
 
 

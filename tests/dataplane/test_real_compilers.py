@@ -27,7 +27,8 @@ def test_p4c_bmv2_compiles_dlcp(tmp_path: Path) -> None:
                    check=True, timeout=300)
     text = info.read_text()
     for name in ("DlcpIngress.ipv4_routes", "DlcpIngress.priority_map", "DlcpParser.dlcp_udp_ports",
-                 "queue_depth_reg", "DlcpEgress.port_queue_tx", "port_depth_reg", "port_depth_ts_reg",
+                 "queue_depth_reg", "queue_depth_ts_reg", "DlcpEgress.port_queue_tx", "port_depth_reg",
+                 "port_depth_ts_reg", "DlcpEgress.port_drain", "DlcpEgress.set_port_drain",
                  "DlcpIngress.depth_settings", "DlcpIngress.set_depth_max_age"):
         assert f'name: "{name}"' in text
 

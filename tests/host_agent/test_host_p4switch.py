@@ -90,9 +90,10 @@ class Switch:
             return DROP
         if h.msg_type == P.MSG_DATA:
             self.queues[h.layer_class] = out[0].priority
-        # egress sees the queue as congested as we say (deq_qdepth feeds queue_depth_reg)
-        qmeta = QueueMetadata(enq_timestamp=0, enq_qdepth=0, deq_qdepth=self.depth, deq_timedelta=0,
-                              qid=out[0].priority)
+        # egress sees the queue as congested as we say: dlcp.p4 estimates a queue's depth as
+        # (deq_timedelta_us * 1666 packets/s, its default drain rate) >> 20, so wait that long
+        qmeta = QueueMetadata(enq_timestamp=0, enq_qdepth=0, deq_qdepth=self.depth,
+                              deq_timedelta=(self.depth << 20) // 1666 + 1, qid=out[0].priority)
         sent = [o for o in self.path.egress(out[0], qmeta, 0) if isinstance(o, Transmit)]
         assert len(sent) == 1 and sent[0].port == EGRESS_PORT
         if Ether(sent[0].data)[IP].tos & 3 == P.ECN_CE:

@@ -4,10 +4,11 @@
  *
  * Why this file exists: under congestion the switch sheds the gradient
  * packets that matter least (small magnitudes) before they are queued, so
- * the important ones behind them finish sooner.  The queue depth used is the
- * last one egress observed on the packet's egress port (port_depth_reg, see
+ * the important ones behind them finish sooner.  The queue depth used is
+ * the estimate egress last recorded for the packet's (egress port, queue)
+ * (queue_depth_reg, from the time a packet waited in that queue, see
  * queue_depth.p4), or 0 when that record is older than the max age set in
- * depth_settings; egress repeats the check with the enqueue depth as a
+ * depth_settings; egress repeats the check with the packet's own wait as a
  * safety net.
  */
 
@@ -36,8 +37,8 @@ control SelectiveDrop(inout dlcp_headers_t hdr,
     /* Keyless: its default action is the setting.  Installed by the
      * controller when it tunes the freshness (a MODIFY of the default entry,
      * e.g. a few packet times at the slowest link it configures); otherwise
-     * the compiled-in DLCP_DEPTH_MAX_AGE_US_DEFAULT applies.  A recorded port depth older than the
-     * max age reads as 0 (the port drained while nothing was dequeued). */
+     * the compiled-in DLCP_DEPTH_MAX_AGE_US_DEFAULT applies.  A recorded queue depth older than
+     * the max age reads as 0 (the queue drained while nothing of it was dequeued). */
     @name(".DlcpIngress.depth_settings")
     table depth_settings {
         actions = {
@@ -70,10 +71,11 @@ control SelectiveDrop(inout dlcp_headers_t hdr,
         }
         if (meta.has_thresholds == 1) {
             depth_settings.apply();
-            bit<32> port_index = (bit<32>)standard_metadata.egress_spec;
+            bit<32> depth_index = ((bit<32>)standard_metadata.egress_spec << DLCP_QUEUE_SHIFT)
+                                  + (bit<32>)meta.queue;
             bit<48> recorded_at;
-            port_depth_reg.read(meta.observed_depth, port_index);
-            port_depth_ts_reg.read(recorded_at, port_index);
+            queue_depth_reg.read(meta.observed_depth, depth_index);
+            queue_depth_ts_reg.read(recorded_at, depth_index);
             bit<48> now = standard_metadata.ingress_global_timestamp;
             /* stale: older than the max age (a record from the future, a
              * packet dequeued while this one was in ingress, is fresh) */

@@ -11,9 +11,12 @@
  *    the same observability register as on BMv2 (for the controller; on
  *    Tofino1 ingress cannot read an egress register, so Tofino1 drops in
  *    egress instead, against the exact enq_qdepth).
- * Neither source can go stale, so BMv2's per-port record with a timestamp
- * (port_depth_reg, port_depth_ts_reg) has no Tofino counterpart;
- * DlcpIngress.depth_settings exists here for API symmetry only.
+ * Both are the packet's OWN queue's depth (Tofino has per-queue depth
+ * natively) and neither can go stale, so BMv2's estimate from deq_timedelta
+ * and the port's drain rate, and its timestamped records (queue_depth_ts_reg,
+ * port_depth_reg, port_depth_ts_reg), have no Tofino counterpart;
+ * DlcpIngress.depth_settings and DlcpEgress.port_drain exist here for API
+ * symmetry only (the controller installs both the same way; values unused).
  */
 
 #if __TARGET_TOFINO__ == 2
@@ -46,7 +49,29 @@ control QueueDepthRecord(in dlcp_tna_headers_t hdr,
         }
     };
 
+    @name(".DlcpEgress.set_port_drain")
+    action set_port_drain(bit<32> pkts_per_s) {
+    }
+
+    /* Installed by the controller as on BMv2 (one entry per port it knows
+     * the rate of).  API symmetry only: BMv2 estimates a queue's depth from
+     * the time its packets waited and this rate; Tofino reads real per-queue
+     * depths, so the value is unused. */
+    @name(".DlcpEgress.port_drain")
+    table port_drain {
+        key = {
+            eg_intr_md.egress_port : exact @name("egress_port");
+        }
+        actions = {
+            set_port_drain;
+            @defaultonly NoAction;
+        }
+        default_action = NoAction();
+        size = PORT_DRAIN_SIZE;
+    }
+
     apply {
+        port_drain.apply();
         record_depth.execute(eg_intr_md.egress_port ++ hdr.bridged_md.queue);
     }
 }
