@@ -43,6 +43,9 @@ def ps_server(host: HostSpec, workers: int, workload: str, iterations: int, mode
                   *_common(mode, out, loss_bound, seed, timeout, rate_mbps))
 
 
+# The workers listen on an ephemeral port, so the parameters the server pushes back are ordinary UDP
+# to the switches (default queue, per-flow ECMP). Making them DLCP too (workers on port 9290) was
+# measured and made the PS iteration slower (docs/experiments.md), so it is not the default yet.
 def ps_worker(server: HostSpec, rank: int, workers: int, workload: str, iterations: int, mode: str,
               out: Path, loss_bound: float, seed: int, timeout: float, rate_mbps: float | None = None) -> list[str]:
     return _agent("worker", "--server", f"{server.ip}:{PS_PORT}", "--rank", str(rank), "--workers", str(workers),
