@@ -348,17 +348,25 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
         d.specs = {}
         return True
 
-    def parser_decl(self, d: A.ParserDecl, base: Scope | None = None) -> None:
+    def _enter_block(self, d: A.ControlDecl | A.ParserDecl, base: Scope | None, kind: str) -> Scope | None:
+        """Scope of a parser/control with its parameters, constructor parameters and locals declared;
+        None for a generic template (checked per specialisation instead)."""
         if base is None and self._generic_template(d):
-            return
-        scope = (base or self.global_scope).child("parser")
-        scope.parser = d  # type: ignore[attr-defined]
-        self.params(d.params, scope, f"parser '{d.name}'")
+            return None
+        scope = (base or self.global_scope).child(kind)
+        setattr(scope, kind, d)
+        self.params(d.params, scope, f"{kind} '{d.name}'")
         for p in d.params:
             self.declare(scope, p.name, p)
-        self.ctor_params(d, scope, "parser")
+        self.ctor_params(d, scope, kind)
         for loc in d.locals:
             self.local_decl(loc, scope)
+        return scope
+
+    def parser_decl(self, d: A.ParserDecl, base: Scope | None = None) -> None:
+        scope = self._enter_block(d, base, "parser")
+        if scope is None:
+            return
         names: dict[str, A.ParserState] = {}
         for s in d.states:
             if s.name in ("accept", "reject"):
@@ -465,16 +473,9 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
 
     # ------------------------------------------------------------------ controls
     def control_decl(self, d: A.ControlDecl, base: Scope | None = None) -> None:
-        if base is None and self._generic_template(d):
+        scope = self._enter_block(d, base, "control")
+        if scope is None:
             return
-        scope = (base or self.global_scope).child("control")
-        scope.control = d  # type: ignore[attr-defined]
-        self.params(d.params, scope, f"control '{d.name}'")
-        for p in d.params:
-            self.declare(scope, p.name, p)
-        self.ctor_params(d, scope, "control")
-        for loc in d.locals:
-            self.local_decl(loc, scope)
         self.block(d.apply, scope.child("apply"), new_scope=False)
 
     def ctor_params(self, d: A.ControlDecl | A.ParserDecl, scope: Scope, what: str) -> None:

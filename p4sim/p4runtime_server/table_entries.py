@@ -440,25 +440,34 @@ def write_direct_counter(session: PipelineSession, pipeline, update_type: int,
     entry.packets, entry.bytes = msg.data.packet_count, msg.data.byte_count
 
 
-def read_direct_counters(session: PipelineSession, pipeline,
-                         msg: p4runtime_pb2.DirectCounterEntry) -> Iterator[p4runtime_pb2.DirectCounterEntry]:
+def _entries_with_direct_resource(session: PipelineSession, pipeline, table_entry: p4runtime_pb2.TableEntry,
+                                  data_field: str, attached: str, what: str) -> Iterator[p4runtime_pb2.TableEntry]:
+    """Table entries (``data_field`` filled in) of every table the read names that has a direct
+    ``what``; a named table without one is INVALID_ARGUMENT, a wildcard read skips it."""
     request = p4runtime_pb2.TableEntry()
-    request.CopyFrom(msg.table_entry)
-    request.counter_data.SetInParent()
+    request.CopyFrom(table_entry)
+    getattr(request, data_field).SetInParent()
     for info in _tables_for(session, request.table_id):
-        if not info.direct_counter_id:
+        if not getattr(info, attached):
             if request.table_id:
-                raise invalid(f"table '{info.name}' has no direct counter")
+                raise invalid(f"table '{info.name}' has no direct {what}")
             continue
         sub = p4runtime_pb2.TableEntry()
         sub.CopyFrom(request)
         sub.table_id = info.id
         for entry in read_table_entries(session, pipeline, sub):
-            out = p4runtime_pb2.DirectCounterEntry(data=entry.counter_data)
-            entry.ClearField("counter_data")
             entry.ClearField("action")
-            out.table_entry.CopyFrom(entry)
-            yield out
+            yield entry
+
+
+def read_direct_counters(session: PipelineSession, pipeline,
+                         msg: p4runtime_pb2.DirectCounterEntry) -> Iterator[p4runtime_pb2.DirectCounterEntry]:
+    for entry in _entries_with_direct_resource(session, pipeline, msg.table_entry, "counter_data",
+                                               "direct_counter_id", "counter"):
+        out = p4runtime_pb2.DirectCounterEntry(data=entry.counter_data)
+        entry.ClearField("counter_data")
+        out.table_entry.CopyFrom(entry)
+        yield out
 
 
 def write_direct_meter(session: PipelineSession, pipeline, update_type: int,
@@ -474,23 +483,12 @@ def write_direct_meter(session: PipelineSession, pipeline, update_type: int,
 
 def read_direct_meters(session: PipelineSession, pipeline,
                        msg: p4runtime_pb2.DirectMeterEntry) -> Iterator[p4runtime_pb2.DirectMeterEntry]:
-    request = p4runtime_pb2.TableEntry()
-    request.CopyFrom(msg.table_entry)
-    request.meter_config.SetInParent()
-    for info in _tables_for(session, request.table_id):
-        if not info.direct_meter_id:
-            if request.table_id:
-                raise invalid(f"table '{info.name}' has no direct meter")
-            continue
-        sub = p4runtime_pb2.TableEntry()
-        sub.CopyFrom(request)
-        sub.table_id = info.id
-        for entry in read_table_entries(session, pipeline, sub):
-            out = p4runtime_pb2.DirectMeterEntry()
-            if entry.HasField("meter_config"):
-                out.config.CopyFrom(entry.meter_config)
-            entry.ClearField("meter_config")
-            entry.ClearField("action")
-            out.table_entry.CopyFrom(entry)
-            yield out
+    for entry in _entries_with_direct_resource(session, pipeline, msg.table_entry, "meter_config",
+                                               "direct_meter_id", "meter"):
+        out = p4runtime_pb2.DirectMeterEntry()
+        if entry.HasField("meter_config"):
+            out.config.CopyFrom(entry.meter_config)
+        entry.ClearField("meter_config")
+        out.table_entry.CopyFrom(entry)
+        yield out
 
