@@ -12,7 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from p4sim.backend.exprgen import width_of
-from p4sim.backend.typegen import check_byte_aligned, emit_expr, extract_lines, mask, pyfield, wire_width
+from p4sim.backend.typegen import (
+    check_byte_aligned,
+    emit_expr,
+    extract_lines,
+    mask,
+    py_literal,
+    pyfield,
+    wire_width,
+)
 from p4sim.errors import P4CompileError, P4UnsupportedError
 from p4sim.frontend import ast
 from p4sim.runtime import hashes
@@ -260,7 +268,8 @@ class ExternGen:
             return f"_log({self.ex(a[0])})"
         if name in ("assert", "assume"):
             with self.w.block(f"if not {self.ex(a[0])}:"):
-                self.w.line(f"raise _AssertionFailed({name!r} + ' failed at {call.loc}')")
+                # the location names a user-chosen file: it enters the code only as a literal
+                self.w.line(f"raise _AssertionFailed({py_literal(f'{name} failed at {call.loc}')})")
             return None
         if name == "verify":
             with self.w.block(f"if not {self.ex(a[0])}:"):

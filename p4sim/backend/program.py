@@ -179,6 +179,9 @@ class CompiledProgram:
             raise DeviceConfigError("device config: field 'sources' must map file names to text")
         if not isinstance(main, str) or main not in sources:
             raise DeviceConfigError("device config: field 'main' must name one of the sources")
+        name = doc.get("name")
+        if name is not None and not isinstance(name, str):
+            raise DeviceConfigError("device config: field 'name' must be text")
         for rel in sources:
             if rel.startswith("/") or ".." in rel.split("/"):
                 raise DeviceConfigError(f"device config: source name {rel!r} escapes the program directory")
@@ -192,7 +195,7 @@ class CompiledProgram:
                 with open(path, "w", encoding="utf-8") as fh:
                     fh.write(text)
             inc = sorted({os.path.dirname(os.path.join(tmp, r)) for r in sources})
-            return _compile(os.path.join(tmp, main), inc, name=doc.get("name"))
+            return _compile(os.path.join(tmp, main), inc, name=name)
 
 
 def _collect_sources(path: str, include_dirs: Sequence[str]) -> tuple[dict[str, str], str]:

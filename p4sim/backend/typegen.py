@@ -9,20 +9,40 @@ function (one big int, one ``to_bytes``). Field names that are Python keywords a
 from __future__ import annotations
 
 import keyword
+import re
 
 from p4sim.frontend import ast
 
+_ASCII_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def py_literal(value: str | int | bool | None) -> str:
+    """The one way text or numbers that came from the program (names, file names, annotation and
+    string values) enter generated source: as a Python literal that evaluates back to ``value``."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        return repr(int(value))
+    if isinstance(value, str):
+        return repr(str(value))
+    raise TypeError(f"no literal for {type(value).__name__}")
+
 
 def pyfield(name: str) -> str:
-    """The Python attribute name for P4 field ``name``."""
-    if keyword.iskeyword(name) or name.startswith("_") or name in ("h", "n", "size"):
+    """The Python attribute name for P4 field ``name``: the name itself when it is a plain ASCII
+    identifier that cannot clash with p4sim's own attributes, else a mangled form."""
+    if not _ASCII_IDENT.fullmatch(name):
+        return "f_" + ident(name)
+    if keyword.iskeyword(name) or name in ("h", "n", "size"):
         return f"f_{name}"
     return name
 
 
 def ident(name: str) -> str:
-    """A Python identifier fragment derived from a P4 name."""
-    return "".join(c if c.isalnum() else "_" for c in name)
+    """A Python identifier fragment derived from a P4 name: ASCII letters, digits and ``_`` only
+    (anything else -- dots, quotes, newlines, non-ASCII -- becomes ``_``), so no input text can
+    leave the identifier it is part of."""
+    return "".join(c if c.isascii() and c.isalnum() else "_" for c in name)
 
 
 def mask(width: int) -> int:
