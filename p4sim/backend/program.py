@@ -25,7 +25,7 @@ from p4.config.v1 import p4info_pb2
 from p4sim.backend import resources as res
 from p4sim.backend.codegen import GeneratedModule, generate
 from p4sim.backend.rt import ValueSet
-from p4sim.errors import P4CompileError, SourceLocation, UserError
+from p4sim.errors import P4CompileError, P4UnsupportedError, SourceLocation, UserError
 from p4sim.runtime import externs as rtx
 from p4sim.runtime.action_profiles import ActionProfile
 from p4sim.runtime.pre import PacketReplicationEngine
@@ -185,47 +185,54 @@ class CompiledProgram:
         for rel in sources:
             if rel.startswith("/") or ".." in rel.split("/"):
                 raise DeviceConfigError(f"device config: source name {rel!r} escapes the program directory")
+            if not rel.strip("/.") or "\0" in rel or rel.endswith("/"):
+                raise DeviceConfigError(f"device config: source name {rel!r} is not a file name")
         digest = hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest()
         if doc.get("sha256") != digest:
             raise DeviceConfigError("device config: sha256 does not match the sources (corrupted?)")
         with tempfile.TemporaryDirectory(prefix="p4sim-devcfg-") as tmp:
             for rel, text in sources.items():
                 path = os.path.join(tmp, rel)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "w", encoding="utf-8") as fh:
-                    fh.write(text)
+                try:
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    with open(path, "w", encoding="utf-8") as fh:
+                        fh.write(text)
+                except (OSError, UnicodeEncodeError):
+                    raise DeviceConfigError(f"device config: cannot store source {rel!r} "
+                                            f"(a name used as both file and directory?)") from None
             inc = sorted({os.path.dirname(os.path.join(tmp, r)) for r in sources})
-            return _compile(os.path.join(tmp, main), inc, name=name)
+            try:
+                return _compile(os.path.join(tmp, main), inc, name=name, confine_to=[tmp])
+            except P4CompileError as err:
+                raise _relative_to(err, tmp) from None
 
 
-def _collect_sources(path: str, include_dirs: Sequence[str]) -> tuple[dict[str, str], str]:
-    """The program's own files (main + every file it includes from its tree or -I dirs)."""
-    import re
-    main = os.path.abspath(path)
-    roots = [os.path.dirname(main)] + [os.path.abspath(d) for d in include_dirs]
+def _relative_to(err: P4CompileError, root: str) -> P4CompileError:
+    """``err`` with its location named as in the device config (not the temporary directory)."""
+    loc = err.location
+    if loc is not None and loc.file.startswith(root + os.sep):
+        loc = SourceLocation(loc.file[len(root) + 1:], loc.line, loc.col)
+    return type(err)(loc, err.message) if type(err) is P4UnsupportedError else \
+        P4CompileError(loc, err.message, err.kind)
+
+
+def _collect_sources(files: Sequence[str], main_path: str) -> tuple[dict[str, str], str]:
+    """The program's own files: the main file and every file the preprocessor actually read,
+    except the architecture files p4sim ships (``<core.p4>``, ``<v1model.p4>``)."""
+    from p4sim.frontend.preprocessor import P4INCLUDE_DIR
+
+    shipped = os.path.realpath(P4INCLUDE_DIR) + os.sep
+    main = os.path.abspath(main_path)
     found: dict[str, str] = {}
-    todo = [main]
-    seen: set[str] = set()
-    include_re = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
-    while todo:
-        f = todo.pop()
-        if f in seen:
+    for f in [main, *files]:
+        f = os.path.abspath(f)
+        if f in found or os.path.realpath(f).startswith(shipped):
             continue
-        seen.add(f)
         try:
             with open(f, encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError:
-            continue
-        found[f] = text
-        for inc in include_re.findall(text):
-            for base in [os.path.dirname(f)] + roots:
-                cand = os.path.abspath(os.path.join(base, inc))
-                if os.path.isfile(cand):
-                    todo.append(cand)
-                    break
-    if main not in found:
-        raise P4CompileError(SourceLocation(path, 1, 1), "cannot read file")
+                found[f] = fh.read()
+        except (OSError, UnicodeDecodeError):
+            raise P4CompileError(SourceLocation(f, 1, 1), "cannot read file") from None
     common = os.path.commonpath(list(found))
     if os.path.isfile(common):
         common = os.path.dirname(common)
@@ -233,15 +240,16 @@ def _collect_sources(path: str, include_dirs: Sequence[str]) -> tuple[dict[str, 
     return rel, os.path.relpath(main, common)
 
 
-def _compile(path: str, include_dirs: Sequence[str], name: str | None = None) -> CompiledProgram:
+def _compile(path: str, include_dirs: Sequence[str], name: str | None = None,
+             confine_to: Sequence[str] | None = None) -> CompiledProgram:
     from p4sim.backend.p4info import build_p4info
     from p4sim.frontend import load_program
 
-    program = load_program(path, include_dirs)
+    program = load_program(path, include_dirs, confine_to)
     module = generate(program)
     p4info = build_p4info(program, module.manifest)
     name = name or os.path.splitext(os.path.basename(path))[0]
-    sources, main = _collect_sources(path, include_dirs)
+    sources, main = _collect_sources(program.source_files, path)
     compiled = CompiledProgram(name, module, p4info, sources, main, include_dirs)
     compiled.instantiate()     # validates const entries and extern parameters now, not at load
     return compiled

@@ -31,16 +31,19 @@ from p4sim.frontend import ast
 __all__ = ["ast", "load_program", "parse_source", "check_source"]
 
 
-def parse_source(text: str, filename: str = "<string>",
-                 include_dirs: Sequence[str] = ()) -> ast.Program:
-    """Preprocess and parse ``text`` (no type checking)."""
+def parse_source(text: str, filename: str = "<string>", include_dirs: Sequence[str] = (),
+                 confine_to: Sequence[str] | None = None) -> ast.Program:
+    """Preprocess and parse ``text`` (no type checking). ``confine_to``: see ``preprocess``.
+    The program's ``source_files`` lists every file the preprocessor read."""
     from p4sim.errors import P4CompileError, SourceLocation
     from p4sim.frontend.parser import parse_program
     from p4sim.frontend.preprocessor import preprocess
 
     try:
-        pre = preprocess(text, filename, include_dirs)
-        return parse_program(pre)
+        pre = preprocess(text, filename, include_dirs, confine_to)
+        program = parse_program(pre)
+        program.source_files = list(pre.files)
+        return program
     except P4CompileError:
         raise
     except RecursionError:
@@ -50,16 +53,19 @@ def parse_source(text: str, filename: str = "<string>",
                              f"{type(exc).__name__}: {exc}") from None
 
 
-def check_source(text: str, filename: str = "<string>",
-                 include_dirs: Sequence[str] = ()) -> ast.Program:
+def check_source(text: str, filename: str = "<string>", include_dirs: Sequence[str] = (),
+                 confine_to: Sequence[str] | None = None) -> ast.Program:
     """Preprocess, parse and type-check ``text``."""
     from p4sim.frontend.typecheck import check_program
 
-    return check_program(parse_source(text, filename, include_dirs))
+    return check_program(parse_source(text, filename, include_dirs, confine_to))
 
 
-def load_program(path: str, include_dirs: Sequence[str] = ()) -> ast.Program:
-    """Load, preprocess, parse and type-check the P4 file at ``path``."""
+def load_program(path: str, include_dirs: Sequence[str] = (),
+                 confine_to: Sequence[str] | None = None) -> ast.Program:
+    """Load, preprocess, parse and type-check the P4 file at ``path``. With ``confine_to``
+    (programs from the wire), includes resolve only inside those directories and the shipped
+    architecture files."""
     from p4sim.errors import P4CompileError, SourceLocation
 
     try:
@@ -67,4 +73,4 @@ def load_program(path: str, include_dirs: Sequence[str] = ()) -> ast.Program:
             text = fh.read()
     except OSError as err:
         raise P4CompileError(SourceLocation(path, 1, 1), f"cannot read file: {err.strerror}") from None
-    return check_source(text, path, include_dirs)
+    return check_source(text, path, include_dirs, confine_to)

@@ -814,6 +814,7 @@ class Program(Node):
     arch: str | None = field(default=None, kw_only=True)
     errors: list[str] = field(default_factory=list, kw_only=True)
     match_kinds: list[str] = field(default_factory=list, kw_only=True)
+    source_files: list[str] = field(default_factory=list, kw_only=True, repr=False)  # read by the preprocessor
 
     def find(self, name: str) -> Declaration | None:
         for d in self.decls:

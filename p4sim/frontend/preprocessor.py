@@ -228,8 +228,13 @@ class _CondEval:
 class Preprocessor:
     """Runs the preprocessor over one top-level file and its includes."""
 
-    def __init__(self, include_dirs: Sequence[str] = ()) -> None:
+    def __init__(self, include_dirs: Sequence[str] = (), confine_to: Sequence[str] | None = None) -> None:
         self.include_dirs = [str(d) for d in include_dirs]
+        # a program from the wire (a pushed device config) may include only its own files and the
+        # shipped architecture files: every include must resolve (symlinks followed) inside these
+        self.confine: list[str] | None = None
+        if confine_to is not None:
+            self.confine = [os.path.realpath(d) for d in [*confine_to, P4INCLUDE_DIR]]
         self.macros: dict[str, Macro] = {}
         self.out_lines: list[str] = []
         self.line_map: list[tuple[str, int]] = []
@@ -314,11 +319,19 @@ class Preprocessor:
             candidates.append(os.path.dirname(os.path.abspath(current)))
             candidates.extend(self.include_dirs)
             candidates.append(P4INCLUDE_DIR)
+        if self.confine is not None and (os.path.isabs(name) or "\0" in name):
+            return None
         for d in candidates:
             path = os.path.join(d, name)
+            if self.confine is not None and not self._inside_confinement(path):
+                continue
             if os.path.isfile(path):
                 return path
         return None
+
+    def _inside_confinement(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return any(real == root or real.startswith(root + os.sep) for root in self.confine or ())
 
     def run_file(self, path: str, text: str, depth: int = 0) -> None:
         self.files.append(path)
@@ -438,13 +451,16 @@ class Preprocessor:
             with open(target, encoding="utf-8") as fh:
                 text = fh.read()
         except (OSError, UnicodeDecodeError) as err:
+            if self.confine is not None:    # the same answer as for a path that does not exist
+                raise P4CompileError(loc, f"cannot find include file '{name}'") from None
             raise P4CompileError(loc, f"cannot read include file '{name}': {err}") from None
         self.run_file(target, text, depth + 1)
 
 
-def preprocess(text: str, filename: str = "<string>",
-               include_dirs: Sequence[str] = ()) -> Preprocessed:
-    """Preprocess ``text`` (the contents of ``filename``)."""
-    pp = Preprocessor(include_dirs)
+def preprocess(text: str, filename: str = "<string>", include_dirs: Sequence[str] = (),
+               confine_to: Sequence[str] | None = None) -> Preprocessed:
+    """Preprocess ``text`` (the contents of ``filename``). With ``confine_to``, ``#include``
+    resolves only to files inside those directories or the shipped ``p4include``."""
+    pp = Preprocessor(include_dirs, confine_to)
     pp.run_file(filename, text)
     return Preprocessed("\n".join(pp.out_lines) + "\n", pp.line_map, pp.files)
