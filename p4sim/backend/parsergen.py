@@ -20,6 +20,8 @@ from p4sim.frontend import ast
 class ParserGen:
     """Mixin: parser instances, sub-parser apply, transitions and select keysets."""
 
+    parser_is_sub = False     # generating a sub-parser (which counts state visits in _PSTEPS)
+
     def gen_parser(self, d: ast.ParserDecl, prefix: str, sub: bool = False,
                    inst: ast.Instantiation | None = None) -> str:
         """A parser instance as one function: states as branches of a loop over ``_st``.
@@ -55,9 +57,21 @@ class ParserGen:
             index = {id(s): i for i, s in enumerate(states)}
             sm = self.sm_expr
             w.line("_st = 0")
+            saved_sub, self.parser_is_sub = self.parser_is_sub, sub
+            if not sub:
+                w.line("_psteps = 0")
 
             def body() -> None:
                 with w.block("while True:"):
+                    # bounded work per packet: a state that loops without advancing must not wedge
+                    if sub:
+                        w.line("_PSTEPS[0] += 1")
+                        with w.block("if _PSTEPS[0] > _PLIMIT:"):
+                            w.line("raise _ParserLoopLimit()")
+                    else:
+                        w.line("_psteps += 1")
+                        with w.block("if _psteps > _PLIMIT:"):
+                            w.line("raise _ParserLoopLimit()")
                     for i, s in enumerate(states):
                         with w.block(("if " if i == 0 else "elif ") + f"_st == {i}:"):
                             # one scope for the state: its locals are visible in its select
@@ -81,6 +95,7 @@ class ParserGen:
                             w.line(f"{sm}.parser_error = _r.code")
                 w.line("return _p >> 3")
             self.functions.append(f"def {name}({', '.join(pnames)}):\n" + w.text())
+            self.parser_is_sub = saved_sub
         finally:
             (self.w, self.env, self.return_mode, self.prefix, self.sm_expr, self.in_parser,
              self.fn_outs) = saved
@@ -99,7 +114,12 @@ class ParserGen:
                 outs.append(a)
             args.append(self.arg_value(p, a))
         r = self.w.tmp("pr")
+        top = not self.parser_is_sub
+        if top:     # the sub-parser counts on from the top-level parser's state visits
+            self.w.line("_PSTEPS[0] = _psteps")
         self.w.line(f"{r} = {fn}(_d, _p, _n{''.join(', ' + x for x in args)})")
+        if top:
+            self.w.line("_psteps = _PSTEPS[0]")
         self.w.line(f"_p = {r}[0]")
         for k, a in enumerate(outs, 1):
             if a is not None and not isinstance(a, ast.DontCare):

@@ -31,6 +31,20 @@ class AssertionFailed(Exception):
     """A v1model ``assert``/``assume`` whose condition was false (BMv2 aborts; we drop)."""
 
 
+# Parser work bound: state visits per packet, over the top-level parser and its sub-parsers.
+# A 9,000-byte jumbo frame parsed one byte per state needs 9,000; a state that loops without
+# advancing (``state start { transition start; }``) would otherwise spin forever.
+PARSER_STATE_LIMIT = 16384
+
+
+class ParserLoopLimit(AssertionFailed):
+    """The parser visited ``PARSER_STATE_LIMIT`` states without ending (P4's ``ParserTimeout``):
+    the packet is dropped and counted, and the switch keeps running."""
+
+    def __init__(self) -> None:
+        super().__init__(f"parser did not end within {PARSER_STATE_LIMIT} state visits (ParserTimeout)")
+
+
 class ValueSetError(UserError):
     """A control-plane write a value set refuses (full, wrong arity or width)."""
 

@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from p4sim.backend.rt import AssertionFailed
+from p4sim.backend.rt import AssertionFailed, ParserLoopLimit
 from p4sim.errors import UserError
 
 log = logging.getLogger("p4sim.v1model")
@@ -166,7 +166,10 @@ class V1ModelPath:
     def _assert_failed(self, err: Exception) -> None:
         """A failed assert/assume, or an extern refusing the packet (e.g. a register index out of
         range): the packet is dropped and counted; the switch keeps running."""
-        self.drops["assert" if isinstance(err, AssertionFailed) else "extern_error"] += 1
+        if isinstance(err, ParserLoopLimit):
+            self.drops["parser_loop"] += 1
+        else:
+            self.drops["assert" if isinstance(err, AssertionFailed) else "extern_error"] += 1
         log.warning("packet dropped: %s", err)
 
     def _parse_into(self, data: bytes, port: int, itype: int, now_us: int, length: int) -> tuple[Any, Any, Any, bytes]:
