@@ -52,6 +52,8 @@ class EndpointConfig:
     give_up_after: float = 10.0        # s without any answer from the receiver of a tensor
     stage_unexpected: bool = True      # OPENs with no expect() yet get a staging buffer
     max_staged_elements: int = 1 << 27   # elements held for OPENs nobody expect()ed yet
+    max_staged_peer_share: float = 0.5   # share of that one sending address may hold
+    idle_timeout: float = 5.0          # s without DATA before an unfinished tensor is forgotten
     receive_deadline: float | None = None  # s after OPEN: complete as soon as the bound is met
     probe_holdoff: float = 0.0005      # s of DATA silence before a PROBE is answered (reordering)
     # Needed retransmissions (missing critical + the receiver's deficit) go out CRITICAL, so the
@@ -393,7 +395,7 @@ class Endpoint:
                 continue
             got += 1
             if seg and seg < n:           # GRO: equal-size datagrams glued together, split again
-                done = self.rx.gro_batch(self._buf, seg, n, ce) if seg > P.DLCP_HEADER_LEN else 0
+                done = self.rx.gro_batch(self._buf, seg, n, ce, addr) if seg > P.DLCP_HEADER_LEN else 0
                 for start in range(done, n, seg):
                     self._datagram(mv[start:min(start + seg, n)], ce, addr)
             else:
@@ -415,7 +417,7 @@ class Endpoint:
             return
         msg = b0 & 0xF
         if msg == P.MSG_DATA:
-            self.rx.data(mv, flags, b3, worker, it, tid, count, off, ce, seq)
+            self.rx.data(mv, flags, b3, worker, it, tid, count, off, ce, seq, addr)
         else:
             self._control(msg, b1 >> 5, flags, b3 >> 4, worker, it, tid, seq,
                           bytes(mv[P.DLCP_HEADER_LEN:]), addr)

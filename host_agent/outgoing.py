@@ -10,6 +10,7 @@ with the largest magnitudes, as many as the receiver's reported deficit.
 from __future__ import annotations
 
 import enum
+import secrets
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +48,8 @@ class OutgoingTensor:
     def __init__(self, pt: PacketizedTensor, dest: tuple[str, int], now: float, rto: float) -> None:
         self.pt = pt
         self.dest = dest
+        self.token = secrets.randbits(32)   # per-transfer; announced in OPEN/PROBE, carried in seq
+        pt.seal(self.token)
         self.queue = np.arange(pt.n_packets, dtype=np.int64)
         self.sequential = True        # queue is 0..n-1 in order (GSO runs allowed)
         self.pos = 0
@@ -85,10 +88,11 @@ class OutgoingTensor:
 
     def open_message(self) -> bytes:
         return (self.control_header(P.MSG_CONTROL) + P.CONTROL_HEAD.pack(P.CTRL_OPEN)
-                + self.pt.descriptor().pack())
+                + self.pt.descriptor().pack() + P.TOKEN.pack(self.token))
 
     def probe_message(self) -> bytes:
-        return self.control_header(P.MSG_PROBE, seq=self.round) + self.pt.descriptor().pack()
+        return (self.control_header(P.MSG_PROBE, seq=self.round) + self.pt.descriptor().pack()
+                + P.TOKEN.pack(self.token))
 
     # -- events --------------------------------------------------------------------------------
     def start_probe(self, now: float, defer: bool = False) -> None:
@@ -191,7 +195,7 @@ class OutgoingTensor:
             self.rto = min(max(self.rto, rto) * 2, rto_max)
         self.planned_round = self.round   # answers to PROBEs sent before this plan are stale now
         for i in plan.tolist():
-            self.pt.mark_retransmit(i, self.next_seq & 0x7FFFFFFF, promote)
+            self.pt.mark_retransmit(i, self.next_seq, promote)
             self.next_seq += 1
         self.queue = plan
         self.sequential = False

@@ -87,6 +87,7 @@ class PacketizedTensor:
     iteration: int = 0
     tensor_id: int = 0
     layer_class: int = 0
+    token: int = 0             # transfer token XORed into every seq (P.plain_seq); set by seal()
 
     def __post_init__(self) -> None:
         self._raw = memoryview(self.records.view(np.uint8).reshape(-1))
@@ -131,7 +132,12 @@ class PacketizedTensor:
         if promote:
             flags |= P.FLAG_CRITICAL
         rec["flags"] = flags
-        rec["seq"] = P.retx_seq(seq, orig_critical)
+        rec["seq"] = P.retx_seq(seq, orig_critical) ^ self.token
+
+    def seal(self, token: int) -> None:
+        """Carry transfer ``token`` in every packet's ``seq`` (the receiver checks it)."""
+        self.records["seq"] ^= np.uint32((token ^ self.token) & 0xFFFFFFFF)
+        self.token = token & 0xFFFFFFFF
 
     def descriptor(self) -> P.TensorDescriptor:
         return P.TensorDescriptor(

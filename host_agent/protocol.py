@@ -3,7 +3,7 @@
 Every constant, field width, flag bit and struct layout of the DLCP header lives here, exactly as
 fixed in ``docs/contracts-dlcp.md`` (and mirrored in ``p4src/include/``; a test compares the two).
 It also defines the host-to-host control message bodies (OPEN, PROBE, BITMAP, DONE, ECN echo) that
-the transport exchanges, and a scapy ``Packet`` subclass bound to UDP destination port 9290 so
+the transport exchanges, the per-transfer token that DATA carries in ``seq``, and a scapy ``Packet`` subclass bound to UDP destination port 9290 so
 captures dissect with scapy and tests build real packets with it.
 """
 
@@ -66,13 +66,33 @@ FLAGS_DEFINED = FLAG_CRITICAL | FLAG_LAST | FLAG_RETX | FLAG_PULL | FLAG_ECN_CAP
 
 
 
+# --- transfer token (anti-spoofing; docs/protocol.md "Transfer token") ---------------------------
+# The sender picks a random 32-bit token per transfer and announces it after the descriptor in
+# OPEN and PROBE bodies. Every DATA packet carries ``seq = token XOR plain``: plain is the packet
+# index on a first transmission and ``retx_seq`` (< 2**(RETX_COUNTER_BITS + 1)) on a
+# retransmission, so the receiver checks 32 (first) or 24 (RETX) bits without any byte the switch
+# parses changing length or meaning (seq stays per-packet spray entropy to the switch).
+TOKEN = struct.Struct("!I")
+RETX_COUNTER_BITS = 7
+RETX_COUNTER_MASK = (1 << RETX_COUNTER_BITS) - 1
+
+
 def retx_seq(counter: int, originally_critical: bool) -> int:
-    """``seq`` of a retransmission: fresh spray entropy, low bit = CRITICAL at first transmission.
+    """Plain ``seq`` of a retransmission: fresh spray entropy, low bit = CRITICAL at first send.
 
     Retransmissions the receiver needs are sent CRITICAL (never selectively dropped again), so on
     a RETX packet the CRITICAL flag no longer says which packets count as critical; this bit does.
+    Only ``RETX_COUNTER_BITS`` of the counter are kept: the rest of ``seq`` checks the token.
     """
-    return ((counter << 1) | int(originally_critical)) & 0xFFFFFFFF
+    return ((counter & RETX_COUNTER_MASK) << 1) | int(originally_critical)
+
+
+def plain_seq(seq: int, token: int, flags: int, index: int) -> int | None:
+    """The token-free ``seq`` of a DATA packet for packet ``index``, or None if the token is wrong."""
+    plain = seq ^ token
+    if flags & FLAG_RETX:
+        return plain if plain >> (RETX_COUNTER_BITS + 1) == 0 else None
+    return plain if plain == index & 0xFFFFFFFF else None
 
 
 def counts_as_critical(flags: int, seq: int) -> bool:
@@ -203,6 +223,15 @@ class TensorDescriptor:
         if d.loss_bound_ppm > LOSS_BOUND_SCALE or d.kind not in (KIND_GRADIENT, KIND_PARAMETER):
             raise ValueError("tensor descriptor out of range")
         return d
+
+
+def unpack_announcement(body: bytes | memoryview) -> tuple[TensorDescriptor, int]:
+    """Descriptor and transfer token of an OPEN or PROBE body; ValueError when malformed."""
+    desc = TensorDescriptor.unpack(body)
+    if len(body) < TensorDescriptor.STRUCT.size + TOKEN.size:
+        raise ValueError("transfer token missing")
+    (token,) = TOKEN.unpack_from(body, TensorDescriptor.STRUCT.size)
+    return desc, token
 
 
 # BITMAP body: the receiver's received-bitmap for one probe round, cut into MTU-sized chunks.

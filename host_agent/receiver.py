@@ -5,6 +5,13 @@ tensors that arrive before anyone asked for them, answers PROBEs (BITMAP or DONE
 DATA is still trickling in), echoes ECN marks and completes tensors. The endpoint reads the socket
 and hands each DATA packet, GRO batch, OPEN and PROBE to this class; everything it refuses is
 counted in the shared ``drops`` counter.
+
+Hostile peers: a tensor is bound to the address that opened it and to the transfer token its
+OPEN/PROBE announced; DATA from elsewhere (``wrong_peer``) or with a wrong token in ``seq``
+(``bad_token``) never touches the tensor, and PROBEs from elsewhere get no answer. Staging for
+unexpected tensors is bounded per sending address, and an unfinished tensor that receives no DATA
+for ``idle_timeout`` seconds is forgotten (``expired``), so forged OPENs cannot hold memory or
+block a genuine sender for long.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ HOLDOFF_REORDER = 1.5         # ... or this times the largest reordering delay s
 HOLDOFF_NO_LAST = 0.02       # s of DATA silence before answering while LAST is missing
 HOLDOFF_MAX = 0.1             # s, upper bound of the adaptive hold-off
 REORDER_DECAY = 0.9      # DATA of a not-yet-announced iteration held for its OPEN/PROBE
+STAGING_MIN_CHARGE = 1024     # elements a staged tensor costs at least (bounds tiny forged OPENs)
 Address = tuple[str, int]
 
 
@@ -67,7 +75,11 @@ class ReceiveSide:
         self._asm_peer: dict[int, Address] = {}
         self._asm_echo: dict[int, float] = {}
         self.staged_elements = 0
-        self._staged: set[tuple[int, int, int]] = set()
+        # staged (unexpected) tensors: key -> (sending address, elements charged)
+        self._staged: dict[tuple[int, int, int], tuple[Address, int]] = {}
+        self._staged_charge = 0
+        self._peer_charge: collections.Counter[Address] = collections.Counter()
+        self._asm_token: dict[int, int] = {}
         self._held: set[TensorAssembly] = set()      # probes waiting for DATA to go quiet
         self.on_unexpected: Callable[[RecvHandle], None] | None = None
         self.packets_received = 0
@@ -75,10 +87,11 @@ class ReceiveSide:
         self.spurious_retransmissions = 0
         # largest reordering delay seen (a packet arriving after the one sent next), decaying
         self.reorder = 0.0
+        self._next_expiry = 0.0       # when tick() next looks for idle tensors (_expire_idle)
         self._rec_dtypes: dict[int, np.dtype] = {}
         # DATA that overtook its OPEN (sprayed paths) or belongs to the next iteration of a sender
         # whose current one we still hold: kept (bounded) and replayed once the tensor is opened.
-        self._early: dict[tuple[int, int, int], list[tuple[bytes, bool]]] = {}
+        self._early: dict[tuple[int, int, int], list[tuple[bytes, bool, Address]]] = {}
         self._early_count = 0
         self.early_held = 0           # DATA packets held for a later OPEN (all-time count)
 
@@ -110,25 +123,30 @@ class ReceiveSide:
         """
         if not h.done or h.assembly is None:
             return
-        if h.key in self._staged:
-            self._staged.discard(h.key)
-            self.staged_elements -= h.assembly.desc.n_elements
+        self._unstage(h.key, h.assembly.desc.n_elements)
         h.assembly.drop_buffer()
         self.handles.pop(h.key, None)
 
     # -- packets handed over by the endpoint --------------------------------------------------
     def data(self, mv: memoryview, flags: int, b3: int, worker: int, it: int, tid: int, count: int,
-             off: int, ce: bool, seq: int = 0) -> None:
-        """One DATA packet (header already decoded, version and job checked)."""
+             off: int, ce: bool, seq: int, addr: Address) -> None:
+        """One DATA packet from ``addr`` (header already decoded, version and job checked)."""
         asm = self.assemblies.get((worker, tid))
         if asm is None or it > asm.iteration:
-            self._hold_early(mv, worker, it, tid, ce, asm)
+            self._hold_early(mv, worker, it, tid, ce, asm, addr)
             return
         if asm.iteration != it:
             self.drops["wrong_iteration"] += 1
             return
+        if self._asm_peer.get(id(asm)) != addr:
+            self.drops["wrong_peer"] += 1
+            return
+        plain = P.plain_seq(seq, self._asm_token[id(asm)], flags, off // asm.epp)
+        if plain is None:
+            self.drops["bad_token"] += 1
+            return
         spurious = asm.spurious
-        reason = asm.accept(b3 >> 4, flags, count, off, mv[P.DLCP_HEADER_LEN:], ce, seq)
+        reason = asm.accept(b3 >> 4, flags, count, off, mv[P.DLCP_HEADER_LEN:], ce, plain)
         if reason is not None:
             self.drops[reason] += 1
             self.spurious_retransmissions += asm.spurious - spurious
@@ -147,8 +165,8 @@ class ReceiveSide:
         if asm.all_received:
             self._complete(asm)
 
-    def gro_batch(self, buf: bytearray, seg: int, n: int, ce: bool) -> int:
-        """Vectorised path for a GRO run of consecutive full DATA packets of one tensor.
+    def gro_batch(self, buf: bytearray, seg: int, n: int, ce: bool, addr: Address) -> int:
+        """Vectorised path for a GRO run of consecutive full DATA packets of one tensor from ``addr``.
 
         Returns the bytes consumed (0: let the per-packet path handle every datagram).
         """
@@ -169,7 +187,7 @@ class ReceiveSide:
         if job != self.cfg.job_id:
             return 0
         asm = self.assemblies.get((worker, tid))
-        if asm is None or asm.iteration != it:
+        if asm is None or asm.iteration != it or self._asm_peer.get(id(asm)) != addr:
             return 0
         offs = v["off"]
         # same job/worker/iteration (jwi), tensor/count (tc), version/type, dtype; consecutive offsets
@@ -181,7 +199,12 @@ class ReceiveSide:
         fl = v["flags"]
         crit = (fl & P.FLAG_CRITICAL) != 0
         retx = (fl & P.FLAG_RETX) != 0
-        n_crit = int(np.count_nonzero(crit & (~retx | ((v["seq"] & 1) != 0))))
+        plain = v["seq"] ^ np.uint32(self._asm_token[id(asm)])
+        first_index = off // asm.epp
+        expected = np.arange(first_index, first_index + k, dtype=np.uint32)
+        if not np.where(retx, plain >> (P.RETX_COUNTER_BITS + 1) == 0, plain == expected).all():
+            return 0                           # a wrong token somewhere: the per-packet path counts it
+        n_crit = int(np.count_nonzero(crit & (~retx | ((plain & 1) != 0))))
         if not asm.accept_run(b3 >> 4, count, off, payload, n_crit, ce):
             return 0
         self.packets_received += k
@@ -193,7 +216,7 @@ class ReceiveSide:
         return k * seg
 
     def _hold_early(self, mv: memoryview, worker: int, it: int, tid: int, ce: bool,
-                    asm: TensorAssembly | None) -> None:
+                    asm: TensorAssembly | None, addr: Address) -> None:
         """Keep DATA whose OPEN has not arrived when it plausibly comes next, else drop it.
 
         Plausible: someone expect()ed exactly this (worker, iteration, tensor), or the sender's
@@ -205,7 +228,7 @@ class ReceiveSide:
         if not (expected or follows) or self._early_count >= EARLY_MAX_PACKETS:
             self.drops[reason] += 1
             return
-        self._early.setdefault((worker, it, tid), []).append((bytes(mv), ce))
+        self._early.setdefault((worker, it, tid), []).append((bytes(mv), ce, addr))
         self._early_count += 1
         self.early_held += 1
 
@@ -217,9 +240,9 @@ class ReceiveSide:
             if key[1] < it:
                 self.drops["wrong_iteration"] += len(held)
                 continue
-            for data, ce in held:
+            for data, ce, addr in held:
                 _b0, _b1, flags, b3, _job, _w, _it, _tid, count, off, seq = P.HEADER_STRUCT.unpack_from(data)
-                self.data(memoryview(data), flags, b3, worker, it, tid, count, off, ce, seq)
+                self.data(memoryview(data), flags, b3, worker, it, tid, count, off, ce, seq, addr)
 
     def on_open(self, layer: int, dtype: int, worker: int, it: int, tid: int, body: bytes, addr: Address) -> None:
         """CONTROL/OPEN: set up the tensor and acknowledge it (no ACK when refused)."""
@@ -233,7 +256,6 @@ class ReceiveSide:
         asm = self._open(layer, dtype, worker, it, tid, body, addr)
         if asm is None:
             return
-        self._asm_peer[id(asm)] = addr
         asm.probed = True
         if not asm.complete and now - asm.last_data < self.holdoff(asm):
             asm.held_probe = seq          # DATA still trickling in (reordering): answer when quiet
@@ -255,7 +277,31 @@ class ReceiveSide:
             for asm in list(self.assemblies.values()):
                 if not asm.complete and asm.deadline is not None and now >= asm.deadline and asm.bound_met():
                     self._complete(asm)
+        if now >= self._next_expiry:
+            self._expire_idle(now)
         return wait
+
+    def _expire_idle(self, now: float) -> None:
+        """Forget unfinished tensors that got no DATA for ``idle_timeout`` s (forged or dead OPENs).
+
+        Their staging is freed; an expect()ed tensor keeps its expectation, so the genuine sender's
+        next PROBE opens it again (its BITMAP then asks for everything).
+        """
+        timeout = self.cfg.idle_timeout
+        self._next_expiry = now + max(0.01, timeout / 4)
+        for key, asm in list(self.assemblies.items()):
+            if asm.complete or now - asm.last_data < timeout:
+                continue
+            self.drops["expired"] += 1
+            h = self._asm_handle.get(id(asm))
+            self._held.discard(asm)
+            del self.assemblies[key]
+            self._forget(asm)
+            if h is not None and h.out is not None:     # still expected: keep waiting for it
+                h.assembly = None
+                self.handles[h.key] = h
+            elif h is not None:
+                self.handles.pop(h.key, None)
 
     def holdoff(self, asm: TensorAssembly) -> float:
         """DATA silence after which a PROBE is answered: stragglers are no longer on their way.
@@ -291,7 +337,7 @@ class ReceiveSide:
               addr: tuple[str, int]) -> TensorAssembly | None:
         """Find or create the assembly announced by an OPEN or PROBE descriptor."""
         try:
-            desc = P.TensorDescriptor.unpack(body)
+            desc, token = P.unpack_announcement(body)
         except ValueError:
             self.drops["bad_descriptor"] += 1
             return None
@@ -301,6 +347,12 @@ class ReceiveSide:
         asm = self.assemblies.get((worker, tid))
         if asm is not None:
             if asm.iteration == it:
+                if self._asm_peer.get(id(asm)) != addr:
+                    self.drops["wrong_peer"] += 1
+                    return None
+                if self._asm_token[id(asm)] != token:
+                    self.drops["bad_token"] += 1
+                    return None
                 if asm.desc != desc or asm.dtype != dtype:
                     self.drops["descriptor_mismatch"] += 1
                     return None
@@ -317,12 +369,18 @@ class ReceiveSide:
                 return None
             target = h.out.reshape(-1)
         else:
-            if not self.cfg.stage_unexpected or self.staged_elements + desc.n_elements > self.cfg.max_staged_elements:
+            charge = max(desc.n_elements, STAGING_MIN_CHARGE)
+            if not self.cfg.stage_unexpected or self._staged_charge + charge > self.cfg.max_staged_elements:
                 self.drops["unexpected_tensor"] += 1
+                return None
+            if self._peer_charge[addr] + charge > self.cfg.max_staged_elements * self.cfg.max_staged_peer_share:
+                self.drops["peer_staging_full"] += 1
                 return None
             target = np.zeros(desc.n_elements, want)
             self.staged_elements += desc.n_elements
-            self._staged.add(key)
+            self._staged[key] = (addr, charge)
+            self._staged_charge += charge
+            self._peer_charge[addr] += charge
             if h is None:
                 h = RecvHandle(worker, it, tid, None, None)
                 self.handles[key] = h
@@ -336,6 +394,7 @@ class ReceiveSide:
         self.assemblies[(worker, tid)] = asm
         self._asm_handle[id(asm)] = h
         self._asm_peer[id(asm)] = addr
+        self._asm_token[id(asm)] = token
         if self._early_count:
             self._replay_early(worker, it, tid)
         return asm
@@ -343,12 +402,24 @@ class ReceiveSide:
     def _forget(self, asm: TensorAssembly) -> None:
         h = self._asm_handle.pop(id(asm), None)
         self._asm_peer.pop(id(asm), None)
+        self._asm_token.pop(id(asm), None)
         self._asm_echo.pop(id(asm), None)
-        if h is not None and h.key in self._staged:
-            self._staged.discard(h.key)
-            self.staged_elements -= asm.desc.n_elements
+        if h is not None:
+            self._unstage(h.key, asm.desc.n_elements)
         if h is not None and h.out is not None:
             self.handles.pop(h.key, None)
+
+    def _unstage(self, key: tuple[int, int, int], n_elements: int) -> None:
+        """Return the staging a tensor held (no-op for tensors that were not staged)."""
+        entry = self._staged.pop(key, None)
+        if entry is None:
+            return
+        peer, charge = entry
+        self.staged_elements -= n_elements
+        self._staged_charge -= charge
+        self._peer_charge[peer] -= charge
+        if self._peer_charge[peer] <= 0:
+            del self._peer_charge[peer]
 
     def _reply(self, asm: TensorAssembly, msg: int, body: bytes, seq: int = 0) -> None:
         hdr = P.DlcpHeader(msg_type=msg, flags=P.FLAG_CRITICAL, dtype=asm.dtype, job_id=asm.job_id,
@@ -392,7 +463,5 @@ class ReceiveSide:
         else:
             mask = np.repeat(asm.received, asm.desc.elems_per_packet)[: asm.desc.n_elements]
             flat[mask] = asm.out[mask]
-        if h.key in self._staged:
-            self._staged.discard(h.key)
-            self.staged_elements -= asm.desc.n_elements
+        self._unstage(h.key, asm.desc.n_elements)
         asm.out = flat
