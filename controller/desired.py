@@ -25,7 +25,8 @@ log = logging.getLogger("controller.desired")
 
 @dataclass
 class SwitchDesired:
-    """What one switch should hold: table entries (insert order) and parser value sets."""
+    """What one switch should hold: table entries (insert order), default entries, and parser value
+    sets (none for the DLCP programs; kept for programs that have them)."""
 
     switch: str
     entries: list[p4runtime_pb2.TableEntry] = field(default_factory=list)
@@ -92,6 +93,8 @@ def build_switch(net: NetConfig, index: P4InfoIndex, switch: str) -> SwitchDesir
     conf = net.switch(switch)
     plan = route_plan(net, switch)
     out = SwitchDesired(switch)
+    for udp_port in sorted(set(net.policy.udp_ports)):
+        out.entries.append(api.udp_port(index, udp_port, wire=True))
     ports = sorted({p for ports, _ in plan.values() for p in ports})
     for port in ports:
         out.entries.append(api.nexthop(index, port, port, conf.mac, _dmac(net, switch, port), wire=True))
@@ -122,8 +125,6 @@ def build_switch(net: NetConfig, index: P4InfoIndex, switch: str) -> SwitchDesir
                 out.entries.append(api.port_drain(index, port, rate, wire=True))
     if pol.depth_max_age_us is not None and index.has("table", api.DEPTH_SETTINGS):
         out.defaults.append(api.depth_max_age(index, pol.depth_max_age_us))
-    if index.has("value_set", api.UDP_PORTS):
-        out.value_sets.append(api.udp_ports(index, pol.udp_ports))
     return out
 
 

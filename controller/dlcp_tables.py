@@ -11,7 +11,7 @@ from p4.v1 import p4runtime_pb2
 
 from controller.p4info_index import P4InfoIndex
 
-UDP_PORTS = "DlcpParser.dlcp_udp_ports"
+UDP_PORTS = "DlcpIngress.dlcp_udp_ports"   # UDP destination port -> dlcp_port (a table, not a value set)
 IPV4_ROUTES = "DlcpIngress.ipv4_routes"
 NEXTHOPS = "DlcpIngress.nexthops"
 ECMP_GROUPS = "DlcpIngress.ecmp_groups"
@@ -31,7 +31,7 @@ QUEUE_DEPTH_REG = "queue_depth_reg"
 PORT_DEPTH_REG = "port_depth_reg"   # last whole-port depth egress saw (display; drops use queue_depth_reg)
 
 # Insert order (a route never points at a nexthop or group that is not there yet); deletes reverse it.
-TABLE_ORDER = (NEXTHOPS, ECMP_GROUPS, ECMP_MEMBERS, IPV4_ROUTES, PRIORITY_MAP, DROP_THRESHOLDS, PORT_DRAIN)
+TABLE_ORDER = (UDP_PORTS, NEXTHOPS, ECMP_GROUPS, ECMP_MEMBERS, IPV4_ROUTES, PRIORITY_MAP, DROP_THRESHOLDS, PORT_DRAIN)
 
 NUM_QUEUES = 8
 NUM_MAG_CLASSES = 16
@@ -86,8 +86,10 @@ def port_drain(index: P4InfoIndex, port: int, pkts_per_s: int, *, wire: bool = F
                                  {"pkts_per_s": pkts_per_s})
 
 
-def udp_ports(index: P4InfoIndex, ports: list[int]) -> p4runtime_pb2.ValueSetEntry:
-    return index.build_value_set_entry(UDP_PORTS, ports)
+def udp_port(index: P4InfoIndex, port: int, *, wire: bool = False) -> p4runtime_pb2.TableEntry:
+    """UDP destination ``port`` carries DLCP. A table entry, not a parser value set: neither BMv2's
+    nor Tofino's P4Runtime server writes value sets (docs/dataplane.md "Which UDP ports are DLCP")."""
+    return _builder(index, wire)(UDP_PORTS, {"udp_dst_port": port}, "DlcpIngress.dlcp_port", {})
 
 
 def depth_max_age(index: P4InfoIndex, max_age_us: int) -> p4runtime_pb2.TableEntry:

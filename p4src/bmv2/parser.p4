@@ -3,23 +3,25 @@
  *
  * Why this file exists: it is the only place that knows the header order
  * on the wire.  Parse graph:
- *   [packet_out if from the CPU port] -> ethernet -> ipv4 (ihl == 5 and not a
- *   non-first fragment) -> tcp | udp -> dlcp when the UDP destination port is
- *   DLCP's and the first nibble says version 1.
- * A DLCP packet too short for its header ends in reject with
- * PacketTooShort; BMv2 (and p4sim) still hand it to ingress with
- * standard_metadata.parser_error set, where it is counted and dropped.
+ *   [packet_out if from the CPU port] -> ethernet -> ipv4 [-> options]
+ *   (version 4, IHL >= 5; L4 only for a first or only fragment) -> tcp | udp
+ *   -> dlcp when the UDP payload starts with DLCP's version and is long
+ *   enough for a DLCP header.
+ * The parser does not know which UDP ports carry DLCP: that is the
+ * controller's table DlcpIngress.dlcp_udp_ports (validate.p4).  A DLCP-shaped
+ * header on another port is parsed but left alone: the deparser emits its
+ * bytes unchanged, so it stays ordinary payload (docs/dataplane.md "Which UDP
+ * ports are DLCP").  Verdicts the validator needs (malformed IPv4, a UDP
+ * payload too short for DLCP) go to metadata; a packet shorter than its own
+ * headers ends in reject with PacketTooShort, and BMv2 (and p4sim) still
+ * hand it to ingress with standard_metadata.parser_error set, where it is
+ * dropped (and counted when it was DLCP).
  */
 
 parser DlcpParser(packet_in packet,
                   out dlcp_headers_t hdr,
                   inout dlcp_metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
-
-    /* UDP destination ports that carry DLCP.  Installed by the controller
-     * (dlcpctl, from the network YAML; 9290 by default) so a site can move
-     * DLCP to another port without recompiling. */
-    value_set<bit<16>>(DLCP_UDP_PORTS_SIZE) dlcp_udp_ports;
 
     state start {
         transition select(standard_metadata.ingress_port) {
@@ -43,10 +45,32 @@ parser DlcpParser(packet_in packet,
 
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
-        /* L4 only for option-less, first (or only) fragments. */
-        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (IPV4_IHL_MIN, 0, IP_PROTO_TCP): parse_tcp;
-            (IPV4_IHL_MIN, 0, IP_PROTO_UDP): parse_udp;
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
+            (IPV4_VERSION, IPV4_IHL_MIN): parse_ipv4_l4;
+            (IPV4_VERSION, 0 &&& IPV4_IHL_BELOW_4_MASK): ipv4_bad;
+            (IPV4_VERSION, IPV4_IHL_MIN - 1): ipv4_bad;
+            (IPV4_VERSION, _): parse_ipv4_options;
+            default: ipv4_bad;
+        }
+    }
+
+    /* Version != 4 or IHL < 5: validate.p4 drops and counts it. */
+    state ipv4_bad {
+        meta.ipv4_bad = 1;
+        transition accept;
+    }
+
+    state parse_ipv4_options {
+        packet.extract(hdr.ipv4_options,
+                       ((bit<32>)(hdr.ipv4.ihl - IPV4_IHL_MIN)) * IPV4_WORD_BITS);
+        transition parse_ipv4_l4;
+    }
+
+    /* L4 only for first (or only) fragments. */
+    state parse_ipv4_l4 {
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (0, IP_PROTO_TCP): parse_tcp;
+            (0, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
     }
@@ -58,13 +82,26 @@ parser DlcpParser(packet_in packet,
 
     state parse_udp {
         packet.extract(hdr.udp);
-        transition select(hdr.udp.dst_port) {
-            dlcp_udp_ports: parse_dlcp_version;
-#ifndef DLCP_PORT_FROM_CONTROLLER_ONLY
-            DLCP_UDP_PORT_DEFAULT: parse_dlcp_version;
-#endif
+        transition select(hdr.udp.length) {
+            0 &&& UDP_LEN_BELOW_8_MASK: dlcp_short;   /* impossible length */
+            UDP_HEADER_LEN: dlcp_short;               /* empty payload */
+            0 &&& UDP_LEN_BELOW_DLCP_MASK: peek_short_version;
+            default: parse_dlcp_version;
+        }
+    }
+
+    /* 1..23 payload bytes: too short for DLCP; remember it when the payload
+     * starts with DLCP's version (malformed on a DLCP port, else plain UDP). */
+    state peek_short_version {
+        transition select(packet.lookahead<bit<4>>()) {
+            DLCP_VERSION: dlcp_short;
             default: accept;
         }
+    }
+
+    state dlcp_short {
+        meta.dlcp_short = 1;
+        transition accept;
     }
 
     /* Peek at the version nibble: an unknown version stays plain UDP. */
@@ -86,6 +123,7 @@ control DlcpDeparser(packet_out packet, in dlcp_headers_t hdr) {
         packet.emit(hdr.packet_in);
         packet.emit(hdr.ethernet);
         packet.emit(hdr.ipv4);
+        packet.emit(hdr.ipv4_options);
         packet.emit(hdr.tcp);
         packet.emit(hdr.udp);
         packet.emit(hdr.dlcp);

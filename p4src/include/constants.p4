@@ -15,17 +15,26 @@
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_TCP   = 6;
 const bit<8>  IP_PROTO_UDP   = 17;
-const bit<4>  IPV4_IHL_MIN   = 5;
+const bit<4>  IPV4_VERSION   = 4;
+const bit<4>  IPV4_IHL_MIN   = 5;          /* 20 bytes, no options */
+const bit<4>  IPV4_IHL_BELOW_4_MASK = 0xC;  /* ihl & mask == 0  <=>  ihl 0..3 */
+const bit<32> IPV4_WORD_BITS = 32;          /* IHL counts 32-bit words */
 const bit<2>  ECN_NOT_ECT    = 0;
 const bit<2>  ECN_CE         = 3;
 
 /* ---- DLCP wire format ------------------------------------------------- */
 /* UDP destination port recognised as DLCP without any control-plane state.
- * The parser value_set `dlcp_udp_ports` adds more ports at run time. */
+ * The controller adds more ports at run time as entries of the ingress table
+ * DlcpIngress.dlcp_udp_ports (docs/dataplane.md "Which UDP ports are DLCP"). */
 const bit<16> DLCP_UDP_PORT_DEFAULT = 9290;
 /* Bytes of the DLCP header (directly after the 8-byte UDP header). */
 const bit<16> DLCP_HEADER_LEN = 24;
 const bit<16> UDP_HEADER_LEN  = 8;
+/* udp.length & UDP_LEN_BELOW_8_MASK == 0  <=>  udp.length < 8 (impossible);
+ * udp.length & UDP_LEN_BELOW_DLCP_MASK == 0  <=>  udp.length < 8 + 24, i.e. the
+ * datagram is too short to carry a DLCP header (parser select masks). */
+const bit<16> UDP_LEN_BELOW_8_MASK = 0xFFF8;
+const bit<16> UDP_LEN_BELOW_DLCP_MASK = 0xFFE0;
 /* The only version this data plane understands; others are plain UDP. */
 const bit<4>  DLCP_VERSION = 1;
 
@@ -82,6 +91,7 @@ const bit<32> DLCP_PORT_DRAIN_PPS_DEFAULT = 1666;
 const bit<32> MALFORMED_TRUNCATED = 0;  /* too short for the DLCP header */
 const bit<32> MALFORMED_BAD_LENGTH = 1; /* udp.length != 8 + 24 + count*elem */
 const bit<32> MALFORMED_BAD_DTYPE = 2;  /* dtype not in 0..3 */
+const bit<32> MALFORMED_BAD_IPV4 = 3;   /* IPv4 version != 4 or IHL < 5 */
 
 /* ---- ports -------------------------------------------------------------- */
 /* BMv2 CPU port (simple_switch_grpc --cpu-port 255); Tofino overrides it. */

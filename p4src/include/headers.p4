@@ -52,6 +52,12 @@ header ipv4_h {
     ipv4_addr_t dst_addr;
 }
 
+/* IPv4 options: (ihl - 5) 32-bit words, at most 40 bytes.  Carried through
+ * unchanged; the header checksum covers them (docs/protocol.md). */
+header ipv4_options_h {
+    varbit<320> options;
+}
+
 header tcp_h {
     bit<16> src_port;
     bit<16> dst_port;
@@ -97,6 +103,7 @@ struct dlcp_headers_t {
     packet_in_h  packet_in;
     ethernet_h   ethernet;
     ipv4_h       ipv4;
+    ipv4_options_h ipv4_options;
     tcp_h        tcp;
     udp_h        udp;
     dlcp_h       dlcp;
@@ -130,6 +137,10 @@ struct dlcp_metadata_t {
     qdepth_t    ecn_depth;
     qdepth_t    observed_depth;
     bit<32>     depth_max_age_us;   /* DlcpIngress.depth_settings */
+    /* parser verdicts, read by DlcpValidate */
+    bit<1>      ipv4_bad;          /* IPv4 version != 4 or IHL < 5: malformed */
+    bit<1>      dlcp_short;        /* UDP payload empty, or starting with DLCP's
+                                    * version but shorter than a DLCP header */
     /* Tofino: parser's IPv4 checksum verdict (BMv2 uses checksum_error) */
     bool        ipv4_checksum_err;
 }

@@ -30,6 +30,7 @@ struct dlcp_tna_headers_t {
     packet_in_h  packet_in;
     ethernet_h   ethernet;
     ipv4_h       ipv4;
+    ipv4_options_h ipv4_options;
     tcp_h        tcp;
     udp_h        udp;
     dlcp_h       dlcp;

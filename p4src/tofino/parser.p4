@@ -14,15 +14,11 @@ parser DlcpIngressParser(packet_in pkt,
 
     Checksum() ipv4_checksum;
 
-    /* Same P4Info name as on BMv2.  Installed by the controller. */
-    @name(".DlcpParser.dlcp_udp_ports")
-    value_set<bit<16>>(DLCP_UDP_PORTS_SIZE) dlcp_udp_ports;
-
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
         /* every dlcp_metadata_t field, in order: Tofino does not zero metadata */
-        meta = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false};
+        meta = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false};
         transition select(ig_intr_md.ingress_port) {
             DLCP_CPU_PORT: parse_packet_out;
             default: parse_ethernet;
@@ -45,10 +41,34 @@ parser DlcpIngressParser(packet_in pkt,
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
         ipv4_checksum.add(hdr.ipv4);
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl) {
+            (IPV4_VERSION, IPV4_IHL_MIN): parse_ipv4_checked;
+            (IPV4_VERSION, 0 &&& IPV4_IHL_BELOW_4_MASK): ipv4_bad;
+            (IPV4_VERSION, IPV4_IHL_MIN - 1): ipv4_bad;
+            (IPV4_VERSION, _): parse_ipv4_options;
+            default: ipv4_bad;
+        }
+    }
+
+    /* Version != 4 or IHL < 5: DlcpValidate drops and counts it. */
+    state ipv4_bad {
+        meta.ipv4_bad = 1;
+        transition accept;
+    }
+
+    /* The checksum covers the options too (docs/protocol.md). */
+    state parse_ipv4_options {
+        pkt.extract(hdr.ipv4_options,
+                    ((bit<32>)(hdr.ipv4.ihl - IPV4_IHL_MIN)) * IPV4_WORD_BITS);
+        ipv4_checksum.add(hdr.ipv4_options);
+        transition parse_ipv4_checked;
+    }
+
+    state parse_ipv4_checked {
         meta.ipv4_checksum_err = !ipv4_checksum.verify();
-        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (IPV4_IHL_MIN, 0, IP_PROTO_TCP): parse_tcp;
-            (IPV4_IHL_MIN, 0, IP_PROTO_UDP): parse_udp;
+        transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (0, IP_PROTO_TCP): parse_tcp;
+            (0, IP_PROTO_UDP): parse_udp;
             default: accept;
         }
     }
@@ -58,15 +78,28 @@ parser DlcpIngressParser(packet_in pkt,
         transition accept;
     }
 
+    /* Same UDP/DLCP graph as p4src/bmv2/parser.p4: which ports are DLCP is
+     * decided in DlcpValidate by the table DlcpIngress.dlcp_udp_ports. */
     state parse_udp {
         pkt.extract(hdr.udp);
-        transition select(hdr.udp.dst_port) {
-            dlcp_udp_ports: parse_dlcp_version;
-#ifndef DLCP_PORT_FROM_CONTROLLER_ONLY
-            DLCP_UDP_PORT_DEFAULT: parse_dlcp_version;
-#endif
+        transition select(hdr.udp.length) {
+            0 &&& UDP_LEN_BELOW_8_MASK: dlcp_short;
+            UDP_HEADER_LEN: dlcp_short;
+            0 &&& UDP_LEN_BELOW_DLCP_MASK: peek_short_version;
+            default: parse_dlcp_version;
+        }
+    }
+
+    state peek_short_version {
+        transition select(pkt.lookahead<bit<4>>()) {
+            DLCP_VERSION: dlcp_short;
             default: accept;
         }
+    }
+
+    state dlcp_short {
+        meta.dlcp_short = 1;
+        transition accept;
     }
 
     state parse_dlcp_version {
@@ -94,12 +127,13 @@ control DlcpIngressDeparser(packet_out pkt,
                 { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
                   hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
                   hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
-                  hdr.ipv4.src_addr, hdr.ipv4.dst_addr });
+                  hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4_options.options });
         }
         pkt.emit(hdr.bridged_md);
         pkt.emit(hdr.packet_in);
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.ipv4_options);
         pkt.emit(hdr.tcp);
         pkt.emit(hdr.udp);
         pkt.emit(hdr.dlcp);
@@ -127,8 +161,18 @@ parser DlcpEgressParser(packet_in pkt,
         }
     }
 
+    /* Only well-formed IPv4 reaches egress (ingress dropped IHL < 5). */
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl) {
+            IPV4_IHL_MIN: accept;
+            default: parse_ipv4_options;
+        }
+    }
+
+    state parse_ipv4_options {
+        pkt.extract(hdr.ipv4_options,
+                    ((bit<32>)(hdr.ipv4.ihl - IPV4_IHL_MIN)) * IPV4_WORD_BITS);
         transition accept;
     }
 }
@@ -145,9 +189,10 @@ control DlcpEgressDeparser(packet_out pkt,
                 { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
                   hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
                   hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
-                  hdr.ipv4.src_addr, hdr.ipv4.dst_addr });
+                  hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4_options.options });
         }
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.ipv4_options);
     }
 }

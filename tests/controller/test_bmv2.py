@@ -11,6 +11,7 @@ import grpc
 import pytest
 from switch_proc import DLCP_P4, ROOT, free_port
 
+from controller import dlcp_tables as api
 from controller import netconfig, reconcile
 from controller.cli import EXIT_OK, main
 from controller.controller import Controller
@@ -59,7 +60,11 @@ def test_apply_idempotent_and_live_threshold_on_bmv2(bmv2, capsys):
     try:
         assert ctl.apply()["s1"].pipeline == "pushed"
         s = ctl.sessions["s1"]
-        assert set(reconcile.read_current(s.client, s.index)) == {reconcile.entry_key(e) for e in ctl.desired(s).entries}
+        held = reconcile.read_current(s.client, s.index)
+        assert set(held) == {reconcile.entry_key(e) for e in ctl.desired(s).entries}
+        # DLCP's UDP port is a table entry BMv2's P4Runtime server accepts (it refuses value-set writes)
+        udp_table = s.index.table(api.UDP_PORTS).preamble.id
+        assert [e for e in held.values() if e.table_id == udp_table]
         assert ctl.apply()["s1"].plan.empty()
     finally:
         ctl.close()

@@ -36,7 +36,7 @@ def test_routes_nexthops_and_ecmp_derived_from_topology(index, net_yaml):
         (("10.0.0.1/32",), "route_to_group(group_id=1)"), (("10.0.0.2/32",), "route_to_nexthop(nexthop_id=3)")]
 
 
-def test_policy_entries_and_value_set(index, net_yaml):
+def test_policy_entries_and_udp_ports(index, net_yaml):
     net = netconfig.load(net_yaml)
     s1 = desired.build_switch(net, index, "s1")
     prio = [e for e in s1.entries if e.table_id == index.table(api.PRIORITY_MAP).preamble.id]
@@ -44,7 +44,9 @@ def test_policy_entries_and_value_set(index, net_yaml):
     assert [e.priority for e in prio] == [r.priority for r in net.policy.priority_map]
     thr = [e for e in s1.entries if e.table_id == index.table(api.DROP_THRESHOLDS).preamble.id]
     assert len(thr) == len(net.policy.thresholds)
-    assert [m.match[0].exact.value for m in s1.value_sets[0].members] == [b"\x24\x4a"]
+    # DLCP's UDP ports are table entries (BMv2's P4Runtime server cannot write value sets)
+    assert _rows(index, s1.entries, api.UDP_PORTS) == [(("9290",), "dlcp_port()")]
+    assert s1.value_sets == []
 
 
 def test_explicit_route_overrides_and_spray_off(index, tmp_path):
@@ -104,7 +106,7 @@ def test_diff_orders_deletes_routes_first_and_inserts_nexthops_first(index, net_
     assert [index.name_of(c.entry.table_id) for c in plan.deletes] == [api.IPV4_ROUTES, api.NEXTHOPS]
     order = [index.name_of(c.entry.table_id) for c in plan.inserts]
     assert order.index(api.NEXTHOPS) < order.index(api.ECMP_GROUPS) < order.index(api.IPV4_ROUTES)
-    assert plan.value_sets and plan.counts()["insert"] == len(want.entries)
+    assert order[0] == api.UDP_PORTS and plan.counts()["insert"] == len(want.entries)
 
 
 def test_raw_write_request_encoding_equals_protobuf(index, net_yaml):
@@ -114,7 +116,7 @@ def test_raw_write_request_encoding_equals_protobuf(index, net_yaml):
     header = p4runtime_pb2.WriteRequest(device_id=3, role="r")
     header.election_id.low = 7
     pairs = [(p4runtime_pb2.Update.INSERT, e) for e in want.entries[:20]]
-    pairs += [(p4runtime_pb2.Update.MODIFY, want.value_sets[0]), (p4runtime_pb2.Update.DELETE, want.entries[0])]
+    pairs += [(p4runtime_pb2.Update.MODIFY, _value_set(7, [9290])), (p4runtime_pb2.Update.DELETE, want.entries[0])]
     expected = p4runtime_pb2.WriteRequest()
     expected.CopyFrom(header)
     for kind, msg in pairs:
@@ -128,9 +130,18 @@ def test_raw_write_request_encoding_equals_protobuf(index, net_yaml):
     assert raw == expected.SerializeToString()
 
 
+def _value_set(value_set_id: int, values: list[int]) -> p4runtime_pb2.ValueSetEntry:
+    """A parser value set's content (other programs may have them; DLCP's programs do not)."""
+    entry = p4runtime_pb2.ValueSetEntry(value_set_id=value_set_id)
+    for v in values:
+        entry.members.add().match.add(field_id=1).exact.value = v.to_bytes(2, "big")
+    return entry
+
+
 def test_unreadable_value_set_is_not_rewritten_every_apply(index, net_yaml):
     net = netconfig.load(net_yaml)
     want = desired.build_switch(net, index, "s1")
+    want.value_sets.append(_value_set(7, [9290]))
     vs_id = want.value_sets[0].value_set_id
     plan = reconcile.diff("s1", _current(want.entries), want, index, {vs_id: reconcile.UNREADABLE})
     assert plan.empty()

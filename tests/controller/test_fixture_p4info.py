@@ -1,7 +1,7 @@
 """The hand-written DLCP P4Info (``fixtures/dlcp.p4info.txtpb``, used by the pure unit tests) is
 the P4Info p4sim compiles from ``p4src/bmv2/dlcp.p4`` on everything the controller programs or
 reads: tables, their match fields and actions with every field/param id and width, table sizes,
-action scopes, direct counters, counters, registers, the value set and depth_settings' default.
+action scopes, direct counters, counters, registers, the (absent) value sets and depth_settings' default.
 
 Only ids of top-level objects may differ (p4c/p4sim hash names into ids; the fixture numbers them
 in order): every reference is compared by name, so the unit tests' encodings hold on the switch.
@@ -49,9 +49,7 @@ def controller_view(p4info: p4info_pb2.P4Info) -> dict:
     for name in REGISTERS:
         r = idx.register(name)
         view[name] = (r.type_spec.bitstring.bit.bitwidth, r.size)
-    vs = idx.value_set(api.UDP_PORTS)
-    # the field's name is only error-message text; p4sim (like p4c) leaves an unnamed key unnamed
-    view[api.UDP_PORTS] = ([(m.id, m.bitwidth, m.match_type) for m in vs.match], vs.size)
+    view["value_sets"] = [v.preamble.name for v in p4info.value_sets]   # none: P4Runtime cannot write them on BMv2
     return view
 
 

@@ -55,7 +55,7 @@ def test_apply_installs_exactly_the_expected_entries_then_nothing(net_path, swit
         for name, rep in reports.items():
             assert rep.pipeline == "ok"
             assert rep.result.counts["insert"] == len(_expected(ctl, name)) > 0
-            assert rep.result.batches == 2          # value-set MODIFY, then all inserts
+            assert rep.result.batches == 1          # all inserts (DLCP has no value set to MODIFY)
             assert _read_back(ctl, name) == _expected(ctl, name)
         # what the switch itself holds, not just what P4Runtime reads back
         assert len(switches[0].entries(api.NEXTHOPS)) == 3

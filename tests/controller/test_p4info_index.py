@@ -17,7 +17,7 @@ def test_fixture_has_every_contract_name(index):
     for name in (api.PORT_QUEUE_TX, api.SELECTIVE_DROPS, api.ECN_MARKS, api.MALFORMED, api.EGRESS_SAFETY_DROPS):
         assert index.counter(name).spec.unit == 3  # BOTH
     assert index.direct_counter(api.ECMP_MEMBER_PACKETS).direct_table_id == index.table(api.ECMP_MEMBERS).preamble.id
-    assert index.value_set(api.UDP_PORTS).size == 4
+    assert index.table(api.UDP_PORTS).size == 4
     assert index.register(api.QUEUE_DEPTH_REG).size == 4096
 
 
@@ -67,11 +67,12 @@ def test_action_must_belong_to_table_and_priority_rules(index):
                                 {"drop_depth": 4})
 
 
-def test_value_set_entry(index):
-    entry = api.udp_ports(index, [9290, 9291])
-    assert [m.match[0].exact.value for m in entry.members] == [b"\x24\x4a", b"\x24\x4b"]
-    with pytest.raises(ValueError_, match="5 values, size is 4"):
-        api.udp_ports(index, [1, 2, 3, 4, 5])
+def test_udp_port_entry(index):
+    entry = api.udp_port(index, 9291)
+    assert [m.exact.value for m in entry.match] == [b"\x24\x4b"]
+    assert index.action_text(entry) == "dlcp_port()"
+    with pytest.raises(ValueError_):
+        api.udp_port(index, 70000)
 
 
 def test_load_p4info_text_binary_and_garbage(tmp_path):

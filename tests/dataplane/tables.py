@@ -62,6 +62,10 @@ class DlcpTables:
         match = tuple(self.rt.Ternary(*fields[name]) if name in fields else None for name in order)
         self._insert("DlcpIngress.priority_map", match, "DlcpIngress.set_queue", (queue,), priority)
 
+    def dlcp_port(self, udp_port: int) -> None:
+        """DlcpIngress.dlcp_udp_ports: UDP destination ``udp_port`` carries DLCP."""
+        self._insert("DlcpIngress.dlcp_udp_ports", (self.rt.Exact(udp_port),), "DlcpIngress.dlcp_port", ())
+
     def thresholds(self, queue: int, mag_class: int, drop_depth: int, ecn_depth: int) -> None:
         self._insert("DlcpIngress.drop_thresholds", (self.rt.Exact(queue), self.rt.Exact(mag_class)),
                      "DlcpIngress.set_thresholds", (drop_depth, ecn_depth))

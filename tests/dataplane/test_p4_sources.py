@@ -40,7 +40,7 @@ CONTRACT_NAMES = {
     "DlcpIngress.selective_drops", "DlcpIngress.ecn_marks", "DlcpIngress.malformed",
     "DlcpEgress.egress_safety_drops",
 }
-TOFINO_ONLY_NAMES = {"DlcpIngress.ghost_queue_base", "DlcpParser.dlcp_udp_ports", "queue_depth_reg"}
+TOFINO_ONLY_NAMES = {"DlcpIngress.ghost_queue_base", "queue_depth_reg"}
 # Added after the contract (docs/dataplane.md "Queue-depth freshness"): BMv2 ages its per-port
 # depth record; Tofino's depths are never stale, but it has the table for API symmetry.
 DEPTH_FRESHNESS_NAMES = {"DlcpIngress.depth_settings", "DlcpIngress.set_depth_max_age"}
@@ -108,11 +108,11 @@ def test_targets_have_the_same_file_structure() -> None:
         assert (p4text.P4SRC / target / "parser.p4").is_file()
 
 
-def test_value_set_is_named_as_in_contract() -> None:
-    bmv2 = p4text.strip_comments((p4text.P4SRC / "bmv2" / "parser.p4").read_text())
-    assert "parser DlcpParser(" in bmv2
-    assert "dlcp_udp_ports;" in bmv2
-    assert "DlcpParser.dlcp_udp_ports" in p4text.global_names("tofino")
+def test_udp_port_table_is_named_as_in_contract_and_no_value_set() -> None:
+    for target in ("bmv2", "tofino"):
+        assert "DlcpIngress.dlcp_udp_ports" in p4text.global_names(target), target
+        for path in (p4text.P4SRC / target).rglob("*.p4"):
+            assert "value_set<" not in p4text.strip_comments(path.read_text()), path
 
 
 def test_tofino_ecmp_entries_are_generated_and_cover_the_hash_space() -> None:

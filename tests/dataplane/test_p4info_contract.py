@@ -1,6 +1,6 @@
 """The P4Info p4sim produces for dlcp.p4 is exactly the control API of docs/contracts-dlcp.md:
 table keys (name, width, match kind), actions and parameter widths, defaults, counters and
-their sizes, the direct counter, the register, the value set and the controller headers. The
+their sizes, the direct counter, the register, the UDP-port table and the controller headers. The
 controller engineer codes against these names; this test is what keeps them stable.
 """
 
@@ -22,6 +22,8 @@ TABLES = {
                                   ("flags", 8, MK.TERNARY)], {"DlcpIngress.set_queue"}),
     "DlcpIngress.drop_thresholds": ([("queue", 3, MK.EXACT), ("mag_class", 4, MK.EXACT)],
                                     {"DlcpIngress.set_thresholds", "NoAction"}),
+    # a table, not a parser value_set: P4Runtime on BMv2 (PI) and Tofino cannot write value sets
+    "DlcpIngress.dlcp_udp_ports": ([("udp_dst_port", 16, MK.EXACT)], {"DlcpIngress.dlcp_port", "NoAction"}),
 }
 ACTIONS = {
     "DlcpIngress.route_to_nexthop": [("nexthop_id", 16)],
@@ -31,6 +33,7 @@ ACTIONS = {
     "DlcpIngress.set_ecmp_group": [("num_members", 8), ("spray", 1)],
     "DlcpIngress.set_queue": [("queue", 3)],
     "DlcpIngress.set_thresholds": [("drop_depth", 19), ("ecn_depth", 19)],
+    "DlcpIngress.dlcp_port": [],
 }
 COUNTERS = {
     "DlcpEgress.port_queue_tx": 512 * 8,
@@ -76,7 +79,10 @@ def test_default_actions(dlcp_program) -> None:
     assert (defaults["DlcpIngress.priority_map"].name, tuple(defaults["DlcpIngress.priority_map"].args)) == \
         ("DlcpIngress.set_queue", (0,))
     assert defaults["DlcpIngress.drop_thresholds"].name == "NoAction"
-    assert not any(pipeline.tables[name].default_is_const for name in TABLES)   # controller may change them
+    assert defaults["DlcpIngress.dlcp_udp_ports"].name == "NoAction"
+    assert pipeline.tables["DlcpIngress.dlcp_udp_ports"].default_is_const   # a miss is never DLCP
+    # the controller may change the others' defaults
+    assert not any(pipeline.tables[name].default_is_const for name in TABLES if name != "DlcpIngress.dlcp_udp_ports")
 
 
 def test_counters_direct_counter_register_value_set(p4info) -> None:
@@ -90,8 +96,10 @@ def test_counters_direct_counter_register_value_set(p4info) -> None:
     assert tables[direct.direct_table_id] == "DlcpIngress.ecmp_members"
     reg = by_name(p4info.registers)["queue_depth_reg"]
     assert reg.size == 512 * 8 and reg.type_spec.bitstring.bit.bitwidth == 19
-    vs = by_name(p4info.value_sets)["DlcpParser.dlcp_udp_ports"]
-    assert vs.size == 4 and [m.bitwidth for m in vs.match] == [16]
+    # nothing the controller must write is a value set (BMv2's PI: "ValueSet writes are not supported")
+    assert list(p4info.value_sets) == []
+    ports = by_name(p4info.tables)["DlcpIngress.dlcp_udp_ports"]
+    assert ports.size == 4 and not ports.is_const_table
 
 
 def test_controller_packet_metadata(p4info) -> None:

@@ -193,7 +193,7 @@ def test_controller_installed_udp_port_carries_dlcp(switch) -> None:
     other = 9400
     # before: a DLCP header on port 9400 is plain UDP (queue 0, DSCP kept)
     assert [q.priority for q in queued(path, dlcp_packet(udp_dport=other, layer_class=7))] == [0]
-    tables.pipeline.value_sets["DlcpParser.dlcp_udp_ports"].set([((other, 0xFFFF),)])
+    tables.dlcp_port(other)
     assert [q.priority for q in queued(path, dlcp_packet(udp_dport=other, layer_class=7))] == [6]
     # the built-in default port keeps working, and a malformed DLCP packet on the new port is dropped
     assert [q.priority for q in queued(path, dlcp_packet(layer_class=7))] == [6]

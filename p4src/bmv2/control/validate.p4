@@ -6,14 +6,17 @@
  * (truncated header, impossible length, unknown dtype) is dropped and
  * counted, never forwarded half-understood.  It also copies the DLCP tags
  * into metadata, zero for non-DLCP packets, so later tables key on
- * well-defined values.
+ * well-defined values.  It decides which UDP packets are DLCP at all: those
+ * to DLCP_UDP_PORT_DEFAULT and to the ports the controller installs in
+ * dlcp_udp_ports (a table, not a parser value_set: P4Runtime servers of
+ * BMv2 and Tofino do not write value sets; docs/dataplane.md).
  */
 
 control DlcpValidate(inout dlcp_headers_t hdr,
                      inout dlcp_metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
 
-    /* 0 truncated, 1 bad length, 2 bad dtype */
+    /* 0 truncated, 1 bad length, 2 bad dtype, 3 bad IPv4 header */
     @name(".DlcpIngress.malformed")
     counter(MALFORMED_CELLS, CounterType.packets_and_bytes) malformed;
 
@@ -23,11 +26,46 @@ control DlcpValidate(inout dlcp_headers_t hdr,
         malformed.count(reason);
     }
 
+    @name(".DlcpIngress.dlcp_port")
+    action dlcp_port() { }
+
+    /* UDP destination ports carrying DLCP besides DLCP_UDP_PORT_DEFAULT
+     * (which needs no entry unless built with -DDLCP_PORT_FROM_CONTROLLER_ONLY).
+     * Installed by the controller (dlcpctl: the policy's dlcp_udp_ports). */
+    @name(".DlcpIngress.dlcp_udp_ports")
+    table dlcp_udp_ports {
+        key = {
+            hdr.udp.dst_port : exact @name("udp_dst_port");
+        }
+        actions = {
+            dlcp_port;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction;
+        size = DLCP_UDP_PORTS_SIZE;
+    }
+
     apply {
+        bool on_dlcp_port = false;
+        if (hdr.udp.isValid()) {
+            if (dlcp_udp_ports.apply().hit) {
+                on_dlcp_port = true;
+            }
+#ifndef DLCP_PORT_FROM_CONTROLLER_ONLY
+            if (hdr.udp.dst_port == DLCP_UDP_PORT_DEFAULT) {
+                on_dlcp_port = true;
+            }
+#endif
+        }
+        if (meta.ipv4_bad == 1) {
+            reject_malformed(MALFORMED_BAD_IPV4);
+            return;
+        }
         if (standard_metadata.parser_error != error.NoError) {
-            /* UDP parsed but DLCP did not: a truncated DLCP header.
-             * Other parser errors (truncated IPv4/L4) are dropped too. */
-            if (hdr.udp.isValid() && !hdr.dlcp.isValid()) {
+            /* A DLCP port's datagram cut short before or inside the DLCP
+             * header: truncated DLCP.  Other parser errors (truncated
+             * IPv4/L4, a UDP length beyond the frame) are dropped too. */
+            if (on_dlcp_port && !hdr.dlcp.isValid()) {
                 reject_malformed(MALFORMED_TRUNCATED);
             } else {
                 meta.drop = 1;
@@ -47,8 +85,15 @@ control DlcpValidate(inout dlcp_headers_t hdr,
             meta.l4_src_port = hdr.udp.src_port;
             meta.l4_dst_port = hdr.udp.dst_port;
         }
+        if (!on_dlcp_port) {
+            return;                 /* not DLCP; a DLCP-shaped header stays payload */
+        }
+        if (meta.dlcp_short == 1) {
+            reject_malformed(MALFORMED_TRUNCATED);
+            return;
+        }
         if (!hdr.dlcp.isValid()) {
-            return;                 /* plain IPv4: nothing to check */
+            return;                 /* unknown version: plain UDP */
         }
         meta.is_dlcp = 1;
         meta.msg_type = hdr.dlcp.msg_type;

@@ -7,6 +7,9 @@
  * also tells bf-p4c not to drop parser-error packets silently in the parser.
  * Note: Tofino pads frames to 64 bytes, so a DLCP header cut short inside
  * the padding parses "fine" and is caught by the length rule instead.
+ * Which UDP ports are DLCP: DLCP_UDP_PORT_DEFAULT and the controller's
+ * entries in dlcp_udp_ports (a table, not a parser value_set, so P4Runtime
+ * can write it; docs/dataplane.md).
  */
 
 control DlcpValidate(inout dlcp_tna_headers_t hdr,
@@ -14,7 +17,7 @@ control DlcpValidate(inout dlcp_tna_headers_t hdr,
                      in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                      inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
 
-    /* 0 truncated, 1 bad length, 2 bad dtype */
+    /* 0 truncated, 1 bad length, 2 bad dtype, 3 bad IPv4 header */
     @name(".DlcpIngress.malformed")
     Counter<bit<64>, bit<2>>(MALFORMED_CELLS, CounterType_t.PACKETS_AND_BYTES) malformed;
 
@@ -26,9 +29,42 @@ control DlcpValidate(inout dlcp_tna_headers_t hdr,
         malformed.count(reason);
     }
 
+    @name(".DlcpIngress.dlcp_port")
+    action dlcp_port() { }
+
+    /* UDP destination ports carrying DLCP besides DLCP_UDP_PORT_DEFAULT.
+     * Installed by the controller (dlcpctl: the policy's dlcp_udp_ports). */
+    @name(".DlcpIngress.dlcp_udp_ports")
+    table dlcp_udp_ports {
+        key = {
+            hdr.udp.dst_port : exact @name("udp_dst_port");
+        }
+        actions = {
+            dlcp_port;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction;
+        size = DLCP_UDP_PORTS_SIZE;
+    }
+
     apply {
+        bool on_dlcp_port = false;
+        if (hdr.udp.isValid()) {
+            if (dlcp_udp_ports.apply().hit) {
+                on_dlcp_port = true;
+            }
+#ifndef DLCP_PORT_FROM_CONTROLLER_ONLY
+            if (hdr.udp.dst_port == DLCP_UDP_PORT_DEFAULT) {
+                on_dlcp_port = true;
+            }
+#endif
+        }
+        if (meta.ipv4_bad == 1) {
+            reject_malformed((bit<2>)MALFORMED_BAD_IPV4);
+            return;
+        }
         if (ig_prsr_md.parser_err != PARSER_ERROR_OK) {
-            if (hdr.udp.isValid() && !hdr.dlcp.isValid()) {
+            if (on_dlcp_port && !hdr.dlcp.isValid()) {
                 reject_malformed((bit<2>)MALFORMED_TRUNCATED);
             } else {
                 meta.drop = 1;
@@ -48,8 +84,15 @@ control DlcpValidate(inout dlcp_tna_headers_t hdr,
             meta.l4_src_port = hdr.udp.src_port;
             meta.l4_dst_port = hdr.udp.dst_port;
         }
-        if (!hdr.dlcp.isValid()) {
+        if (!on_dlcp_port) {
+            return;                 /* not DLCP; a DLCP-shaped header stays payload */
+        }
+        if (meta.dlcp_short == 1) {
+            reject_malformed((bit<2>)MALFORMED_TRUNCATED);
             return;
+        }
+        if (!hdr.dlcp.isValid()) {
+            return;                 /* unknown version: plain UDP */
         }
         meta.is_dlcp = 1;
         meta.msg_type = hdr.dlcp.msg_type;
