@@ -1,15 +1,17 @@
 """Controller benchmark: 10,000 routes plus the DLCP policy onto one switch, and a no-op ``apply``
 on a 10-switch network.
 
-Switches are real ``p4sim switch`` processes running the compiled DLCP program (``--target p4sim``,
-the default when the compiler works) or p4sim's P4Runtime server in-process over stand-in devices
-(``--target standin``, ``tests/controller/standin.py``). Figures are printed as ratios against a
+Switches are real ``p4sim switch`` processes (``--target p4sim``, the default; the controller pushes
+the compiled DLCP program) or, in this process, p4sim ``SwitchDevice``s running the same program
+behind p4sim's real P4Runtime gRPC server (``--target inproc``, ``tests/controller/device_switch.py``:
+no process start-up, the pipeline already loaded). Figures are printed as ratios against a
 baseline measured in the same run: the same entries written with one raw pre-built WriteRequest
 after a raw pipeline push (the cost of the switch alone), so the ratio is the controller's
 overhead. With real switches it also times ``dlcpctl apply`` as a new process (what an operator
 runs: interpreter start and imports included).
 
-    .venv/bin/python benchmarks/bench_controller_apply.py [--routes N] [--target p4sim|standin]
+    .venv/bin/python benchmarks/bench_controller_apply.py [--routes N] [--switches N]
+        [--target p4sim|inproc] [--quick]
 """
 
 from __future__ import annotations
@@ -22,22 +24,20 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "controller"))  # the stand-in device lives with the tests
+sys.path.insert(0, str(ROOT / "tests" / "controller"))  # the switch harnesses live with the tests
 
+from benchmode import add_quick_flag, announce  # noqa: E402
+from device_switch import DeviceSwitch  # noqa: E402
 from p4.v1 import p4runtime_pb2  # noqa: E402
-from standin import StandInSwitch  # noqa: E402
-from switch_proc import SwitchProcess, missing  # noqa: E402
+from switch_proc import SwitchProcess  # noqa: E402
 
 from controller import netconfig  # noqa: E402
 from controller.controller import Controller  # noqa: E402
-from controller.p4info_index import load_p4info  # noqa: E402
 from controller.p4rt_client import P4RuntimeClient  # noqa: E402
-
-P4INFO = ROOT / "tests" / "controller" / "fixtures" / "dlcp.p4info.txtpb"
 
 
 class ProcSwitch:
-    """A real ``p4sim switch`` process with the interface of ``StandInSwitch`` used here."""
+    """A real ``p4sim switch`` process with the interface of ``DeviceSwitch`` used here."""
 
     def __init__(self, device_id: int, workdir: Path) -> None:
         self.proc = SwitchProcess(workdir, device_id)
@@ -50,16 +50,16 @@ class ProcSwitch:
         self.proc.stop()
 
 
-TARGET = {"name": "standin", "workdir": Path("/tmp")}
+TARGET = {"name": "p4sim", "workdir": Path("/tmp")}
 
 
 def make_switch(device_id: int):
     if TARGET["name"] == "p4sim":
         return ProcSwitch(device_id, TARGET["workdir"])
-    return StandInSwitch(device_id, load_p4info(P4INFO))
+    return DeviceSwitch(device_id, program=TARGET["program"])
 
 
-def compile_resized(routes: int, workdir: Path) -> tuple[Path, Path]:
+def compile_resized(routes: int, workdir: Path):
     """The DLCP program with ipv4_routes resized to hold ``routes`` (the shipped size is smaller)."""
     import re
     import shutil
@@ -76,14 +76,12 @@ def compile_resized(routes: int, workdir: Path) -> tuple[Path, Path]:
     p4info, config = workdir / "dlcp.p4info.txtpb", workdir / "dlcp.p4sim.json"
     p4info.write_text(text_format.MessageToString(program.p4info))
     config.write_bytes(program.device_config())
-    return p4info, config
+    return program, p4info, config
 
 
 def pipeline_paths() -> tuple[Path, str]:
-    if TARGET["name"] == "p4sim":
-        p4info, config = TARGET["compiled"]
-        return p4info, str(config)
-    return P4INFO, "/dev/null"
+    p4info, config = TARGET["compiled"]
+    return p4info, str(config)
 
 
 def net_yaml(ports: list[int], routes: int) -> str:
@@ -192,7 +190,7 @@ def bench_cli(routes: int, tmp: Path) -> None:
           f"again, nothing to change: {times[1]:.3f} s; interpreter start + imports alone: {imports:.3f} s")
 
 
-def bench_noop(tmp: Path, n: int = 10) -> None:
+def bench_noop(tmp: Path, n: int) -> None:
     sws = [make_switch(i + 1) for i in range(n)]
     path = tmp / "ten.yaml"
     path.write_text(net_yaml([s.port for s in sws], 0))
@@ -227,22 +225,23 @@ def bench_noop(tmp: Path, n: int = 10) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--routes", type=int, default=10000)
-    parser.add_argument("--target", choices=("p4sim", "standin"), default=None,
-                        help="default: p4sim when the DLCP program compiles, else standin")
+    parser.add_argument("--routes", type=int, default=None, help="routes on one switch (default 10000)")
+    parser.add_argument("--switches", type=int, default=None, help="switches of the no-op apply (default 10)")
+    parser.add_argument("--target", choices=("p4sim", "inproc"), default="p4sim",
+                        help="p4sim: `p4sim switch` processes (default); inproc: SwitchDevices in this process")
+    add_quick_flag(parser)
     args = parser.parse_args()
-    TARGET["name"] = args.target or ("p4sim" if missing() is None else "standin")
-    if TARGET["name"] == "p4sim" and missing() is not None:
-        print(f"cannot run real p4sim switches: {missing()}", file=sys.stderr)
-        return 1
+    announce(args.quick)
+    routes = args.routes if args.routes is not None else (200 if args.quick else 10000)
+    switches = args.switches if args.switches is not None else (3 if args.quick else 10)
+    TARGET["name"] = args.target
     with tempfile.TemporaryDirectory() as tmp:
         TARGET["workdir"] = Path(tmp)
+        TARGET["program"], *TARGET["compiled"] = compile_resized(routes, Path(tmp))
+        bench_install(routes, Path(tmp))
         if TARGET["name"] == "p4sim":
-            TARGET["compiled"] = compile_resized(args.routes, Path(tmp))
-        bench_install(args.routes, Path(tmp))
-        if TARGET["name"] == "p4sim":
-            bench_cli(args.routes, Path(tmp))
-        bench_noop(Path(tmp))
+            bench_cli(routes, Path(tmp))
+        bench_noop(Path(tmp), switches)
     return 0
 
 

@@ -15,6 +15,8 @@ import statistics
 import time
 from pathlib import Path
 
+from benchmode import add_quick_flag, announce
+
 from p4sim.frontend.lexhack import _tokenize, scan
 from p4sim.frontend.parser import _get_parser, _postlex
 from p4sim.frontend.preprocessor import preprocess
@@ -35,8 +37,11 @@ def _time(fn, repeat: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=None, help="runs per stage, median shown (default 7)")
+    add_quick_flag(ap)
     args = ap.parse_args()
+    announce(args.quick)
+    args.repeat = args.repeat if args.repeat is not None else (1 if args.quick else 7)
     text = PROGRAM.read_text()
     t0 = time.perf_counter()
     parser = _get_parser()

@@ -5,7 +5,7 @@ DLCP (tagged, p = 10 %), baseline (same packets untagged, fully reliable) and pl
 seconds per push+pull iteration (best of --repeat) and the ratio to TCP; also the share of
 elements zero-filled (socket-buffer overflow is real loss on loopback and is reported, not hidden).
 
-    .venv/bin/python benchmarks/bench_host_ps.py [--profile resnet50] [--scale 1.0] [--repeat 2]
+    .venv/bin/python benchmarks/bench_host_ps.py [--profile resnet50] [--scale 1.0] [--repeat 2] [--quick]
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import time
+
+from benchmode import add_quick_flag, announce
 
 from host_agent.collectives import PS_SERVER_ID, PSServer, PSWorker
 from host_agent.endpoint import Endpoint, EndpointConfig
@@ -64,9 +66,13 @@ def run(mode: str, profile: str, scale: float, iters: int) -> list[tuple[float, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="resnet50")
-    ap.add_argument("--scale", type=float, default=1.0)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--scale", type=float, default=None, help="share of the profile's elements (default 1.0)")
+    ap.add_argument("--repeat", type=int, default=None, help="iterations per mode, best shown (default 2)")
+    add_quick_flag(ap)
     args = ap.parse_args()
+    announce(args.quick)
+    args.scale = args.scale if args.scale is not None else (0.01 if args.quick else 1.0)
+    args.repeat = args.repeat if args.repeat is not None else (1 if args.quick else 2)
     wl = ProfileWorkload(args.profile, args.scale)
     n = sum(s[0] for s in wl.shapes)
     print(f"{args.profile} x{args.scale}: {n / 1e6:.2f} M floats, {len(wl.shapes)} tensors, "

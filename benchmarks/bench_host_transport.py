@@ -7,7 +7,7 @@ datagrams per sendmsg (UDP_SEGMENT) and a GRO receiver, the fairer floor since D
 the full protocol (OPEN, DATA, PROBE, DONE, bitmap/retransmit if the socket overflowed).
 Figure: goodput of each (tensor bytes per second) and the ratio DLCP / plain.
 
-    .venv/bin/python benchmarks/bench_host_transport.py [--elements 4000000] [--repeat 3]
+    .venv/bin/python benchmarks/bench_host_transport.py [--elements 4000000] [--repeat 3] [--quick]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import socket
 import time
 
 import numpy as np
+from benchmode import add_quick_flag, announce
 
 from host_agent.endpoint import Endpoint, EndpointConfig
 from host_agent.packetizer import packetize
@@ -110,9 +111,13 @@ def run_plain(g, gso: bool = False) -> tuple[float, int, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--elements", type=int, default=4_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--elements", type=int, default=None, help="float32 elements of the tensor (default 4,000,000)")
+    ap.add_argument("--repeat", type=int, default=None, help="runs, best shown (default 3)")
+    add_quick_flag(ap)
     args = ap.parse_args()
+    announce(args.quick)
+    args.elements = args.elements if args.elements is not None else (100_000 if args.quick else 4_000_000)
+    args.repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
     g = np.random.default_rng(0).standard_normal(args.elements).astype(np.float32)
     mb = g.nbytes / 1e6
     best = {"plain": 1e9, "plain_gso": 1e9, "dlcp": 1e9, "dlcp_noecn": 1e9}

@@ -4,7 +4,7 @@ The server (a SwitchDevice with the fixture pipeline, a real P4RuntimeServer on 
 runs in this process; the client runs in a separate process, as a controller would. Baseline,
 measured in the same run: inserting the same entries straight into the runtime ``Table`` (no
 gRPC, no decoding). Figures are printed as rates and as ratios to that baseline.
-Run: .venv/bin/python benchmarks/bench_p4runtime_insert.py [--entries N] [--batch B]
+Run: .venv/bin/python benchmarks/bench_p4runtime_insert.py [--entries N] [--batch B] [--quick]
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)   # for tests.p4runtime helpers (fixture P4Info, runtime pipeline, client)
+
+from benchmode import add_quick_flag, announce  # noqa: E402
 
 T_EXACT, A_FORWARD = 33554433, 16777218
 
@@ -52,7 +54,7 @@ def make_update(i: int, kind: int = 1):
     return p4runtime_pb2.Update(type=kind, entity=p4runtime_pb2.Entity(table_entry=te))
 
 
-def client_process(port: int, n: int, batch: int, out) -> None:
+def client_process(port: int, n: int, batch: int, singles: int, out) -> None:
     """The controller side: pre-serialised batches (server capacity), then one-update Writes and
     a Read of everything (with the client's own protobuf costs included)."""
     import grpc
@@ -81,7 +83,7 @@ def client_process(port: int, n: int, batch: int, out) -> None:
     got = client.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=T_EXACT)),
                       timeout=600)
     results["read"] = len(got) / (time.perf_counter() - start)
-    single_n = min(2000, n)
+    single_n = min(singles, n)
     start = time.perf_counter()
     for i in range(single_n):
         client.write(make_update(i, kind=p4runtime_pb2.Update.DELETE))
@@ -93,10 +95,13 @@ def client_process(port: int, n: int, batch: int, out) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--entries", type=int, default=100_000)
+    ap.add_argument("--entries", type=int, default=None, help="entries installed (default 100,000)")
     ap.add_argument("--batch", type=int, default=1000)
+    add_quick_flag(ap)
     args = ap.parse_args()
-    n = args.entries
+    announce(args.quick)
+    n = args.entries if args.entries is not None else (1000 if args.quick else 100_000)
+    singles = 100 if args.quick else 2000        # one-update Writes (deletes of the first entries)
 
     import psutil
 
@@ -126,11 +131,11 @@ def main() -> int:
     rss_before = proc.memory_info().rss
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    child = ctx.Process(target=client_process, args=(port, n, args.batch, out))
+    child = ctx.Process(target=client_process, args=(port, n, args.batch, singles, out))
     child.start()
     results = out.get(timeout=1800)
     child.join()
-    # the client deleted the first min(2000, n) entries; re-measure memory with all n in place
+    # the client deleted the first min(singles, n) entries; memory is per entry still installed
     gc.collect()
     installed = len(device.pipeline.tables["MyIngress.t_exact"])
     rss_after = proc.memory_info().rss
