@@ -18,13 +18,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from host_agent.collectives import PS_SERVER_ID, PSServer, PSWorker, ring_allreduce
+from host_agent import overlap
+from host_agent.collectives import PS_SERVER_ID
 from host_agent.endpoint import Endpoint, EndpointConfig, RecvHandle
 from host_agent.errors import HostAgentError, TransportError, UserError
+from host_agent.overlap import ComputeModel
 from host_agent.packetizer import packetize
 from host_agent.policy import BASELINE_POLICY, TagPolicy, load_policy
 from host_agent.ratecontrol import RateConfig
-from host_agent.tcp_baseline import FRAME, TcpPSServer, TcpPSWorker, TcpRing, recv_exact, send_tensor
+from host_agent.tcp_baseline import FRAME, recv_exact, send_tensor
 from host_agent.training import TrainConfig, train, write_jsonl
 from host_agent.workloads import make_workload
 
@@ -69,12 +71,29 @@ def _common(p: argparse.ArgumentParser, bind_default: str = "0.0.0.0:9290") -> N
     p.add_argument("--seed", type=int, default=0, help="seed of synthetic data (default 0)")
 
 
+def _schedule_args(p: argparse.ArgumentParser) -> None:
+    """How an iteration runs: emulated compute, overlap, TCP flavour, start-up patience."""
+    p.add_argument("--compute-ratio", type=float, default=0.0,
+                   help="emulated compute per iteration as a multiple of the time this worker's gradients take "
+                        "on one --link-mbps link (0: no compute, communication only) (default 0)")
+    p.add_argument("--link-mbps", type=float, default=20.0, help="link speed the compute is scaled to (default 20)")
+    p.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
+                   help="push each layer when backprop produces it and start the forward pass layer by layer "
+                        "as parameters arrive (--no-overlap: compute, then all communication)")
+    p.add_argument("--tcp-cc", help="tcp mode: congestion control per socket (TCP_CONGESTION), e.g. cubic, bbr "
+                                    "(default: the system's)")
+    p.add_argument("--start-timeout", type=float, default=30.0,
+                   help="seconds to keep retrying to reach peers that are still starting (default 30)")
+
+
 def _workload_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", default="digits",
-                   help="digits (real MLP training) or a model profile: resnet50, vgg16, bert-base, gpt2-small")
+                   help="digits, digits-wide (real MLP training) or a model profile: resnet50, vgg16, bert-base, "
+                        "gpt2-small")
     p.add_argument("--scale", type=float, default=1.0, help="profile size factor in (0, 1] (default 1)")
     p.add_argument("--iterations", type=int, default=10, help="training iterations (default 10)")
     p.add_argument("--workers", type=int, required=True, help="number of workers in the job")
+    _schedule_args(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workload", default="resnet50", help="model profile (default resnet50)")
     p.add_argument("--scale", type=float, default=0.01, help="profile size factor (default 0.01)")
     p.add_argument("--iterations", type=int, default=1, help="all-reduces to run (default 1)")
+    p.add_argument("--buckets", type=int, default=4, help="gradient buckets reduced one by one, last first (default 4)")
     p.add_argument("--save-npz", help="write the reduced gradients of the last iteration to this .npz")
+    _schedule_args(p)
     p.set_defaults(func=cmd_allreduce)
     p = sub.add_parser("relay", help="lossy UDP relay: drop non-critical DLCP DATA at random, mark CE")
     p.add_argument("--bind", type=hostport, required=True, help="address clients send to HOST:PORT")
@@ -254,25 +275,28 @@ def cmd_gen(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compute(args: argparse.Namespace, wl) -> ComputeModel:
+    return ComputeModel.scaled([int(np.prod(x)) for x in wl.shapes], args.link_mbps, args.compute_ratio)
+
+
 def cmd_ps_server(args: argparse.Namespace) -> int:
     out = write_jsonl(args.out)
     wl = make_workload(args.workload, args.workers, args.scale, args.seed)
-    update = wl.server_update(args.workers)
+
+    def emit(it: int, st) -> None:
+        rec = st.as_record()
+        rec["packets_by_class"] = {str(k): v for k, v in sorted(st.packets_by_class.items())}
+        rec["missing_by_class"] = {str(k): v for k, v in sorted(st.missing_by_class.items())}
+        out({"event": "iteration", "role": "ps-server", "iteration": it, "mode": args.mode, **rec})
+
     if args.mode == "tcp":
-        srv = TcpPSServer(args.bind, wl.shapes, args.workers, update)
-        out({"event": "listening", "address": "{}:{}".format(*srv.address)})
-        srv.accept_all(args.timeout)
-    else:
-        ep = make_endpoint(args, PS_SERVER_ID)
-        out({"event": "listening", "address": "{}:{}".format(*ep.address)})
-        srv = PSServer(ep, wl.shapes, args.workers, make_policy(args), update, args.mtu, args.timeout)
-    for it in range(args.iterations):
-        st = srv.step(it)
-        out({"event": "iteration", "role": "ps-server", "iteration": it, "mode": args.mode, **st.as_record()})
-    if args.mode == "tcp":
-        srv.close()
-    else:
-        ep.close(linger=0.5)
+        overlap.ps_server_tcp(args.bind, args.tcp_cc, wl, args.workers, args.iterations, args.timeout, emit,
+                              on_listening=lambda a: out({"event": "listening", "address": "{}:{}".format(*a)}))
+        return 0
+    ep = make_endpoint(args, PS_SERVER_ID)
+    out({"event": "listening", "address": "{}:{}".format(*ep.address)})
+    overlap.ps_server_udp(ep, wl, args.workers, args.iterations, make_policy(args), args.mtu, args.timeout, emit)
+    ep.close(linger=0.5)
     return 0
 
 
@@ -281,22 +305,22 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise UserError(f"--rank {args.rank}: must be in 0..{args.workers - 1}")
     out = write_jsonl(args.out)
     wl = make_workload(args.workload, args.workers, args.scale, args.seed)
-    params = wl.initial_params()
+    compute = _compute(args, wl)
+
+    def emit(rec: overlap.IterationRecord, params: list[np.ndarray]) -> None:
+        out({"event": "iteration", "role": "worker", "rank": args.rank, "iteration": rec.iteration,
+             "mode": args.mode, **rec.as_record(), **wl.evaluate(params)})
+
     if args.mode == "tcp":
-        w = TcpPSWorker(args.server, args.rank, params, args.timeout)
+        params = overlap.ps_worker_tcp(args.server, args.tcp_cc, wl, args.rank, args.iterations, compute,
+                                       args.overlap, args.timeout, args.start_timeout, emit)
     else:
         ep = make_endpoint(args, args.rank)
-        w = PSWorker(ep, args.server, params, make_policy(args), args.mtu, args.timeout)
-    for it in range(args.iterations):
-        st = w.step(it, wl.gradients(args.rank, it, params))
-        out({"event": "iteration", "role": "worker", "rank": args.rank, "iteration": it, "mode": args.mode,
-             **st.as_record(), **wl.evaluate(params)})
+        params = overlap.ps_worker_udp(ep, args.server, wl, args.rank, args.iterations, compute, args.overlap,
+                                       make_policy(args), args.mtu, args.timeout, emit)
+        ep.close(linger=0.5)
     if args.save_npz:
         np.savez(args.save_npz, *params)
-    if args.mode == "tcp":
-        w.close()
-    else:
-        ep.close(linger=0.5)
     return 0
 
 
@@ -307,27 +331,28 @@ def cmd_allreduce(args: argparse.Namespace) -> int:
         raise UserError(f"--peers: {exc}") from None
     if not 0 <= args.rank < len(peers):
         raise UserError(f"--rank {args.rank}: must be in 0..{len(peers) - 1}")
+    if args.buckets < 1:
+        raise UserError(f"--buckets {args.buckets}: must be >= 1")
     out = write_jsonl(args.out)
     wl = make_workload(args.workload, len(peers), args.scale, args.seed)
+    compute = _compute(args, wl)
+    last: list[np.ndarray] = []
+
+    def emit(rec: overlap.IterationRecord, data: np.ndarray) -> None:
+        last[:] = [data]
+        out({"event": "iteration", "role": "allreduce", "rank": args.rank, "iteration": rec.iteration,
+             "mode": args.mode, **rec.as_record(), "sha256": hashlib.sha256(data.tobytes()).hexdigest()})
+
     if args.mode == "tcp":
-        ring = TcpRing(args.rank, peers, args.timeout)
+        overlap.allreduce_worker_tcp(args.rank, peers, args.tcp_cc, wl, args.iterations, compute, args.overlap,
+                                     args.timeout, args.start_timeout, args.buckets, emit)
     else:
         ep = make_endpoint(args, args.rank)
-    data = np.empty(0, np.float32)
-    for it in range(args.iterations):
-        data = np.concatenate([g.reshape(-1) for g in wl.gradients(args.rank, it, [])])
-        if args.mode == "tcp":
-            st = ring.allreduce(data)
-        else:
-            st = ring_allreduce(ep, args.rank, peers, data, it, make_policy(args), args.mtu, args.timeout)
-        out({"event": "iteration", "role": "allreduce", "rank": args.rank, "iteration": it, "mode": args.mode,
-             **st.as_record(), "sha256": hashlib.sha256(data.tobytes()).hexdigest()})
-    if args.save_npz:
-        np.savez(args.save_npz, data)
-    if args.mode == "tcp":
-        ring.close()
-    else:
+        overlap.allreduce_worker_udp(ep, args.rank, peers, wl, args.iterations, compute, args.overlap,
+                                     make_policy(args), args.mtu, args.timeout, args.buckets, emit)
         ep.close(linger=0.5)
+    if args.save_npz and last:
+        np.savez(args.save_npz, last[0])
     return 0
 
 

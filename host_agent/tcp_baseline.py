@@ -101,8 +101,18 @@ class TcpPSServer:
 
 class TcpPSWorker:
     def __init__(self, server: tuple[str, int], worker_id: int, params: Sequence[np.ndarray],
-                 timeout: float = 60.0) -> None:
-        self.sock = socket.create_connection(server, timeout=timeout)
+                 timeout: float = 60.0, start_timeout: float = 30.0) -> None:
+        # The server may start later than this worker on a loaded machine: retry for a bounded time.
+        end = time.monotonic() + start_timeout
+        while True:
+            try:
+                self.sock = socket.create_connection(server, timeout=timeout)
+                break
+            except OSError as exc:
+                if time.monotonic() > end:
+                    raise TransportError(f"server {server[0]}:{server[1]} did not accept a TCP connection "
+                                         f"within {start_timeout:.0f}s ({exc})") from None
+                time.sleep(0.1)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.worker_id, self.params = worker_id, list(params)
 
@@ -124,22 +134,31 @@ class TcpRing:
     """Ring all-reduce over TCP (the baseline of ``ring_allreduce``): rank r listens on
     ``addrs[r]``, connects to its right neighbour, accepts its left one."""
 
-    def __init__(self, rank: int, addrs: Sequence[tuple[str, int]], timeout: float = 60.0) -> None:
+    def __init__(self, rank: int, addrs: Sequence[tuple[str, int]], timeout: float = 60.0,
+                 congestion_control: str | None = None) -> None:
         self.rank, self.n = rank, len(addrs)
         self.listener = socket.create_server(addrs[rank])
         self.listener.settimeout(timeout)
         right = addrs[(rank + 1) % self.n]
         end = time.monotonic() + timeout
         while True:                                   # the neighbour may not be listening yet
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            if congestion_control:                    # per socket, as users pick it (TCP_CONGESTION)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion_control.encode())
+            sock.settimeout(timeout)
             try:
-                self.right = socket.create_connection(right, timeout=timeout)
+                sock.connect(right)
+                self.right = sock
                 break
-            except ConnectionRefusedError:
+            except (ConnectionRefusedError, TimeoutError, OSError):
+                sock.close()
                 if time.monotonic() > end:
                     raise TransportError(f"rank {(rank + 1) % self.n} at {right[0]}:{right[1]} never listened") from None
-                time.sleep(0.02)
+                time.sleep(0.05)
         self.left, _ = self.listener.accept()
         for s in (self.right, self.left):
+            if congestion_control:
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion_control.encode())
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             s.settimeout(timeout)
 

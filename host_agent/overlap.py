@@ -1,0 +1,704 @@
+"""Training iterations as the accelerator sees them: backprop order, per-layer compute, overlap.
+
+The published evaluations (P3, ByteScheduler, DLCP, MLT) measure iteration time with computation
+overlapping communication: the backward pass produces the LAST layer's gradients first, each is
+pushed as soon as it is ready, and the next forward pass starts layer by layer as each layer's
+parameters (PS) or reduced gradients (all-reduce) arrive. That is why front layers get the high
+priorities. This module runs that schedule for one worker process:
+
+- ``ComputeModel``: emulated forward/backward time per layer, proportional to the layer's
+  parameter count, the total scaled to the emulated link (``ratio`` x the time the worker's own
+  gradients take on one link), so compute and communication are of the same order, as on the
+  papers' testbeds. Forward is 1/3, backward 2/3 of it. The accelerator is idle CPU-wise: compute
+  is waiting while the transport keeps running (the endpoint is polled throughout).
+- Iteration time (the primary metric): ``iter_seconds(i) = fwd_done(i+1) - fwd_done(i)``, i.e. the
+  backward pass of i, the communication it could not hide, and the forward pass of i+1 (the worker
+  runs one extra forward pass to close the last iteration). ``exposed_comm_seconds`` is
+  ``iter_seconds - compute_seconds``; ``comm_seconds`` (secondary) runs from the first push to the
+  last parameter arrival.
+- ``overlap=False`` is the comparison mode: the whole backward pass, then every push and pull,
+  then the forward pass.
+
+Transports: ``dlcp``/``baseline`` over one DLCP ``Endpoint`` (a cooperative loop: compute is
+"time passing while the endpoint is polled"), ``tcp`` over kernel sockets (one thread per socket
+direction, like Gloo/ps-lite), with the congestion control chosen per socket (``TCP_CONGESTION``).
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from host_agent import protocol as P
+from host_agent.collectives import PS_SERVER_ID, CommStats, _pack
+from host_agent.endpoint import Endpoint
+from host_agent.errors import TransportError
+from host_agent.policy import TagPolicy
+from host_agent.tcp_baseline import FRAME, recv_exact, send_tensor
+from host_agent.workloads import Workload
+
+POLL_S = 0.002
+
+
+def wire_tid(iteration: int, tid: int) -> int:
+    """Tensor id on the wire: iteration parity in the top bit, so ids of i and i+1 never collide."""
+    return ((iteration & 1) << (P.TENSOR_ID_BITS - 1)) | tid
+
+
+@dataclass(frozen=True)
+class ComputeModel:
+    """Emulated compute seconds per layer (model order) for the forward and backward passes."""
+
+    forward: tuple[float, ...]
+    backward: tuple[float, ...]
+
+    @property
+    def total(self) -> float:
+        return sum(self.forward) + sum(self.backward)
+
+    @classmethod
+    def scaled(cls, layer_elements: Sequence[int], link_mbps: float, ratio: float,
+               bytes_per_element: int = 4) -> ComputeModel:
+        n = len(layer_elements)
+        if ratio <= 0 or link_mbps <= 0 or n == 0:
+            return cls((0.0,) * n, (0.0,) * n)
+        total_elems = sum(layer_elements)
+        total = ratio * total_elems * bytes_per_element * 8 / (link_mbps * 1e6)
+        share = [e / total_elems for e in layer_elements]
+        return cls(tuple(total / 3 * s for s in share), tuple(2 * total / 3 * s for s in share))
+
+
+class Gpu:
+    """The accelerator's own clock: layer k ends ``seconds`` after max(previous layer's end, its input's
+    arrival), whatever the CPU is doing meanwhile (the transport's work does not delay the GPU).
+    ``wait_until(t)`` passes real time until ``t`` (polling the transport, or sleeping)."""
+
+    def __init__(self, wait_until: Callable[[float], None]) -> None:
+        self.wait_until = wait_until
+        self.t = time.perf_counter()
+
+    def run(self, seconds: float, not_before: float = 0.0) -> float:
+        self.t = max(self.t, not_before) + seconds
+        self.wait_until(self.t)
+        return self.t
+
+    def idle_until(self, t: float) -> None:
+        self.t = max(self.t, t)
+
+
+def _sleep_until(t: float) -> None:
+    if (left := t - time.perf_counter()) > 0:
+        time.sleep(left)
+
+
+@dataclass
+class IterationRecord:
+    """One worker's iteration as the JSON-lines record fields."""
+
+    iteration: int
+    iter_seconds: float
+    compute_seconds: float
+    comm_seconds: float
+    comm: CommStats = field(default_factory=CommStats)
+
+    def as_record(self) -> dict:
+        rec = self.comm.as_record()
+        rec.update(iter_seconds=round(self.iter_seconds, 6), compute_seconds=round(self.compute_seconds, 6),
+                   exposed_comm_seconds=round(max(0.0, self.iter_seconds - self.compute_seconds), 6),
+                   comm_seconds=round(self.comm_seconds, 6),
+                   packets_by_class={str(k): v for k, v in sorted(self.comm.packets_by_class.items())},
+                   missing_by_class={str(k): v for k, v in sorted(self.comm.missing_by_class.items())})
+        return rec
+
+
+# -- the cooperative loop over one DLCP endpoint --------------------------------------------------
+class EventLoop:
+    """Polls ``ep`` while emulated compute passes and while communication tasks (generators) run.
+
+    A task yields a list of handles (resumed when all are done) or a callable (resumed when it
+    returns True). ``done_at`` records when each watched handle was first seen complete.
+    """
+
+    def __init__(self, ep: Endpoint, timeout: float) -> None:
+        self.ep, self.timeout = ep, timeout
+        self.tasks: list[list] = []
+        self.done_at: dict[int, float] = {}
+        self._watched: list = []
+
+    def watch(self, handles: Sequence) -> None:
+        self._watched.extend(handles)
+
+    def spawn(self, task: Generator) -> None:
+        self.tasks.append([task, None])
+        self._advance()
+
+    def _ready(self, waiting) -> bool:
+        if waiting is None:
+            return True
+        if callable(waiting):
+            return bool(waiting())
+        for h in waiting:
+            if getattr(h, "failed", False):
+                raise TransportError(self.ep._failure(h))
+        return all(h.done for h in waiting)
+
+    def _advance(self) -> None:
+        now = time.perf_counter()
+        if self._watched:
+            still = []
+            for h in self._watched:
+                if h.done:
+                    self.done_at[id(h)] = now
+                else:
+                    still.append(h)
+            self._watched = still
+        for task in list(self.tasks):
+            while self._ready(task[1]):
+                try:
+                    task[1] = next(task[0])
+                except StopIteration:
+                    self.tasks.remove(task)
+                    break
+
+    def wait(self, cond: Callable[[], bool], what: str) -> None:
+        end = time.monotonic() + self.timeout
+        self._advance()
+        while not cond():
+            if time.monotonic() > end:
+                raise TransportError(f"timed out after {self.timeout:.0f}s waiting for {what}")
+            self.ep.poll(POLL_S)
+            self._advance()
+
+    def wait_handles(self, handles: Sequence, what: str) -> None:
+        self.wait(lambda: self._ready(list(handles)), what)
+
+    def spin_until(self, end: float) -> None:
+        """Emulated compute until ``end`` (perf_counter) while the transport keeps working."""
+        self._advance()
+        while (left := end - time.perf_counter()) > 0:
+            self.ep.poll(min(left, POLL_S))
+            self._advance()
+
+
+def _finish_comm(loop: EventLoop, sends: list, recvs: list, start: float | None) -> tuple[CommStats, float]:
+    stats = CommStats()
+    for h in sends:
+        stats.add_send(h)
+    for h in recvs:
+        stats.add_recv(h)
+    end = max((loop.done_at.get(id(h), time.perf_counter()) for h in recvs), default=time.perf_counter())
+    return stats, (end - start) if start is not None else 0.0
+
+
+# -- parameter server over DLCP / reliable UDP ----------------------------------------------------
+def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int, iterations: int,
+                  compute: ComputeModel, overlap: bool, policy: TagPolicy, mtu: int, timeout: float,
+                  emit: Callable[[IterationRecord, list[np.ndarray]], None]) -> list[np.ndarray]:
+    params = wl.initial_params()
+    n = len(params)
+    loop = EventLoop(ep, timeout)
+    gpu = Gpu(loop.spin_until)
+    recvs: list | None = None
+    sends: list = []
+    older_sends: list = []
+    prev_done = comm_start = 0.0
+    spurious0 = ep.spurious_retransmissions
+    for it in range(iterations + 1):
+        for layer in range(n):
+            arrival = 0.0
+            if recvs is not None:
+                loop.wait_handles([recvs[layer]], f"parameters of layer {layer}, iteration {it - 1}")
+                arrival = loop.done_at.get(id(recvs[layer]), time.perf_counter())
+            gpu.run(compute.forward[layer], arrival)
+        fwd_done = gpu.t
+        if recvs is not None:
+            stats, comm_s = _finish_comm(loop, sends, recvs, comm_start)
+            stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0
+            spurious0 = ep.spurious_retransmissions
+            emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, comm_s, stats), params)
+        if it == iterations:
+            break
+        prev_done = fwd_done
+        grads = wl.gradients(rank, it, params)
+        recvs = [ep.expect(PS_SERVER_ID, it, wire_tid(it, t), p) for t, p in enumerate(params)]
+        loop.watch(recvs)
+        loop.wait_handles(older_sends, f"acknowledgement of iteration {it - 2}'s gradients")  # wire ids repeat
+        older_sends, sends = sends, []
+        for layer in reversed(range(n)):
+            gpu.run(compute.backward[layer])
+            if overlap:
+                comm_start = comm_start if sends else gpu.t
+                sends.append(ep.send(_pack(grads[layer], wire_tid(it, layer), layer, n, policy, ep, it, mtu=mtu), server))
+        if not overlap:
+            comm_start = gpu.t
+            sends = [ep.send(_pack(grads[t], wire_tid(it, t), t, n, policy, ep, it, mtu=mtu), server)
+                     for t in reversed(range(n))]
+            loop.wait_handles(recvs, f"iteration {it}'s push and pull")
+    loop.wait_handles(sends + older_sends, "acknowledgement of the last gradients")
+    return params
+
+
+def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, policy: TagPolicy, mtu: int,
+                  timeout: float, emit: Callable[[int, CommStats], None]) -> None:
+    """Sums each layer as soon as every worker's gradients of it arrived and pushes it back at once."""
+    shapes = wl.shapes
+    n = len(shapes)
+    update = wl.server_update(n_workers)
+    loop = EventLoop(ep, timeout)
+
+    def expect(it: int) -> dict:
+        return {(w, t): (ep.expect(w, it, wire_tid(it, t), buf), buf)
+                for w in range(n_workers) for t, buf in ((t, np.zeros(s, np.float32)) for t, s in enumerate(shapes))}
+
+    pending = {0: expect(0)}
+    sends_of: dict[int, list] = {}
+    for it in range(iterations):
+        t0 = time.perf_counter()
+        spurious0 = ep.spurious_retransmissions
+        if it + 1 < iterations:
+            pending[it + 1] = expect(it + 1)
+        if it - 2 in sends_of:                  # wire ids repeat every two iterations
+            loop.wait_handles(sends_of.pop(it - 2), f"parameters of iteration {it - 2}")
+        got = pending.pop(it)
+        pushed = [False] * n
+        sends: list = []
+        stats = CommStats()
+
+        def ready(t: int, got: dict = got) -> bool:
+            return all(got[(w, t)][0].done for w in range(n_workers))
+
+        while not all(pushed):
+            loop.wait(lambda: any(not pushed[t] and ready(t) for t in range(n)),  # noqa: B023
+                      f"gradients of iteration {it}")
+            for t in range(n):                  # front layers first when several are ready
+                if pushed[t] or not ready(t):
+                    continue
+                total = np.zeros(shapes[t], np.float32)
+                for w in range(n_workers):
+                    h, buf = got[(w, t)]
+                    total += buf
+                    stats.add_recv(h)
+                p = np.ascontiguousarray(update(t, total), np.float32)
+                for w in range(n_workers):
+                    peer = got[(w, t)][0].peer
+                    assert peer is not None
+                    sends.append(ep.send(_pack(p, wire_tid(it, t), t, n, policy, ep, it, P.KIND_PARAMETER, mtu), peer))
+                pushed[t] = True
+        sends_of[it] = sends
+        stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0
+        stats.seconds = time.perf_counter() - t0
+        emit(it, stats)
+    for it in sorted(sends_of):
+        loop.wait_handles(sends_of[it], f"parameters of iteration {it}")
+
+
+# -- ring all-reduce over DLCP / reliable UDP, bucketed in backprop order -------------------------
+def buckets_of(layer_elements: Sequence[int], count: int) -> list[list[int]]:
+    """Contiguous groups of layers (model order) of about equal size, like DDP's gradient buckets."""
+    total = sum(layer_elements)
+    count = max(1, min(count, len(layer_elements)))
+    out: list[list[int]] = [[]]
+    acc = 0
+    for i, e in enumerate(layer_elements):
+        if out[-1] and acc >= total * len(out) / count and len(out) < count:
+            out.append([])
+        out[-1].append(i)
+        acc += e
+    return out
+
+
+def ring_steps(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: np.ndarray, iteration: int,
+               policy: TagPolicy, mtu: int, base_tid: int, position: int, num_layers: int,
+               stats: CommStats) -> Generator:
+    """The ring all-reduce of ``flat`` as a task: yields the handles of each step (see ring_allreduce)."""
+    n = len(addrs)
+    if n == 1:
+        return
+    bounds = np.linspace(0, flat.size, n + 1).astype(np.int64)
+    chunk = [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
+    right, left = addrs[(rank + 1) % n], (rank - 1) % n
+    gather_policy = replace(policy, loss_bound=0.0, pull_critical=True)
+    tmp = [np.zeros(c.size, np.float32) for c in chunk]
+    for s in range(n - 1):
+        send_c, recv_c = (rank - s) % n, (rank - s - 1) % n
+        tid = wire_tid(iteration, base_tid + s)
+        r = ep.expect(left, iteration, tid, tmp[recv_c])
+        h = ep.send(_pack(chunk[send_c], tid, position, num_layers, policy, ep, iteration, mtu=mtu), right)
+        yield [h, r]
+        chunk[recv_c] += tmp[recv_c]
+        stats.add_send(h)
+        stats.add_recv(r)
+    for s in range(n - 1):
+        send_c, recv_c = (rank + 1 - s) % n, (rank - s) % n
+        tid = wire_tid(iteration, base_tid + n - 1 + s)
+        r = ep.expect(left, iteration, tid, chunk[recv_c])
+        pt = _pack(chunk[send_c], tid, position, num_layers, gather_policy, ep, iteration, P.KIND_PARAMETER, mtu)
+        h = ep.send(pt, right)
+        yield [h, r]
+        stats.add_send(h)
+        stats.add_recv(r)
+
+
+def allreduce_worker_udp(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], wl: Workload,
+                         iterations: int, compute: ComputeModel, overlap: bool, policy: TagPolicy, mtu: int,
+                         timeout: float, n_buckets: int, emit: Callable[[IterationRecord, np.ndarray], None]) -> None:
+    elems = [int(np.prod(s)) for s in wl.shapes]
+    n = len(elems)
+    groups = buckets_of(elems, n_buckets)
+    bucket_of = {layer: b for b, g in enumerate(groups) for layer in g}
+    steps = 2 * (len(addrs) - 1)
+    loop = EventLoop(ep, timeout)
+    gpu = Gpu(loop.spin_until)
+    done_at: list[float | None] = []
+    flats: list[np.ndarray] = []
+    prev_done = comm_start = 0.0
+    stats = CommStats()
+    spurious0 = ep.spurious_retransmissions
+    for it in range(iterations + 1):
+        for layer in range(n):
+            arrival = 0.0
+            if done_at:
+                b = bucket_of[layer]
+                loop.wait(lambda b=b, done_at=done_at: done_at[b] is not None, f"reduced bucket {b}, iteration {it - 1}")
+                arrival = done_at[b] or 0.0
+            gpu.run(compute.forward[layer], arrival)
+        fwd_done = gpu.t
+        if done_at:
+            stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0
+            spurious0 = ep.spurious_retransmissions
+            comm_s = max(d for d in done_at if d is not None) - comm_start
+            emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, comm_s, stats), np.concatenate(flats))
+        if it == iterations:
+            break
+        prev_done = fwd_done
+        grads = wl.gradients(rank, it, [])
+        flats = [np.concatenate([grads[i].reshape(-1) for i in g]) for g in groups]
+        done_at = [None] * len(groups)
+        ready: list[int] = []
+        stats = CommStats()
+
+        def comm(it: int = it, ready: list[int] = ready, done_at: list = done_at,
+                 stats: CommStats = stats, flats: list = flats) -> Generator:
+            for k in range(len(groups)):
+                yield lambda k=k: len(ready) > k
+                b = ready[k]
+                # layer class from the bucket's real position in the model (front = high), not the step
+                yield from ring_steps(ep, rank, addrs, flats[b], it, policy, mtu, b * steps, groups[b][0], n, stats)
+                done_at[b] = time.perf_counter()
+
+        loop.spawn(comm())
+        for layer in reversed(range(n)):
+            gpu.run(compute.backward[layer])
+            if overlap and layer == groups[bucket_of[layer]][0]:   # the bucket is complete in backprop order
+                comm_start = comm_start if ready else gpu.t
+                ready.append(bucket_of[layer])
+        if not overlap:
+            comm_start = gpu.t
+            ready.extend(reversed(range(len(groups))))
+            loop.wait(lambda done_at=done_at: all(d is not None for d in done_at), f"iteration {it}'s all-reduce")
+
+
+# -- TCP (kernel reliability, the congestion control users pick) ----------------------------------
+def set_congestion_control(sock: socket.socket, cc: str | None) -> None:
+    if cc:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        except OSError as exc:
+            raise TransportError(f"TCP congestion control {cc!r} not available: {exc.strerror}") from None
+
+
+def connect_retry(addr: tuple[str, int], cc: str | None, start_timeout: float) -> socket.socket:
+    """Connect, retrying for ``start_timeout`` s (the peer may still be starting on a loaded machine)."""
+    end = time.monotonic() + start_timeout
+    while True:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        set_congestion_control(sock, cc)
+        sock.settimeout(max(1.0, start_timeout))
+        try:
+            sock.connect(addr)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.settimeout(None)
+            return sock
+        except (ConnectionRefusedError, TimeoutError, OSError) as exc:
+            sock.close()
+            if time.monotonic() > end:
+                raise TransportError(f"{addr[0]}:{addr[1]} did not accept a TCP connection within "
+                                     f"{start_timeout:.0f}s ({exc})") from None
+            time.sleep(0.1)
+
+
+class _Sender(threading.Thread):
+    """Writes queued (tensor id, array) frames to one socket in order; errors are kept for the owner."""
+
+    def __init__(self, sock: socket.socket, wid: int) -> None:
+        super().__init__(daemon=True)
+        self.sock, self.wid = sock, wid
+        self.q: queue.Queue = queue.Queue()
+        self.bytes = 0
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        while (item := self.q.get()) is not None:
+            try:
+                self.bytes += send_tensor(self.sock, item[0], self.wid, item[1])
+            except BaseException as exc:  # noqa: BLE001 - reported by the owner
+                self.error = exc
+                return
+
+    def put(self, tid: int, arr: np.ndarray) -> None:
+        if self.error:
+            raise TransportError(f"TCP send failed: {self.error}")
+        self.q.put((tid, arr))
+
+    def close(self) -> None:
+        self.q.put(None)
+        self.join(30)
+
+
+class _Arrivals:
+    """Counts frames per tensor id as they arrive (``count[t]`` = iterations of t received)."""
+
+    def __init__(self, n: int) -> None:
+        self.cond = threading.Condition()
+        self.count = [0] * n
+        self.at: dict[tuple[int, int], float] = {}
+        self.error: BaseException | None = None
+
+    def arrived(self, tid: int) -> None:
+        with self.cond:
+            self.at[(self.count[tid], tid)] = time.perf_counter()
+            self.count[tid] += 1
+            self.cond.notify_all()
+
+    def wait(self, tid: int, at_least: int, timeout: float) -> None:
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.count[tid] >= at_least or self.error is not None, timeout):
+                raise TransportError(f"timed out after {timeout:.0f}s waiting for tensor {tid}")
+            if self.error is not None and self.count[tid] < at_least:
+                raise TransportError(f"TCP receive failed: {self.error}")
+
+
+def ps_worker_tcp(server: tuple[str, int], cc: str | None, wl: Workload, rank: int, iterations: int,
+                  compute: ComputeModel, overlap: bool, timeout: float, start_timeout: float,
+                  emit: Callable[[IterationRecord, list[np.ndarray]], None]) -> list[np.ndarray]:
+    params = wl.initial_params()
+    n = len(params)
+    sock = connect_retry(server, cc, start_timeout)
+    sender = _Sender(sock, rank)
+    arrivals = _Arrivals(n)
+
+    def receive() -> None:
+        head = bytearray(FRAME.size)
+        try:
+            while True:
+                recv_exact(sock, memoryview(head))
+                tid, _wid, nbytes = FRAME.unpack(head)
+                if tid >= n or nbytes != params[tid].nbytes:
+                    raise TransportError(f"TCP frame for unknown tensor {tid} ({nbytes} bytes)")
+                recv_exact(sock, memoryview(params[tid].reshape(-1)).cast("B"))
+                arrivals.arrived(tid)
+        except BaseException as exc:  # noqa: BLE001 - seen by the waiting compute loop
+            with arrivals.cond:
+                arrivals.error = exc
+                arrivals.cond.notify_all()
+
+    threading.Thread(target=receive, daemon=True).start()
+    gpu = Gpu(_sleep_until)
+    prev_done = comm_start = 0.0
+    bytes0 = 0
+    for it in range(iterations + 1):
+        for layer in range(n):
+            arrival = 0.0
+            if it:
+                arrivals.wait(layer, it, timeout)
+                arrival = arrivals.at[(it - 1, layer)]
+            gpu.run(compute.forward[layer], arrival)
+        fwd_done = gpu.t
+        if it:
+            end = max(arrivals.at[(it - 1, t)] for t in range(n))
+            stats = CommStats(bytes_sent=sender.bytes - bytes0)
+            bytes0 = sender.bytes
+            emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, end - comm_start, stats), params)
+        if it == iterations:
+            break
+        prev_done = fwd_done
+        grads = wl.gradients(rank, it, params)
+        first = True
+        for layer in reversed(range(n)):
+            gpu.run(compute.backward[layer])
+            if overlap:
+                comm_start, first = (gpu.t if first else comm_start), False
+                sender.put(layer, grads[layer])
+        if not overlap:
+            comm_start = gpu.t
+            for layer in reversed(range(n)):
+                sender.put(layer, grads[layer])
+            for layer in range(n):
+                arrivals.wait(layer, it + 1, timeout)
+    sender.close()
+    sock.close()
+    return params
+
+
+def ps_server_tcp(bind: tuple[str, int], cc: str | None, wl: Workload, n_workers: int, iterations: int,
+                  timeout: float, emit: Callable[[int, CommStats], None],
+                  on_listening: Callable[[tuple[str, int]], None] | None = None) -> None:
+    """Accepts the workers; per layer, sums once all workers' frames arrived and sends it to each."""
+    shapes = wl.shapes
+    n = len(shapes)
+    update = wl.server_update(n_workers)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    set_congestion_control(listener, cc)
+    listener.bind(bind)
+    listener.listen(n_workers)
+    if on_listening:
+        on_listening(listener.getsockname())
+    listener.settimeout(timeout)
+    conns = []
+    try:
+        while len(conns) < n_workers:
+            conn, _ = listener.accept()
+            set_congestion_control(conn, cc)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.settimeout(None)
+            conns.append(conn)
+    except TimeoutError:
+        raise TransportError(f"only {len(conns)} of {n_workers} workers connected within {timeout:.0f}s") from None
+    senders = [_Sender(c, 0xFFFF) for c in conns]
+    lock = threading.Condition()
+    sums: dict[tuple[int, int], np.ndarray] = {}
+    counts: dict[tuple[int, int], int] = {}
+    seen = [[0] * n for _ in conns]
+    layers_done = [0] * max(iterations, 1)
+    errors: list[BaseException] = []
+
+    def reader(ci: int) -> None:
+        head = bytearray(FRAME.size)
+        buf = [np.empty(s, np.float32) for s in shapes]
+        try:
+            for _ in range(iterations * n):
+                recv_exact(conns[ci], memoryview(head))
+                tid, _wid, nbytes = FRAME.unpack(head)
+                if tid >= n or nbytes != buf[tid].nbytes:
+                    raise TransportError(f"TCP frame for unknown tensor {tid} ({nbytes} bytes)")
+                recv_exact(conns[ci], memoryview(buf[tid].reshape(-1)).cast("B"))
+                with lock:
+                    key = (seen[ci][tid], tid)
+                    seen[ci][tid] += 1
+                    if key in sums:
+                        sums[key] += buf[tid]
+                    else:
+                        sums[key] = buf[tid].copy()
+                    counts[key] = counts.get(key, 0) + 1
+                    if counts[key] == n_workers:
+                        p = np.ascontiguousarray(update(tid, sums.pop(key)), np.float32).copy()
+                        for s in senders:
+                            s.put(tid, p)
+                        layers_done[key[0]] += 1
+                        lock.notify_all()
+        except BaseException as exc:  # noqa: BLE001
+            with lock:
+                errors.append(exc)
+                lock.notify_all()
+
+    for ci in range(len(conns)):
+        threading.Thread(target=reader, args=(ci,), daemon=True).start()
+    for it in range(iterations):
+        t0 = time.perf_counter()
+        with lock:
+            if not lock.wait_for(lambda: layers_done[it] == n or errors, timeout):  # noqa: B023
+                raise TransportError(f"timed out after {timeout:.0f}s in iteration {it}")
+            if errors:
+                raise TransportError(f"TCP parameter server: {errors[0]}")
+        emit(it, CommStats(seconds=time.perf_counter() - t0))
+    for s in senders:
+        s.close()
+    for c in conns:
+        c.close()
+    listener.close()
+
+
+def allreduce_worker_tcp(rank: int, addrs: Sequence[tuple[str, int]], cc: str | None, wl: Workload,
+                         iterations: int, compute: ComputeModel, overlap: bool, timeout: float,
+                         start_timeout: float, n_buckets: int,
+                         emit: Callable[[IterationRecord, np.ndarray], None]) -> None:
+    from host_agent.tcp_baseline import TcpRing
+    ring = TcpRing(rank, addrs, timeout=start_timeout, congestion_control=cc)
+    elems = [int(np.prod(s)) for s in wl.shapes]
+    n = len(elems)
+    groups = buckets_of(elems, n_buckets)
+    bucket_of = {layer: b for b, g in enumerate(groups) for layer in g}
+    work: queue.Queue = queue.Queue()
+    done = threading.Condition()
+    done_at: dict[tuple[int, int], float] = {}
+    errors: list[BaseException] = []
+    sent = [0]
+
+    def comm() -> None:
+        try:
+            while (item := work.get()) is not None:
+                it, b, flat = item
+                sent[0] += ring.allreduce(flat).bytes_sent
+                with done:
+                    done_at[(it, b)] = time.perf_counter()
+                    done.notify_all()
+        except BaseException as exc:  # noqa: BLE001
+            with done:
+                errors.append(exc)
+                done.notify_all()
+
+    threading.Thread(target=comm, daemon=True).start()
+
+    def wait_bucket(it: int, b: int) -> None:
+        with done:
+            if not done.wait_for(lambda: (it, b) in done_at or errors, timeout):
+                raise TransportError(f"timed out after {timeout:.0f}s waiting for bucket {b}")
+            if errors:
+                raise TransportError(f"TCP ring: {errors[0]}")
+
+    gpu = Gpu(_sleep_until)
+    prev_done = comm_start = 0.0
+    flats: list[np.ndarray] = []
+    sent0 = 0
+    for it in range(iterations + 1):
+        for layer in range(n):
+            arrival = 0.0
+            if it:
+                wait_bucket(it - 1, bucket_of[layer])
+                arrival = done_at[(it - 1, bucket_of[layer])]
+            gpu.run(compute.forward[layer], arrival)
+        fwd_done = gpu.t
+        if it:
+            end = max(done_at[(it - 1, b)] for b in range(len(groups)))
+            stats = CommStats(bytes_sent=sent[0] - sent0)
+            sent0 = sent[0]
+            emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, end - comm_start, stats),
+                 np.concatenate(flats))
+        if it == iterations:
+            break
+        prev_done = fwd_done
+        grads = wl.gradients(rank, it, [])
+        flats = [np.concatenate([grads[i].reshape(-1) for i in g]) for g in groups]
+        first = True
+        for layer in reversed(range(n)):
+            gpu.run(compute.backward[layer])
+            b = bucket_of[layer]
+            if overlap and layer == groups[b][0]:
+                comm_start, first = (gpu.t if first else comm_start), False
+                work.put((it, b, flats[b]))
+        if not overlap:
+            comm_start = gpu.t
+            for b in reversed(range(len(groups))):
+                work.put((it, b, flats[b]))
+            for b in range(len(groups)):
+                wait_bucket(it, b)
+    work.put(None)
+    ring.close()
