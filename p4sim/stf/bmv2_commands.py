@@ -65,6 +65,7 @@ class Bmv2Program:
     tables: dict[str, Bmv2Table] = field(default_factory=dict)
     actions: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     externs: dict[str, list[str]] = field(default_factory=dict)   # JSON section -> names
+    pvs_widths: dict[str, int] = field(default_factory=dict)     # parser value set -> bits
 
     @classmethod
     def from_json(cls, data: dict) -> Bmv2Program:
@@ -86,6 +87,9 @@ class Bmv2Program:
         for section in ("register_arrays", "counter_arrays", "meter_arrays", "action_profiles",
                         "parse_vsets"):
             prog.externs[section] = [x["name"] for x in data.get(section, [])]
+        for vs in data.get("parse_vsets", []):
+            if "compressed_bitwidth" in vs:
+                prog.pvs_widths[vs["name"]] = int(vs["compressed_bitwidth"])
         return prog
 
     @classmethod
@@ -252,9 +256,23 @@ def _widen(name: str, candidates: list[str]) -> str:
         return name          # left for simple_switch_CLI to report
 
 
+def check_pvs_width(program: Bmv2Program, name: str) -> None:
+    """simple_switch_CLI 1.15.5 encodes a value-set value in ``(bitwidth + 7) / 8`` bytes with
+    Python 3's true division: one byte too many unless bitwidth % 8 == 1, and simple_switch then
+    aborts (``ParseVSetCommon::add``: ``Assertion `new_v.size() == width' failed``; the CLI shows
+    ``TTransportException: TSocket read 0 bytes``). A BMv2 CLI bug: refuse it with the reason."""
+    width = program.pvs_widths.get(name)
+    if width is not None and width % 8 != 1:
+        raise ValueError(f"value set {name} (bit<{width}>): BMv2's simple_switch_CLI cannot write it "
+                         f"(its pvs_add sends {(width + 7) // 8 + 1} bytes, not {(width + 7) // 8}, "
+                         f"and simple_switch aborts; a BMv2 CLI bug, see docs/bmv2.md)")
+
+
 def passthrough_line(program: Bmv2Program, cmd: CliCommand) -> str:
     words = list(cmd.words)
     spec = _NAMED.get(cmd.kind)
+    if cmd.kind in ("pvs_add", "pvs_remove") and words:
+        check_pvs_width(program, _widen(words[0], program.externs.get("parse_vsets", [])))
     if spec and words:
         section, action_at = spec
         if section == "tables":
@@ -288,7 +306,9 @@ def translate(program: Bmv2Program, cmd: Command) -> list[str]:
 # -- CLI replies -----------------------------------------------------------------------------
 
 _HANDLE = re.compile(r"Entry has been added with handle (\d+)")
+# simple_switch_CLI 1.15 prints "RuntimeCmd: I.c[0]=  (0 bytes, 0 packets)"; older ones the Thrift repr
 _COUNTER = re.compile(r"BmCounterValue\(\s*packets\s*=\s*(\d+)\s*,\s*bytes\s*=\s*(\d+)\s*\)")
+_COUNTER_NEW = re.compile(r"=\s*\(\s*(\d+)\s+bytes\s*,\s*(\d+)\s+packets\s*\)")
 _ERROR = re.compile(r"^(?:RuntimeCmd:\s*)?((?:Error|Invalid)\b.*|.*\bexception\b.*)$", re.IGNORECASE)
 
 
@@ -299,9 +319,12 @@ def parse_handle(output: str) -> int | None:
 
 
 def parse_counter(output: str) -> tuple[int, int] | None:
-    """(packets, bytes) from ``counter_read``'s reply."""
+    """(packets, bytes) from ``counter_read``'s reply (either format BMv2's CLI has printed)."""
     m = _COUNTER.search(output)
-    return (int(m.group(1)), int(m.group(2))) if m else None
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    m = _COUNTER_NEW.search(output)
+    return (int(m.group(2)), int(m.group(1))) if m else None
 
 
 def cli_errors(output: str) -> list[str]:

@@ -136,12 +136,16 @@ def compile_command(tools: Bmv2Tools, program: str, out_dir: str, include_dirs: 
     return cmd + ["-o", os.path.join(out_dir, stem + ".json"), program]
 
 
-def switch_command(tools: Bmv2Tools, json_path: str, workdir: str, thrift_port: int) -> list[str]:
-    """The simple_switch command line (packet interface, Thrift port, private notification socket)."""
+def switch_command(tools: Bmv2Tools, json_path: str, workdir: str, thrift_port: int,
+                   priority_queues: int = 1) -> list[str]:
+    """The simple_switch command line (packet interface, Thrift port, private notification socket;
+    ``--priority-queues N`` when the STF file asks for more than BMv2's one queue per port)."""
+    # a target option: after the JSON and "--" (simple_switch's own parser)
+    queues = ["--", "--priority-queues", str(priority_queues)] if priority_queues != 1 else []
     return [tools.switch, "--packet-in", f"ipc://{workdir}/packets.ipc",
             "--thrift-port", str(thrift_port), "--device-id", "0",
             "--notifications-addr", f"ipc://{workdir}/notifications.ipc",
-            "--log-file", os.path.join(workdir, "switch"), "--log-flush", json_path]
+            "--log-file", os.path.join(workdir, "switch"), "--log-flush", json_path, *queues]
 
 
 def free_port() -> int:
@@ -163,7 +167,7 @@ class _Outputs:
 class Bmv2Switch:
     """One simple_switch process with a nanomsg packet socket; a context manager that cleans up."""
 
-    def __init__(self, tools: Bmv2Tools, json_path: str, workdir: str) -> None:
+    def __init__(self, tools: Bmv2Tools, json_path: str, workdir: str, priority_queues: int = 1) -> None:
         self.tools = tools
         self.workdir = workdir
         self.thrift_port = free_port()
@@ -171,7 +175,7 @@ class Bmv2Switch:
         self._stop = threading.Event()
         self._sock = None
         self._reader: threading.Thread | None = None
-        argv = switch_command(tools, json_path, workdir, self.thrift_port)
+        argv = switch_command(tools, json_path, workdir, self.thrift_port, priority_queues)
         log.info("starting %s", " ".join(argv))
         self._stderr = open(os.path.join(workdir, "switch.stderr"), "wb")  # noqa: SIM115 - closed in close()
         try:
@@ -380,8 +384,8 @@ class Bmv2Run:
         elif cmd.kind == "wait":
             self._flush()
             self.switch.wait_quiet()
-        elif cmd.kind == "no_packet":
-            pass
+        elif cmd.kind in ("no_packet", "priority_queues"):
+            pass                 # priority_queues: given to simple_switch at start-up
         elif isinstance(cmd, CheckCounterCommand):
             self._flush()
             self._check_counter(cmd)
@@ -442,7 +446,7 @@ def run_stf_bmv2(program_path: str, stf_path: str, include_dirs: Iterable[str] =
     try:
         json_path = compile_program(tools, program_path, workdir, list(include_dirs))
         program = bc.Bmv2Program.from_file(json_path)
-        with Bmv2Switch(tools, json_path, workdir) as switch:
+        with Bmv2Switch(tools, json_path, workdir, stf.priority_queues) as switch:
             run = Bmv2Run(switch, program, stf)
             errors = run.run()
         return StfResult(stf_path, not errors, errors, run.notes)

@@ -8,6 +8,10 @@ An STF file is one command a line, ``#`` starts a comment. Commands, as p4c's
 * ``packet PORT HEX...`` and ``expect PORT [HEX...[$]]`` (``*`` = don't-care nibble,
   ``$`` = the packet must end here, ``expect PORT`` alone = any number of packets on PORT)
 * ``wait``, ``remove all``, ``check_counter NAME(INDEX) [packets|bytes OP N]``
+* ``priority_queues N`` (a p4sim extension, before the first ``packet``): the switch has ``N``
+  strict-priority queues per egress port (1..32), as ``simple_switch --priority-queues N``.
+  Without it both targets have ONE queue per port, BMv2's default, and drop every packet whose
+  ``standard_metadata.priority`` is not 0 ("Priority out of range").
 * BMv2 CLI pass-through: ``mirroring_add``, ``mirroring_add_mc``, ``mc_mgrp_create``,
   ``mc_node_create``, ``mc_node_associate``, ``register_write``, ``register_reset``,
   ``counter_write``, ``counter_reset``, ``meter_set_rates`` ..., and (a p4sim extension, in
@@ -95,9 +99,23 @@ class CliCommand(Command):
 
 
 @dataclass
+class PriorityQueuesCommand(Command):
+    queues: int
+
+
+MAX_PRIORITY_QUEUES = 32        # simple_switch's limit (and p4sim's traffic manager's)
+
+
+@dataclass
 class StfFile:
     path: str
     commands: list[Command]
+
+    @property
+    def priority_queues(self) -> int:
+        """Priority queues per egress port the test asks for (1, BMv2's default, when it does not say)."""
+        asked = [c.queues for c in self.commands if isinstance(c, PriorityQueuesCommand)]
+        return asked[-1] if asked else 1
 
     def ports(self) -> set[int]:
         """Every port named by a ``packet`` or ``expect`` (the harness's interfaces)."""
@@ -247,6 +265,14 @@ def parse_line(text: str, line: int = 0) -> Command | None:
             return PacketCommand(line, word, port, payload)
         pattern = _clean_hex(sp[1:], allow_wild=True)
         return ExpectCommand(line, word, port, pattern or None)
+    if word == "priority_queues":
+        try:
+            queues = int(rest.strip(), 10)
+        except ValueError:
+            raise ValueError(f"priority_queues needs a decimal number of queues, not {rest.strip()!r}") from None
+        if not 1 <= queues <= MAX_PRIORITY_QUEUES:
+            raise ValueError(f"priority_queues {queues}: not in 1..{MAX_PRIORITY_QUEUES}")
+        return PriorityQueuesCommand(line, word, queues)
     if word == "no_packet":
         return Command(line, word)
     if word == "wait":
@@ -279,6 +305,9 @@ def parse_text(text: str, path: str = "<stf>") -> StfFile:
         except ValueError as err:
             raise StfError(path, n, str(err)) from None
         if cmd is not None:
+            if isinstance(cmd, PriorityQueuesCommand) and any(isinstance(c, PacketCommand) for c in commands):
+                raise StfError(path, n, "priority_queues must come before the first packet "
+                                        "(it is how the switch is started)")
             commands.append(cmd)
     return StfFile(path, commands)
 

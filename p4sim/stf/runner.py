@@ -13,6 +13,10 @@ outputs are compared like ``bmv2stf.py``'s ``checkOutputs``:
 * the i-th packet is compared with the i-th expectation: ``*`` nibbles match anything, the
   received packet may be longer (prefix match) unless the expectation ends with ``$``.
 
+Queues follow ``simple_switch``: ONE queue per egress port unless the file says
+``priority_queues N``; a packet whose ``standard_metadata.priority`` is N or more is dropped
+at the traffic manager ("Priority out of range", as BMv2 logs it), and ``qid`` is the priority.
+
 Matching and name resolution live in ``matching``, BMv2 CLI commands in ``cli_commands``.
 Control-plane refusals (duplicate entry, const default action) are reported and the test goes
 on, as a BMv2 CLI error would; unknown names and malformed commands fail the test.
@@ -121,7 +125,7 @@ class StfRun(CliCommands):
         if cmd.kind == "wait":
             self.now_us += WAIT_US
             return
-        if cmd.kind == "no_packet":
+        if cmd.kind in ("no_packet", "priority_queues"):
             return
         self.pending_delay = True
         if isinstance(cmd, AddCommand):
@@ -198,8 +202,15 @@ class StfRun(CliCommands):
                                    f"ingress/egress passes (recirculation loop?)")
                 return
             qp = queue.pop(0)
+            priority = getattr(qp, "priority", 0)
+            if priority >= self.stf.priority_queues:
+                # simple_switch: "Priority out of range, dropping packet"
+                self.path.drops["priority_out_of_range"] += 1
+                log.info("%s: packet on port %d: priority %d with %d queue(s) per port: dropped",
+                         self.stf.path, port, priority, self.stf.priority_queues)
+                continue
             qmeta = self.qmeta_factory(enq_timestamp=self.now_us, enq_qdepth=0, deq_qdepth=0,
-                                  deq_timedelta=0, qid=0)
+                                  deq_timedelta=0, qid=priority)
             for out in self.path.egress(qp, qmeta, self.now_us):
                 kind = type(out).__name__
                 if kind == "Transmit":

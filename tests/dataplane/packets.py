@@ -98,6 +98,28 @@ def routed(data: bytes, out_port: int, *, dscp: int | None = None, ecn: int | No
     l4 = bytes(ip.payload)
     ip.remove_payload()
     del ip.chksum
-    ip_bytes = bytes(IP(bytes(ip)))[:20]
+    ip_bytes = bytes(IP(bytes(ip)))[: ip.ihl * 4]
     return bytes(pkt[Ether])[:14] + ip_bytes + l4
+
+
+def ipv4_checksum(header: bytes) -> int:
+    """RFC 791: one's complement of the one's complement sum of the header's 16-bit words."""
+    total = sum(int.from_bytes(header[i:i + 2], "big") for i in range(0, len(header), 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def with_ipv4_fields(data: bytes, *, options: bytes = b"", version: int = 4, ihl: int | None = None,
+                     checksum_over: int | None = None) -> bytes:
+    """``data`` (Ethernet/IPv4 with a 20-byte header) with IPv4 ``options`` inserted (a multiple
+    of 4 bytes), the version and IHL set (IHL defaults to the true header length) and the header
+    checksum computed over the first ``checksum_over`` bytes (default: the whole header)."""
+    assert len(options) % 4 == 0
+    eth, ip, rest = data[:14], bytearray(data[14:34] + options), data[34:]
+    ip[0] = (version << 4) | (len(ip) // 4 if ihl is None else ihl)
+    ip[2:4] = (len(ip) + len(rest)).to_bytes(2, "big")
+    ip[10:12] = b"\0\0"
+    ip[10:12] = ipv4_checksum(bytes(ip[: checksum_over or len(ip)])).to_bytes(2, "big")
+    return eth + bytes(ip) + rest
 

@@ -33,9 +33,22 @@ STANDIN = Path(__file__).parent / "bmv2_standin.py"
 
 # -- the corpus on real BMv2 --------------------------------------------------------------------
 
+# Corpus files BMv2 cannot pass for a reason in BMv2 itself (not a p4sim/BMv2 disagreement).
+BMV2_DEFECTS = {
+    "value_set": "simple_switch_CLI 1.15.5's pvs_add sends a bit<8> value in 2 bytes (Python 3 '/' in "
+                 "runtime_CLI.parse_pvs_value) and simple_switch aborts; the runner refuses it instead",
+}
+
+
+def _corpus_param(stf: Path) -> object:
+    reason = BMV2_DEFECTS.get(stf.stem)
+    marks = [pytest.mark.xfail(reason=f"BMv2 bug: {reason}", strict=True)] if reason else []
+    return pytest.param(stf, id=stf.stem, marks=marks)
+
+
 @pytest.mark.bmv2
 @pytest.mark.slow
-@pytest.mark.parametrize("stf", PAIRS, ids=[p.stem for p in PAIRS])
+@pytest.mark.parametrize("stf", [_corpus_param(p) for p in PAIRS])
 def test_corpus_on_bmv2(stf: Path, capsys: pytest.CaptureFixture[str]) -> None:
     reason = bt.skip_reason()
     if reason:
@@ -127,6 +140,9 @@ def test_missing_tools_names_each_missing_binary(tmp_path: Path, monkeypatch: py
         str(tmp_path / "simple_switch"), "--packet-in", "ipc:///w/packets.ipc", "--thrift-port", "9999",
         "--device-id", "0", "--notifications-addr", "ipc:///w/notifications.ipc",
         "--log-file", "/w/switch", "--log-flush", "/w/p.json"]
+    # queues are a target option, after the JSON and "--" (simple_switch refuses them before)
+    assert bt.switch_command(tools, "/w/p.json", "/w", 9999, priority_queues=8)[-4:] == [
+        "/w/p.json", "--", "--priority-queues", "8"]
 
 
 def test_real_path_state_matches_skip_reason() -> None:

@@ -203,6 +203,8 @@ def test_cli_replies_are_parsed() -> None:
     assert bc.cli_errors(TRANSCRIPT) == ["Error in table_add: Invalid table operation (DUPLICATE_ENTRY)",
                                          "Invalid table (nosuch)"]
     assert bc.parse_handle("RuntimeCmd:") is None and bc.parse_counter("nothing") is None
+    # what simple_switch_CLI 1.15.5 really prints (issue 17: "counter_read gave no value")
+    assert bc.parse_counter("RuntimeCmd: I.c[0]=  (192 bytes, 3 packets)\nRuntimeCmd: \n") == (3, 192)
     assert bc.cli_errors("RuntimeCmd: Setting default action of MyIngress.ex\n") == []
 
 
@@ -263,8 +265,8 @@ def test_corpus_translates_for_bmv2(stf: Path) -> None:
             line = bc.counter_read_line(program, cmd, 0)
             assert line.split()[1] in known, line
             continue
-        if cmd.kind in ("packet", "expect", "wait", "no_packet"):
-            continue
+        if cmd.kind in ("packet", "expect", "wait", "no_packet", "priority_queues"):
+            continue            # priority_queues: a simple_switch start-up option, not a CLI line
         lines = bc.translate(program, cmd)
         assert lines, cmd
         for line in lines:

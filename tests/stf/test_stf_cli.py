@@ -124,3 +124,20 @@ def test_include_dirs_reach_the_compiler(tmp_path, capsys):
     rc = main(["stf", str(tmp_path / "p.p4"), str(tmp_path / "p.stf")])
     out = capsys.readouterr().out.splitlines()
     assert rc == 1 and "port.p4" in out[0]
+
+
+def test_one_queue_by_default_drops_nonzero_priority_like_bmv2():
+    """simple_switch without --priority-queues has one queue per port and drops a packet whose
+    priority is not 0 ("Priority out of range"); p4sim's STF runner does the same unless the file
+    says ``priority_queues N`` (issue 17: STF tests passed on p4sim and lost packets on BMv2)."""
+    from p4sim.backend import compile_file
+    from p4sim.stf.parser import parse_text
+    from p4sim.stf.runner import StfRun
+    from p4sim.v1model.pipeline import V1ModelPath
+
+    program = compile_file(str(CORPUS / "sm_priority.p4"), [])
+    packet = "packet 0 00 00 0000 00000000 00000000\nexpect 1 00 05 0000 00000000 00000000 $\n"
+    one = StfRun(program.instantiate(), parse_text(packet), V1ModelPath)
+    assert one.run() and one.path.drops["priority_out_of_range"] == 1
+    eight = StfRun(program.instantiate(), parse_text("priority_queues 8\n" + packet), V1ModelPath)
+    assert eight.run() == [] and eight.path.drops["priority_out_of_range"] == 0

@@ -80,6 +80,16 @@ def test_errors_name_file_and_line(text, fragment):
     assert fragment in str(err.value)
 
 
+def test_priority_queues_directive():
+    assert parse_text("packet 0 00\n").priority_queues == 1           # BMv2's default: one queue
+    assert parse_text("priority_queues 8\npacket 0 00\n").priority_queues == 8
+    for text, fragment in (("priority_queues 0", "not in 1..32"), ("priority_queues 33", "not in 1..32"),
+                           ("priority_queues eight", "decimal number of queues"),
+                           ("packet 0 00\npriority_queues 8", "before the first packet")):
+        with pytest.raises(StfError, match=fragment):
+            parse_text(text, "q.stf")
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(StfError, match="cannot read STF file"):
         parse_file(str(tmp_path / "nope.stf"))
