@@ -327,6 +327,13 @@ def parse_counter(output: str) -> tuple[int, int] | None:
     return (int(m.group(2)), int(m.group(1))) if m else None
 
 
+def parse_counters(output: str) -> list[tuple[int, int]]:
+    """Every (packets, bytes) reply in a transcript of several ``counter_read`` lines, in order."""
+    found = [(m.start(), int(m.group(1)), int(m.group(2))) for m in _COUNTER.finditer(output)]
+    found += [(m.start(), int(m.group(2)), int(m.group(1))) for m in _COUNTER_NEW.finditer(output)]
+    return [(p, b) for _, p, b in sorted(found)]
+
+
 def cli_errors(output: str) -> list[str]:
     """The error lines in a simple_switch_CLI transcript (it exits 0 even when a command fails)."""
     return [m.group(1).strip() for line in output.splitlines() if (m := _ERROR.match(line.strip()))]

@@ -52,6 +52,7 @@ OUTPUT_TIMEOUT_S = 10.0
 START_TIMEOUT_S = 30.0
 COMPILE_TIMEOUT_S = 300.0
 CLI_TIMEOUT_S = 60.0
+COUNTER_RETRIES = 3     # re-reads of a counter still below its expectation (packets in flight)
 
 # -- nanomsg framing -----------------------------------------------------------------------------
 
@@ -352,6 +353,7 @@ class Bmv2Run:
         self.notes: list[str] = []
         self.handles: dict[str, int] = {}
         self._batch: list[tuple[int, str]] = []
+        self._checks: list[CheckCounterCommand] = []   # consecutive check_counter lines, read at once
         self._sent_since_cli = False
 
     def run(self) -> list[str]:
@@ -362,6 +364,12 @@ class Bmv2Run:
             except ValueError as err:
                 raise StfError(self.stf.path, cmd.line, str(err)) from None
         self._flush()
+        if self._checks:
+            checks, self._checks = self._checks, []
+            try:
+                self._check_counters(checks)
+            except ValueError as err:
+                raise StfError(self.stf.path, checks[0].line, str(err)) from None
         want = {p: len(v) for p, v in self.expected.items() if p not in self.expect_any}
         self.switch.wait_quiet(want)
         with self.switch.out.cond:
@@ -372,6 +380,9 @@ class Bmv2Run:
         return self.errors + compare_outputs(self.stf.ports(), self.expected, self.expect_any, outputs)
 
     def _do(self, cmd: object) -> None:
+        if self._checks and not isinstance(cmd, CheckCounterCommand):
+            checks, self._checks = self._checks, []
+            self._check_counters(checks)
         if isinstance(cmd, PacketCommand):
             self._flush()
             self.switch.send(cmd.port, cmd.data)
@@ -388,7 +399,7 @@ class Bmv2Run:
             pass                 # priority_queues: given to simple_switch at start-up
         elif isinstance(cmd, CheckCounterCommand):
             self._flush()
-            self._check_counter(cmd)
+            self._checks.append(cmd)
         elif getattr(cmd, "handle", None):
             self._flush()
             (line,) = bc.translate(self.program, cmd)
@@ -414,26 +425,48 @@ class Bmv2Run:
             self.notes.append(f"{self.stf.path}:{batch[0][0]}: simple_switch_CLI: {err}")
         return out
 
-    def _check_counter(self, cmd: CheckCounterCommand) -> None:
+    def _check_counters(self, cmds: list[CheckCounterCommand]) -> None:
+        """Read a run of consecutive ``check_counter`` lines in one CLI call and compare.
+
+        Counters only grow, and BMv2 does not say when it has finished with the packets sent so
+        far: a count below an ``==``/``>=`` expectation is read again after more quiet (at most
+        COUNTER_RETRIES times) before it is reported."""
+        lines = [(cmd.line, bc.counter_read_line(self.program, cmd, self._counter_index(cmd))) for cmd in cmds]
+        for attempt in range(COUNTER_RETRIES + 1):
+            out = self._cli(lines)
+            values = bc.parse_counters(out)
+            if len(values) != len(cmds):        # an error line in between: read one by one
+                values = [bc.parse_counter(self._cli([ln])) for ln in lines]
+            failures = [self._counter_failure(cmd, got, out) for cmd, got in zip(cmds, values, strict=True)]
+            if not any(failures) or attempt == COUNTER_RETRIES or not any(
+                    f and f[1] for f in failures):
+                self.errors += [f[0] for f in failures if f]
+                return
+            time.sleep(QUIET_S * 2)
+            self.switch.wait_quiet()
+
+    def _counter_index(self, cmd: CheckCounterCommand) -> int:
         if isinstance(cmd.index, str):
             name = cmd.index.lstrip("$")
             if name not in self.handles:
                 raise ValueError(f"no entry handle {cmd.index!r}")
-            index = self.handles[name]
-        else:
-            index = cmd.index
-        out = self._cli([(cmd.line, bc.counter_read_line(self.program, cmd, index))])
-        got = bc.parse_counter(out)
+            return self.handles[name]
+        return cmd.index
+
+    def _counter_failure(self, cmd: CheckCounterCommand, got: tuple[int, int] | None,
+                         out: str) -> tuple[str, bool] | None:
+        """None when the check holds, else (message, whether more time could make it hold)."""
         if got is None:
-            self.errors.append(f"{self.stf.path}:{cmd.line}: counter_read gave no value: "
-                               f"{'; '.join(bc.cli_errors(out)) or out.strip()[-200:]}")
-            return
+            return (f"{self.stf.path}:{cmd.line}: counter_read gave no value: "
+                    f"{'; '.join(bc.cli_errors(out)) or out.strip()[-200:]}", False)
         value = got[0] if cmd.count_type == "packets" else got[1]
         ok = {"==": value == cmd.value, "!=": value != cmd.value, "<": value < cmd.value,
               "<=": value <= cmd.value, ">": value > cmd.value, ">=": value >= cmd.value}[cmd.op]
-        if not ok:
-            self.errors.append(f"{self.stf.path}:{cmd.line}: check_counter {cmd.name}({cmd.index}) "
-                               f"{cmd.count_type} {cmd.op} {cmd.value} failed: it is {value}")
+        if ok:
+            return None
+        return (f"{self.stf.path}:{cmd.line}: check_counter {cmd.name}({cmd.index}) "
+                f"{cmd.count_type} {cmd.op} {cmd.value} failed: it is {value}",
+                cmd.op in ("==", ">=", ">") and value < cmd.value)
 
 
 def run_stf_bmv2(program_path: str, stf_path: str, include_dirs: Iterable[str] = ()) -> object:
