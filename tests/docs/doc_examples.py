@@ -23,6 +23,7 @@ the lines the command printed (stdout and stderr), with runs of whitespace compa
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -53,8 +54,10 @@ class DocError(Exception):
 class Command:
     line: int                       # line of the doc where the command is
     text: str                       # the shell command as written
+    raw: list[str] = field(default_factory=list)        # its lines in the doc (continuations)
     expected: list[str] = field(default_factory=list)   # output lines the doc shows
     exit_code: int = 0
+    exit_shown: bool = False        # the doc has an ``[exit N]`` line for it
 
 
 @dataclass
@@ -71,6 +74,7 @@ class Block:
     options: dict[str, list[str]]
     body: list[str]
     commands: list[Command]
+    body_start: int = 0             # line of the first body line
 
     @property
     def where(self) -> str:
@@ -109,19 +113,20 @@ def parse_options(text: str, where: str) -> dict[str, list[str]]:
     return options
 
 
-def join_continuations(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    out: list[tuple[int, str]] = []
-    pending: tuple[int, str] | None = None
+def join_continuations(lines: list[tuple[int, str]]) -> list[tuple[int, str, list[str]]]:
+    """``(line, text, raw lines)`` with lines ending in a backslash joined to the next."""
+    out: list[tuple[int, str, list[str]]] = []
+    pending: tuple[int, str, list[str]] | None = None
     for no, text in lines:
         if pending is not None:
-            pending = (pending[0], pending[1][:-1] + " " + text.strip())
+            pending = (pending[0], pending[1][:-1] + " " + text.strip(), pending[2] + [text])
         else:
-            pending = (no, text)
+            pending = (no, text, [text])
         if not pending[1].rstrip().endswith("\\"):
             out.append(pending)
             pending = None
         else:
-            pending = (pending[0], pending[1].rstrip())
+            pending = (pending[0], pending[1].rstrip(), pending[2])
     if pending is not None:
         out.append(pending)
     return out
@@ -131,18 +136,18 @@ def parse_commands(body: list[tuple[int, str]], where: str) -> list[Command]:
     if any(text.startswith("$ ") for _, text in body):
         commands: list[Command] = []
         lines = iter(join_continuations(body))
-        for no, text in lines:
+        for no, text, raw in lines:
             if text.startswith("$ "):
-                commands.append(Command(no, text[2:].strip()))
+                commands.append(Command(no, text[2:].strip(), raw))
             elif not commands:
                 if text.strip():
                     raise DocError(f"{where}: line {no}: output before the first '$ ' command")
             elif m := EXIT.match(text.strip()):
-                commands[-1].exit_code = int(m["code"])
+                commands[-1].exit_code, commands[-1].exit_shown = int(m["code"]), True
             elif text.strip():
-                commands[-1].expected.append(text)
+                commands[-1].expected.extend(raw)
         return commands
-    return [Command(no, text.strip()) for no, text in join_continuations(body)
+    return [Command(no, text.strip(), raw) for no, text, raw in join_continuations(body)
             if text.strip() and not text.lstrip().startswith("#")]
 
 
@@ -181,7 +186,7 @@ def find_blocks(doc: Path) -> list[Block]:
         if end == len(lines):
             raise DocError(f"{where}: code block opened on line {j + 1} is not closed")
         body = [(k + 1, lines[k]) for k in range(j + 1, end)]
-        block = Block(doc, i + 1, options, [t for _, t in body], [])
+        block = Block(doc, i + 1, options, [t for _, t in body], [], body_start=j + 2)
         if block.file is None:
             block.commands = parse_commands(body, where)
             if not block.commands:
@@ -281,6 +286,7 @@ class Session:
         self.env = env
         self.switches: dict[int, DocSwitch] = {}
         self.substitutions: dict[str, str] = {}
+        self.results: dict[int, tuple[int, str]] = {}      # command line -> (exit status, output)
 
     def substitute(self, text: str) -> str:
         for doc_addr, real in self.substitutions.items():
@@ -315,6 +321,7 @@ class Session:
                 continue
             output = done.stdout + done.stderr
             took = time.monotonic() - started
+            self.results[cmd.line] = (done.returncode, output)
             if done.returncode != cmd.exit_code:
                 failures.append(Failure(where, cmd.text, f"exit status {done.returncode}, the doc says "
                                         f"{cmd.exit_code} ({took:.1f} s); output:\n{output[-2000:]}"))
@@ -326,11 +333,70 @@ class Session:
                                         f"output:\n{output[-3000:]}"))
         return failures
 
+    def unsubstitute(self, text: str) -> str:
+        for doc_addr, real in self.substitutions.items():
+            text = text.replace(real, doc_addr)
+        return text
+
     def close(self) -> None:
         for sw in self.switches.values():
             sw.stop()
 
 
+def transcript_body(block: Block, session: Session) -> list[str]:
+    """``block``'s transcript with each command's output as it is now (after ``run_block``)."""
+    lines: list[str] = []
+    separated = any(not line.strip() for line in block.body)
+    for k, cmd in enumerate(block.commands):
+        code, output = session.results.get(cmd.line, (cmd.exit_code, "\n".join(cmd.expected)))
+        lines += cmd.raw
+        lines += [session.unsubstitute(line).rstrip() for line in output.splitlines()]
+        if cmd.exit_shown or code != 0:
+            lines.append(f"[exit {code}]")
+        if separated and k < len(block.commands) - 1:
+            lines.append("")
+    return lines
+
+
+def update_doc(doc: Path, workdir: Path) -> list[Failure]:
+    """Run ``doc``'s runnable blocks and write each transcript's real output back into the doc
+    (for a deliberate change of behaviour; review the diff). Returns what failed to run."""
+    blocks = find_blocks(doc)
+    session = Session(session_dir(workdir), activated_env(dict(os.environ)))
+    failures: list[Failure] = []
+    try:
+        for block in blocks:
+            if missing_tools(block, session.env["PATH"]):
+                continue
+            failures += session.run_block(block)
+    finally:
+        session.close()
+    lines = doc.read_text().splitlines()
+    for block in reversed(blocks):
+        if block.file is None and any(c.raw[0].startswith("$ ") for c in block.commands):
+            start = block.body_start - 1
+            lines[start:start + len(block.body)] = transcript_body(block, session)
+    doc.write_text("\n".join(lines) + "\n")
+    return failures
+
+
+def main(argv: list[str]) -> int:
+    """``python tests/docs/doc_examples.py --update docs/X.md``: refresh the doc's transcripts."""
+    import tempfile
+    if len(argv) != 2 or argv[0] != "--update":
+        print("usage: python tests/docs/doc_examples.py --update docs/FILE.md", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="doc-update-") as tmp:
+        failures = update_doc(Path(argv[1]).resolve(), Path(tmp))
+    for failure in failures:
+        print(f"note: {failure.where}: $ {failure.command}: {failure.message.splitlines()[0]}", file=sys.stderr)
+    return 0
+
+
 def missing_tools(block: Block, path: str) -> list[str]:
     """The programs ``requires=`` names that are not on ``path``."""
     return [tool for tool in block.requires if shutil.which(tool, path=path) is None]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from doc_examples import DocError, Session, activated_env, find_blocks, missing_lines
+from doc_examples import DocError, Session, activated_env, find_blocks, missing_lines, update_doc
 
 
 def blocks_of(text: str, tmp: Path):
@@ -71,3 +71,16 @@ def test_markers_shown_inside_code_blocks_are_not_markers(tmp_path: Path) -> Non
 def test_bad_markers_are_errors(text: str, message: str, tmp_path: Path) -> None:
     with pytest.raises(DocError, match=message):
         blocks_of(text, tmp_path)
+
+
+def test_update_writes_the_real_output_back(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text("intro\n<!-- runnable -->\n```text\n$ echo a; echo b\nold\n\n$ exit 2\n[exit 0]\n```\nend\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    failures = update_doc(doc, work)
+    assert len(failures) == 2          # both commands disagreed with the doc before the update
+    assert doc.read_text() == "intro\n<!-- runnable -->\n```text\n$ echo a; echo b\na\nb\n\n$ exit 2\n[exit 2]\n```\nend\n"
+    again = tmp_path / "again"
+    again.mkdir()
+    assert update_doc(doc, again) == []
