@@ -233,7 +233,7 @@ def main() -> int:
     args = parser.parse_args()
     announce(args.quick)
     routes = args.routes if args.routes is not None else (200 if args.quick else 10000)
-    switches = args.switches if args.switches is not None else (3 if args.quick else 10)
+    switches = args.switches if args.switches is not None else (2 if args.quick else 10)
     TARGET["name"] = args.target
     with tempfile.TemporaryDirectory() as tmp:
         TARGET["workdir"] = Path(tmp)
