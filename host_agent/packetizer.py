@@ -170,11 +170,11 @@ def packetize(tensor: object, *, tensor_id: int, policy: TagPolicy, position: in
     mags = packet_magnitudes(flat, epp, code)
     if policy.tagged:
         layer = policy.layer_class(position, num_layers, tensor_id)
-        mag_classes = policy.magnitude_classes(mags)
         critical = policy.critical_mask(mags)
         base = policy.base_flags(pull)
         if base & P.FLAG_CRITICAL:
             critical[:] = True
+        mag_classes = policy.magnitude_classes(mags, policy.droppable_mask(mags, critical))
     else:
         layer = 0
         mag_classes = np.zeros(n_packets, np.uint8)

@@ -35,6 +35,12 @@ class TagPolicy:
     loss_bound: float = 0.10               # p: share of non-critical packets allowed missing
     layer_classes: dict[int, int] = field(default_factory=dict)  # explicit tensor_id -> class
     tagged: bool = True                    # False = baseline: class 0, mag 0, every packet CRITICAL
+    # Droppability from the loss budget: only the floor(p * n_nc) smallest non-critical packets of a
+    # tensor (what the receiver may do without) get classes below protected_mag_class, which the
+    # switch policy may drop; every other packet is tagged protected_mag_class..15 (ECN only), so a
+    # selective drop never forces a retransmission. False: classes are plain magnitude quantiles.
+    drop_within_bound: bool = True
+    protected_mag_class: int = 12          # first class the switch never drops (default policy: 12)
 
     def __post_init__(self) -> None:
         if self.layer_order not in LAYER_ORDERS:
@@ -47,6 +53,8 @@ class TagPolicy:
             raise UserError(f"policy: critical_share {self.critical_share} outside 0..1")
         if not 0.0 <= self.loss_bound <= 1.0:
             raise UserError(f"policy: loss_bound {self.loss_bound} outside 0..1")
+        if not 1 <= self.protected_mag_class <= P.MAG_CLASS_MAX:
+            raise UserError(f"policy: protected_mag_class {self.protected_mag_class} outside 1..{P.MAG_CLASS_MAX}")
         for tid, cls in self.layer_classes.items():
             if not 0 <= int(cls) <= P.LAYER_CLASS_MAX:
                 raise UserError(f"policy: layer_classes[{tid}] = {cls} outside 0..{P.LAYER_CLASS_MAX}")
@@ -68,22 +76,52 @@ class TagPolicy:
         return P.LAYER_CLASS_MAX - group if self.layer_order == "front_first" else group
 
     # -- magnitude classes and critical flag ---------------------------------------------------
-    def magnitude_classes(self, packet_magnitude: np.ndarray) -> np.ndarray:
+    def magnitude_classes(self, packet_magnitude: np.ndarray, droppable: np.ndarray | None = None) -> np.ndarray:
         """Per-packet magnitude class (uint8, 0..15) from the per-packet mean |g|.
 
-        The packets are ranked by magnitude within the tensor; rank r of n falls into quantile bin
-        floor(r * k / n) of k = num_mag_classes bins, mapped onto 0..15 so the top bin is always 15.
+        Without ``droppable`` (or with ``drop_within_bound`` off): the packets are ranked by
+        magnitude within the tensor; rank r of n falls into quantile bin floor(r * k / n) of
+        k = num_mag_classes bins, mapped onto 0..15 so the top bin is always 15. With a
+        ``droppable`` mask (``droppable_mask``): droppable packets are ranked among themselves onto
+        0..protected_mag_class-1, all others onto protected_mag_class..15, so the class still
+        grows with magnitude but only what the loss bound can absorb is in a droppable class.
         """
         n = packet_magnitude.shape[0]
-        if n == 0:
-            return np.zeros(0, np.uint8)
-        ranks = np.empty(n, np.int64)
-        ranks[np.argsort(packet_magnitude, kind="stable")] = np.arange(n)
-        k = self.num_mag_classes
-        bins = (ranks * k) // n
-        if k == 1:
-            return np.full(n, P.MAG_CLASS_MAX, np.uint8)
-        return ((bins * P.MAG_CLASS_MAX) // (k - 1)).astype(np.uint8)
+        if droppable is None or not self.drop_within_bound:
+            return _rank_classes(packet_magnitude, self.num_mag_classes, 0, P.MAG_CLASS_MAX)
+        out = np.empty(n, np.uint8)
+        top = self.protected_mag_class
+        out[droppable] = _rank_classes(packet_magnitude[droppable], self.num_mag_classes, 0, top - 1)
+        out[~droppable] = _rank_classes(packet_magnitude[~droppable], self.num_mag_classes, top,
+                                        P.MAG_CLASS_MAX)
+        return out
+
+    def droppable_count(self, n_noncritical: int) -> int:
+        """Non-critical packets a receiver may do without: n_nc - ceil((1 - p) * n_nc).
+
+        The same arithmetic as the receiver's completion rule (assembly.TensorAssembly), so a
+        tensor that loses exactly its droppable packets still completes without a retransmission.
+        """
+        return n_noncritical - math.ceil((1.0 - self.loss_bound) * n_noncritical - 1e-9)
+
+    def droppable_mask(self, packet_magnitude: np.ndarray, critical: np.ndarray) -> np.ndarray:
+        """The ``droppable_count`` smallest non-critical packets (ties: earlier index first).
+
+        The tensor's last packet (LAST) is never droppable: its arrival tells the receiver that
+        the first transmission is through, which is what its PROBE hold-off waits for.
+        """
+        n = packet_magnitude.shape[0]
+        mask = np.zeros(n, bool)
+        candidates = ~critical
+        k = self.droppable_count(int(candidates.sum()))
+        if n:
+            candidates[-1] = False
+        noncrit = np.flatnonzero(candidates)
+        k = min(k, int(noncrit.size))
+        if k:
+            order = np.argsort(packet_magnitude[noncrit], kind="stable")
+            mask[noncrit[order[:k]]] = True
+        return mask
 
     def critical_count(self, n_packets: int) -> int:
         """How many packets of a tensor are CRITICAL: ceil(critical_share * n)."""
@@ -105,6 +143,20 @@ class TagPolicy:
             if self.pull_critical:
                 flags |= P.FLAG_CRITICAL
         return flags
+
+
+def _rank_classes(values: np.ndarray, k: int, lo: int, hi: int) -> np.ndarray:
+    """Rank ``values`` into min(k, hi - lo + 1) quantile bins mapped onto lo..hi (top bin = hi)."""
+    n = values.shape[0]
+    if n == 0:
+        return np.zeros(0, np.uint8)
+    bins_n = min(k, hi - lo + 1)
+    if bins_n == 1:
+        return np.full(n, hi, np.uint8)
+    ranks = np.empty(n, np.int64)
+    ranks[np.argsort(values, kind="stable")] = np.arange(n)
+    bins = (ranks * bins_n) // n
+    return (lo + (bins * (hi - lo)) // (bins_n - 1)).astype(np.uint8)
 
 
 BASELINE_POLICY = TagPolicy(layer_order="uniform", uniform_layer_class=0, num_mag_classes=1,

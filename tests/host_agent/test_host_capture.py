@@ -68,7 +68,9 @@ def test_captured_packets_carry_the_tags(endpoints):
         assert d.layer_class == 7                       # position 1 of 16: front group
         assert pkt[UDP].len == P.data_udp_length(d.count, d.dtype)
         i = d.offset // 362
-        assert d.mag_class == int(pol.magnitude_classes(pt.magnitude)[i])
+        droppable = pol.droppable_mask(pt.magnitude, pt.critical)
+        assert d.mag_class == int(pol.magnitude_classes(pt.magnitude, droppable)[i])
+        assert (d.mag_class < pol.protected_mag_class) == bool(droppable[i])
         assert bool(d.flags.CRITICAL) == bool(pt.critical[i])
         assert bool(d.flags.LAST) == (i == 40)
     assert sum(bool(d.flags.CRITICAL) for _, d in data) == 5   # ceil(10 % of 41)

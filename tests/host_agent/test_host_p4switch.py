@@ -109,8 +109,9 @@ def test_switch_drops_match_transport_accounting(endpoints, program):
     sw = Switch(program, drop_mag=0)          # congested: drop non-critical magnitude class 0
     tx, rx = endpoints(job_id=3, worker_id=1), endpoints(job_id=3)
     g = np.random.default_rng(9).laplace(0, 1e-3, 362 * 160).astype(np.float32)
-    pt = packetize(g, tensor_id=2, policy=TagPolicy(loss_bound=0.1), position=3, num_layers=8, job_id=3,
-                   worker_id=1, iteration=1)
+    # plain magnitude quantiles (not the loss-budget tagging): 10 packets per class
+    pt = packetize(g, tensor_id=2, policy=TagPolicy(loss_bound=0.1, drop_within_bound=False), position=3,
+                   num_layers=8, job_id=3, worker_id=1, iteration=1)
     out = np.full_like(g, np.nan)
     with LossyRelay(rx.address, raw_rule=sw) as relay:
         r = rx.expect(1, 1, 2, out)
@@ -142,8 +143,8 @@ def test_switch_drops_above_bound_are_repaired_when_congestion_clears(endpoints,
         return sw(udp_payload)
     tx, rx = endpoints(job_id=3, worker_id=1), endpoints(job_id=3)
     g = np.random.default_rng(4).laplace(0, 1e-3, 362 * 160).astype(np.float32)
-    pt = packetize(g, tensor_id=0, policy=TagPolicy(loss_bound=0.1), position=0, num_layers=8, job_id=3,
-                   worker_id=1, iteration=1)
+    pt = packetize(g, tensor_id=0, policy=TagPolicy(loss_bound=0.1, drop_within_bound=False), position=0,
+                   num_layers=8, job_id=3, worker_id=1, iteration=1)
     out = np.zeros_like(g)
     with LossyRelay(rx.address, raw_rule=rule) as relay:
         r = rx.expect(1, 1, 0, out)
@@ -158,6 +159,47 @@ def test_switch_drops_above_bound_are_repaired_when_congestion_clears(endpoints,
     kept = dropped_idx[np.argsort(-pt.magnitude[dropped_idx], kind="stable")[: 40 - allowed]]
     for i in kept:
         assert np.array_equal(out[i * 362:(i + 1) * 362], g[i * 362:(i + 1) * 362])
+
+
+def _congested_transfer(endpoints, program, policy: TagPolicy, seed: int):
+    """A 160-packet tensor through a switch whose queue is far above every droppable class's
+    threshold (the default policy's classes 0..11 dropped, 12..15 never): what it costs."""
+    sw = Switch(program, drop_mag=11)
+    tx, rx = endpoints(job_id=3, worker_id=1), endpoints(job_id=3)
+    g = np.random.default_rng(seed).laplace(0, 1e-3, 362 * 160).astype(np.float32)
+    pt = packetize(g, tensor_id=5, policy=policy, position=0, num_layers=8, job_id=3, worker_id=1,
+                   iteration=1)
+    out = np.full_like(g, np.nan)
+    with LossyRelay(rx.address, raw_rule=sw) as relay:
+        r = rx.expect(1, 1, 5, out)
+        s = tx.send(pt, relay.address)
+        run_both(tx, [s], rx, [r])
+    return sw, pt, s, r
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_selective_drops_never_exceed_the_loss_budget(endpoints, program, seed):
+    """Regression (issue 10, hypothesis 1): the switch used to shed far more than the receiver may
+    give up (3/4 of the packets were in droppable classes 0..11), so every selective drop beyond
+    the bound was retransmitted. Tagged from the loss budget, the switch drops exactly what the
+    receiver can do without: no retransmission, the bound used up, the rest delivered intact."""
+    policy = TagPolicy(loss_bound=0.1)
+    sw, pt, s, r = _congested_transfer(endpoints, program, policy, seed)
+    noncritical = pt.n_packets - int(pt.critical.sum())
+    budget = policy.droppable_count(noncritical)
+    assert budget == noncritical - int(np.ceil(0.9 * noncritical - 1e-9)) == 15
+    assert len(sw.dropped) == budget and all(not h.flags & P.FLAG_CRITICAL for h in sw.dropped)
+    assert s.stats.retransmitted == 0 and s.stats.rounds == 0
+    assert r.stats.zero_filled_packets == budget and r.stats.missing_critical == 0
+    # the dropped ones are the smallest non-critical packets by magnitude
+    dropped = sorted(h.offset // 362 for h in sw.dropped)
+    noncrit = np.flatnonzero(~pt.critical)[:-1] if not pt.critical[-1] else np.flatnonzero(~pt.critical)
+    smallest = noncrit[np.argsort(pt.magnitude[noncrit], kind="stable")[:budget]]
+    assert dropped == sorted(smallest.tolist())
+    # the same congestion with plain quantile tags (the old tagging) sheds 3/4 and repairs most
+    old_sw, old_pt, old_s, _old_r = _congested_transfer(endpoints, program,
+                                                        TagPolicy(loss_bound=0.1, drop_within_bound=False), seed)
+    assert len(old_sw.dropped) > 100 and old_s.stats.retransmitted >= len(old_sw.dropped) - budget
 
 
 def test_switch_ecn_marks_are_echoed_and_slow_the_sender(endpoints, program):

@@ -43,7 +43,8 @@ def test_critical_share(share, expected):
 def test_packetized_tags_follow_values():
     # 10 packets of 362 floats; packet i holds the value i+1, so magnitude rank = index
     g = np.repeat(np.arange(1, 11, dtype=np.float32), 362)
-    pt = packetize(g, tensor_id=1, policy=TagPolicy(critical_share=0.2), position=0, num_layers=4)
+    quantiles = TagPolicy(critical_share=0.2, drop_within_bound=False)
+    pt = packetize(g, tensor_id=1, policy=quantiles, position=0, num_layers=4)
     hdrs = [pt.header(i) for i in range(pt.n_packets)]
     assert {h.layer_class for h in hdrs} == {7}
     assert [h.mag_class for h in hdrs] == [(i * 16) // 10 for i in range(10)]
@@ -51,6 +52,41 @@ def test_packetized_tags_follow_values():
     assert crit == [False] * 8 + [True] * 2
     assert all(h.flags & P.FLAG_ECN_CAPABLE for h in hdrs)
     assert [bool(h.flags & P.FLAG_LAST) for h in hdrs] == [False] * 9 + [True]
+
+
+@pytest.mark.parametrize("n,p,budget", [(12, 0.1, 1), (10, 0.1, 1), (9, 0.1, 0), (200, 0.1, 20),
+                                         (200, 0.0, 0), (7, 0.5, 3), (5, 1.0, 5)])
+def test_droppable_count_is_what_the_receiver_may_miss(n, p, budget):
+    """The sender's droppable share uses the receiver's completion arithmetic (ceil((1-p) n_nc))."""
+    pol = TagPolicy(loss_bound=p)
+    assert pol.droppable_count(n) == budget
+    assert n - budget == int(np.ceil((1.0 - p) * n - 1e-9))
+
+
+def test_only_the_loss_budget_is_in_droppable_classes():
+    """Issue 10, hypothesis 1: the n_nc - ceil(0.9 n_nc) smallest non-critical packets get classes
+    0..11 (ranked among themselves), everything else 12..15 (ranked among themselves)."""
+    rng = np.random.default_rng(3)
+    g = rng.laplace(0, 1e-3, 362 * 200).astype(np.float32)
+    pol = TagPolicy()
+    pt = packetize(g, tensor_id=1, policy=pol, position=0, num_layers=1)
+    mags = np.array([pt.header(i).mag_class for i in range(pt.n_packets)])
+    low = mags < pol.protected_mag_class
+    assert low.sum() == pol.droppable_count(200 - 10) == 19
+    assert not (low & pt.critical).any()
+    # the droppable ones are the smallest, and classes grow with magnitude in both groups
+    assert pt.magnitude[low].max() <= pt.magnitude[~low].min()
+    for group in (low, ~low):
+        order = np.argsort(pt.magnitude[group], kind="stable")
+        assert (np.diff(mags[group][order]) >= 0).all()
+    assert mags[low].min() == 0 and mags[low].max() == 11 and mags[~low].min() == 12 and mags.max() == 15
+    assert pt.header(pt.n_packets - 1).mag_class >= 12      # LAST is never droppable
+    # a 12-packet digits-sized tensor (1 critical) may lose one packet: exactly one is droppable
+    small = packetize(g[:362 * 12], tensor_id=2, policy=pol)
+    assert sum(small.header(i).mag_class < 12 for i in range(12)) == 1
+    # loss bound 0: nothing droppable
+    none = packetize(g, tensor_id=1, policy=TagPolicy(loss_bound=0.0))
+    assert min(none.header(i).mag_class for i in range(none.n_packets)) == 12
 
 
 def test_pull_direction_flag_and_critical():
