@@ -37,34 +37,46 @@ def _common(mode: str, out: Path, loss_bound: float, seed: int, timeout: float, 
 
 
 def ps_server(host: HostSpec, workers: int, workload: str, iterations: int, mode: str, out: Path,
-              loss_bound: float, seed: int, timeout: float, rate_mbps: float | None = None) -> list[str]:
+              loss_bound: float, seed: int, timeout: float, rate_mbps: float | None = None,
+              extra: tuple[str, ...] = ()) -> list[str]:
     return _agent("ps-server", "--bind", f"{host.ip}:{PS_PORT}", "--workers", str(workers),
                   "--workload", workload, "--iterations", str(iterations),
-                  *_common(mode, out, loss_bound, seed, timeout, rate_mbps))
+                  *_common(mode, out, loss_bound, seed, timeout, rate_mbps), *extra)
 
 
 # The workers listen on an ephemeral port, so the parameters the server pushes back are ordinary UDP
 # to the switches (default queue, per-flow ECMP). Making them DLCP too (workers on port 9290) was
 # measured and made the PS iteration slower (docs/experiments.md), so it is not the default yet.
 def ps_worker(server: HostSpec, rank: int, workers: int, workload: str, iterations: int, mode: str,
-              out: Path, loss_bound: float, seed: int, timeout: float, rate_mbps: float | None = None) -> list[str]:
+              out: Path, loss_bound: float, seed: int, timeout: float, rate_mbps: float | None = None,
+              extra: tuple[str, ...] = ()) -> list[str]:
     return _agent("worker", "--server", f"{server.ip}:{PS_PORT}", "--rank", str(rank), "--workers", str(workers),
                   "--workload", workload, "--iterations", str(iterations),
-                  *_common(mode, out, loss_bound, seed, timeout, rate_mbps))
+                  *_common(mode, out, loss_bound, seed, timeout, rate_mbps), *extra)
 
 
 def allreduce_rank(peers: list[HostSpec], rank: int, workload: str, iterations: int, mode: str, out: Path,
                    loss_bound: float, seed: int, timeout: float, scale: float = 0.01,
-                   rate_mbps: float | None = None) -> list[str]:
+                   rate_mbps: float | None = None, extra: tuple[str, ...] = ()) -> list[str]:
     ring = ",".join(f"{p.ip}:{ALLREDUCE_PORT}" for p in peers)
     return _agent("allreduce", "--bind", f"{peers[rank].ip}:{ALLREDUCE_PORT}", "--rank", str(rank),
                   "--peers", ring, "--workload", workload, "--scale", str(scale),
-                  "--iterations", str(iterations), *_common(mode, out, loss_bound, seed, timeout, rate_mbps))
+                  "--iterations", str(iterations), *_common(mode, out, loss_bound, seed, timeout, rate_mbps),
+                  *extra)
 
 
 def background(dst: HostSpec, rate_mbps: float, duration: float, burst: int = 0, burst_every: float = 0.5) -> list[str]:
     return [sys.executable, "-m", "mininet_topos.background", "--dst", dst.ip, "--rate-mbps", str(rate_mbps),
             "--duration", str(duration), "--burst", str(burst), "--burst-every", str(burst_every)]
+
+
+def tcp_sink(duration: float) -> list[str]:
+    return [sys.executable, "-m", "mininet_topos.background", "--sink", "--duration", str(duration)]
+
+
+def tcp_bulk(dst: HostSpec, duration: float, cc: str | None = None) -> list[str]:
+    return [sys.executable, "-m", "mininet_topos.background", "--tcp", "--dst", dst.ip, "--duration", str(duration),
+            *(["--cc", cc] if cc else [])]
 
 
 def dlcpctl(config: Path, *args: str) -> list[str]:

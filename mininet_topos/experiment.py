@@ -270,7 +270,10 @@ def run_experiment(cfg: ExperimentConfig) -> Path:
 
 
 def parse_args(argv: list[str] | None) -> ExperimentConfig:
-    p = argparse.ArgumentParser(prog="dlcp-exp", description="DLCP versus the status quo in Mininet")
+    p = argparse.ArgumentParser(prog="dlcp-exp", description="DLCP versus the status quo in Mininet",
+                                epilog="With --scenario NAME (incast, ecmp-collision, tcp-bulk): a study of that scenario, "
+                                       "--seeds runs per mode interleaved, modes dlcp, dlcp-prio, dlcp-drop, dlcp-spray, "
+                                       "udp-reliable, tcp-cubic, tcp-bbr; report with 95 %% intervals.")
     p.add_argument("--topo", default="leaf-spine", help="star | dumbbell | leaf-spine | fat-tree")
     p.add_argument("--workload", default="ps", help="ps | allreduce | profile:MODEL")
     p.add_argument("--model", default="digits", help="what ps trains: digits (real MLP) or a profile name")
@@ -298,8 +301,77 @@ def parse_args(argv: list[str] | None) -> ExperimentConfig:
                             out=a.out, pcap=a.pcap, policy=a.policy)
 
 
+def study_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dlcp-exp --scenario", description="one scenario, several modes and seeds, "
+                                "interleaved, with 95 % intervals (docs/experiments.md)")
+    p.add_argument("--scenario", required=True, help="incast | ecmp-collision | tcp-bulk")
+    p.add_argument("--mode", default="dlcp,dlcp-prio,dlcp-drop,dlcp-spray,udp-reliable,tcp-cubic,tcp-bbr",
+                   help="comma-separated modes (default: all seven)")
+    p.add_argument("--seeds", type=int, default=5, help="runs per mode (default 5)")
+    p.add_argument("--first-seed", type=int, default=1)
+    p.add_argument("--iterations", type=int, help="iterations per run (default: the scenario's)")
+    p.add_argument("--link-mbps", type=float, help="emulated link speed (default: the scenario's)")
+    p.add_argument("--compute-ratio", type=float, help="emulated compute per iteration in units of one worker's "
+                   "gradient transfer time on one link (default: the scenario's, 1.0)")
+    p.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
+                   help="overlap compute and communication layer by layer (--no-overlap: one after the other)")
+    p.add_argument("--loss-bound", type=float, default=0.1)
+    p.add_argument("--timeout", type=float, default=180.0, help="seconds per run before giving up")
+    p.add_argument("--calibrate", action=argparse.BooleanOptionalAction, default=True,
+                   help="first check that no switch is CPU-bound and slow the links down until none is")
+    p.add_argument("--out", default="results")
+    p.add_argument("--pcap", action="store_true")
+    return p
+
+
+def study_main(argv: list[str]) -> int:
+    from mininet_topos import scenarios
+    from mininet_topos.study import Study, StudyConfig, StudyError
+    from mininet_topos.study_report import print_summary
+    p = study_parser()
+    a = p.parse_args(argv)
+    try:
+        scenarios.get(a.scenario)
+        modes = scenarios.resolve_modes(a.mode)
+    except ValueError as err:
+        p.error(str(err))
+    if a.seeds < 1:
+        p.error(f"--seeds {a.seeds}: must be >= 1")
+    if a.iterations is not None and a.iterations < 2:
+        p.error(f"--iterations {a.iterations}: must be >= 2 (iteration 0 is warm-up and left out)")
+    if not 0 <= a.loss_bound < 1:
+        p.error(f"--loss-bound {a.loss_bound}: must be in [0, 1)")
+    cfg = StudyConfig(scenario=a.scenario, modes=modes, seeds=a.seeds, first_seed=a.first_seed,
+                      iterations=a.iterations, link_mbps=a.link_mbps, compute_ratio=a.compute_ratio,
+                      overlap=a.overlap, loss_bound=a.loss_bound, timeout_s=a.timeout, out=a.out, pcap=a.pcap,
+                      calibrate=a.calibrate)
+    ok, why = target_available(cfg.target)
+    if not ok:
+        print(f"dlcp-exp: {why}", file=sys.stderr)
+        return 1
+    study = Study(cfg, log=lambda line: print(line, flush=True))
+    try:
+        run_dir = study.run()
+    except (StudyError, ExperimentError, SwitchStartError, ValueError) as err:
+        print(f"dlcp-exp: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("dlcp-exp: interrupted; network torn down", file=sys.stderr)
+        return 130
+    finally:
+        left = leftovers(build(study.scen.topo, **study.scen.topo_params))
+        if left:
+            print(f"dlcp-exp: warning: left behind: {'; '.join(left)}", file=sys.stderr)
+    print(print_summary(run_dir))
+    print(f"report: {run_dir / 'report.md'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = sys.argv[1:] if argv is None else argv
+    if any(a == "--scenario" or a.startswith("--scenario=") for a in args):
+        return study_main(args)
     cfg = parse_args(argv)
     try:
         run_dir = run_experiment(cfg)

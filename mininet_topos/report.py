@@ -77,11 +77,14 @@ def iteration_times(records: Iterable[dict]) -> dict[str, list[float]]:
     return dict(times)
 
 
-def summarise(records: list[dict], stats: list[dict]) -> list[ModeSummary]:
+def summarise(records: list[dict], stats: list[dict], order: list[str] | None = None) -> list[ModeSummary]:
+    """One row per mode, in ``order`` (the configured mode order), else in order of first appearance."""
     times = iteration_times(records)
     by_mode_stats = {s["mode"]: s for s in stats}
+    seen = list(dict.fromkeys([*(order or []), *(r["mode"] for r in records)]))
     summaries = []
-    for mode, values in times.items():
+    for mode in (m for m in seen if m in times):
+        values = times[mode]
         mine = [r for r in records if r["mode"] == mode]
         accs = [(r["iteration"], r["accuracy"]) for r in mine if r.get("accuracy") is not None]
         st = by_mode_stats.get(mode, {})
@@ -133,18 +136,10 @@ def plot_all(run_dir: Path, records: list[dict], stats: list[dict]) -> list[Path
     ax.legend()
     out.append(_save(fig, run_dir / PLOTS[1]))
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    classes = sorted({c for s in stats for c in s.get("selective_drops", {})}, key=_class_order)
-    for i, s in enumerate(stats):
-        drops = s.get("selective_drops", {})
-        ax.bar([j + 0.8 * i / max(1, len(stats)) for j in range(len(classes))],
-               [drops.get(c, 0) for c in classes], width=0.8 / max(1, len(stats)), label=s["mode"])
-    ax.set_xticks(range(len(classes)), classes, rotation=45)
-    ax.set(ylabel="packets", title="Selective drops per (queue, magnitude class)")
-    if stats:
-        ax.legend()
-    out.append(_save(fig, run_dir / PLOTS[2]))
-
+    out.append(plot_drops(run_dir / PLOTS[2], stats))
+    if not any(r.get("accuracy") is not None for r in records):
+        (run_dir / PLOTS[3]).unlink(missing_ok=True)      # no empty axes for workloads without accuracy
+        return out
     fig, ax = plt.subplots(figsize=(6, 4))
     for mode in times:
         pts = defaultdict(list)
@@ -159,6 +154,24 @@ def plot_all(run_dir: Path, records: list[dict], stats: list[dict]) -> list[Path
         ax.legend()
     out.append(_save(fig, run_dir / PLOTS[3]))
     return out
+
+
+def plot_drops(path: Path, stats: list[dict], title: str = "Selective drops per (queue, magnitude class)") -> Path:
+    """Grouped bars per (queue, magnitude class); labels rotated and thinned, legend outside the axes."""
+    classes = sorted({c for s in stats for c in s.get("selective_drops", {})}, key=_class_order)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(classes) + 3), 4))
+    width = 0.8 / max(1, len(stats))
+    for i, s in enumerate(stats):
+        drops = s.get("selective_drops", {})
+        ax.bar([j - 0.4 + width * (i + 0.5) for j in range(len(classes))],
+               [drops.get(c, 0) for c in classes], width=width, label=s["mode"])
+    ax.set_xticks(range(len(classes)), classes, rotation=60, ha="right", fontsize=8)
+    ax.set(ylabel="packets", title=title)
+    if not classes:
+        ax.text(0.5, 0.5, "no selective drops", ha="center", va="center", transform=ax.transAxes)
+    if stats:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return _save(fig, path)
 
 
 def _class_order(key: str) -> tuple:
@@ -179,8 +192,11 @@ def write_report(run_dir: Path, config: dict, notes: list[str] | None = None) ->
     stats = read_jsonl(run_dir / "switch_stats.jsonl")
     if not records:
         raise ValueError(f"{run_dir}/iterations.jsonl: no iteration records")
-    summaries = summarise(records, stats)
-    plot_all(run_dir, records, stats)
+    summaries = summarise(records, stats, list(config.get("modes") or []))
+    plots = [p.name for p in plot_all(run_dir, records, stats)]
+    config = dict(config)
+    if config.get("workload") != "ps":
+        config.pop("model", None)              # only the PS trains a model; the others reduce a profile
     lines = ["# DLCP experiment report", "", "## Configuration", "", "```json",
              json.dumps(config, indent=2, sort_keys=True), "```", "", "## Summary", "",
              summary_table(summaries), ""]
@@ -188,7 +204,9 @@ def write_report(run_dir: Path, config: dict, notes: list[str] | None = None) ->
     if "dlcp" in base and "baseline" in base:
         ratio = base["dlcp"].p99_s / base["baseline"].p99_s if base["baseline"].p99_s else float("nan")
         lines += [f"DLCP p99 / baseline p99 = **{ratio:.2f}** (goal: <= 0.50).", ""]
-    lines += ["## Plots", ""] + [f"![{p}]({p})" for p in PLOTS] + [""]
+    lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
+    if PLOTS[3] not in plots:
+        lines += ["(no accuracy plot: this workload has no model to evaluate)", ""]
     if notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     path = run_dir / "report.md"

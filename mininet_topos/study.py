@@ -1,0 +1,380 @@
+"""``dlcp-exp --scenario NAME``: one scenario, several modes, several seeds, interleaved, with statistics.
+
+One Mininet network serves the whole study (the switch processes stay up); before each run the
+controller re-applies the network YAML of that run's mode (``dlcpctl apply`` reconciles: DLCP
+policy, ablation or status quo), so only what differs between modes changes. Runs go seed by seed,
+each seed running every mode in a rotated order, so machine noise hits all modes alike. Switch
+counters are read before and after each run and the difference is that run's.
+
+Before the study, a calibration run checks that no switch process is CPU-bound (> 70 % of a
+core on average): if one is, the links (and with them the emulated compute, which scales with
+the link) are slowed down by 0.6x and the network restarted, at most ``max_scale_downs`` times;
+the report says what happened.
+
+Output ``results/<stamp>-<scenario>/``: ``config.json``, ``iterations.jsonl`` (one record per worker
+per iteration, fields in docs/experiments.md), ``runs.jsonl`` (one record per run: mode, seed,
+counters, CPU, failure), ``report.md`` and plots, and ``<seed>-<mode>/`` with every process's log.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import yaml
+
+from mininet_topos import agents, scenarios
+from mininet_topos.cpu import CpuSampler, cpu_bound_switches
+from mininet_topos.network import EmulatedNetwork
+from mininet_topos.scenarios import MODES, Job, Scenario
+from mininet_topos.topologies import Topology, build
+
+FLOW_WARMUP_S = 1.0
+
+
+class StudyError(RuntimeError):
+    """The study could not run: one clear line."""
+
+
+@dataclass
+class StudyConfig:
+    scenario: str = "incast"
+    modes: tuple[str, ...] = ("dlcp", "tcp-cubic", "tcp-bbr", "udp-reliable")
+    seeds: int = 5
+    first_seed: int = 1
+    iterations: int | None = None        # scenario default
+    link_mbps: float | None = None       # scenario default
+    compute_ratio: float | None = None   # scenario default
+    overlap: bool = True
+    loss_bound: float = 0.1
+    queue_depth: int = 64
+    timeout_s: float = 180.0             # per run
+    target: str = "p4sim"
+    out: str = "results"
+    pcap: bool = False
+    calibrate: bool = True
+    max_scale_downs: int = 2
+    dlcp_pull: bool = True               # PS workers listen on the DLCP port: parameters are DLCP too
+    notes: list[str] = field(default_factory=list)
+
+
+def run_order(modes: tuple[str, ...], seeds: list[int]) -> list[tuple[int, str]]:
+    """Seed by seed; within seed k the mode list is rotated by k (interleaved, no fixed position)."""
+    order = []
+    for k, seed in enumerate(seeds):
+        shift = k % len(modes)
+        order += [(seed, m) for m in modes[shift:] + modes[:shift]]
+    return order
+
+
+def _sh(cmd: list[str], what: str, timeout: float = 120.0) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ["(no output)"]
+        raise StudyError(f"{what} failed (exit {proc.returncode}): {last[0]}")
+    return proc.stdout
+
+
+class Study:
+    def __init__(self, cfg: StudyConfig, log=print) -> None:
+        self.cfg = cfg
+        self.scen: Scenario = scenarios.get(cfg.scenario)
+        self.modes = cfg.modes
+        self.iterations = cfg.iterations or self.scen.iterations
+        self.link_mbps = cfg.link_mbps or self.scen.link_mbps
+        self.compute_ratio = self.scen.compute_ratio if cfg.compute_ratio is None else cfg.compute_ratio
+        self.log = log
+        self.run_dir = Path(cfg.out).resolve() / f"{time.strftime('%Y%m%d-%H%M%S')}-{cfg.scenario}"
+        self.net: EmulatedNetwork | None = None
+        self.topo: Topology | None = None
+        self.pipeline: dict[str, Path] = {}
+        self.configs: dict[str, Path] = {}
+
+    # -- network ----------------------------------------------------------------------------
+    def _topology(self) -> Topology:
+        topo = build(self.scen.topo, **self.scen.topo_params)
+        for link in topo.links:
+            link.rate_bps = int(self.link_mbps * 1e6)
+        for job in self.scen.jobs:
+            for h in job.hosts:
+                if h not in topo.hosts:
+                    raise StudyError(f"scenario {self.scen.name}: job {job.name} names host {h}, not in {topo.name}")
+        return topo
+
+    def start_network(self) -> None:
+        from mininet_topos.experiment import ExperimentConfig, netconfig
+        self.topo = self._topology()
+        self.net = EmulatedNetwork(self.topo, self.run_dir / "switches", target=self.cfg.target, pcap=self.cfg.pcap,
+                                   queue_depth=self.cfg.queue_depth)
+        self.net.start()
+        default_policy = shipped_policy()
+        shim = ExperimentConfig(target=self.cfg.target, link_mbps=self.link_mbps, queue_depth=self.cfg.queue_depth)
+        for name in self.modes:
+            doc = netconfig(self.topo, self.net, self.pipeline, shim, "dlcp")
+            policy = scenarios.switch_policy(MODES[name], default_policy)
+            if policy is not None:
+                doc["policy"] = policy
+            path = self.run_dir / f"net-{name}.yaml"
+            path.write_text(yaml.safe_dump(doc, sort_keys=False))
+            self.configs[name] = path
+
+    def stop_network(self) -> None:
+        if self.net is not None:
+            self.net.stop()
+            self.net = None
+
+    # -- one run ----------------------------------------------------------------------------
+    def _job_commands(self, job: Job, mode: str, seed: int, iterations: int, out_dir: Path) -> dict[str, list[str]]:
+        assert self.topo is not None
+        m = MODES[mode]
+        hosts = [self.topo.hosts[h] for h in job.hosts]
+        extra = ["--job", str(job.job_id), "--compute-ratio", str(self.compute_ratio),
+                 "--link-mbps", str(self.link_mbps), "--overlap" if self.cfg.overlap else "--no-overlap"]
+        if m.tcp_cc:
+            extra += ["--tcp-cc", m.tcp_cc]
+        common = dict(mode=m.agent, loss_bound=self.cfg.loss_bound, seed=seed, timeout=self.cfg.timeout_s)
+        if job.kind == "ps":
+            server, workers = hosts[0], hosts[1:]
+            cmds = {server.name: agents.ps_server(server, len(workers), job.workload, iterations,
+                                                  out=out_dir / f"{server.name}.jsonl",
+                                                  extra=(*extra, "--scale", str(job.scale)), **common)}
+            for rank, w in enumerate(workers):
+                bind = ("--bind", f"{w.ip}:{agents.PS_PORT}") if self.cfg.dlcp_pull else ()
+                cmds[w.name] = agents.ps_worker(server, rank, len(workers), job.workload, iterations,
+                                                out=out_dir / f"{w.name}.jsonl",
+                                                extra=(*extra, "--scale", str(job.scale), *bind), **common)
+            return cmds
+        if job.kind == "allreduce":
+            return {h.name: agents.allreduce_rank(hosts, r, job.workload, iterations, out=out_dir / f"{h.name}.jsonl",
+                                                  scale=job.scale, extra=(*extra, "--buckets", str(job.buckets)),
+                                                  **common)
+                    for r, h in enumerate(hosts)}
+        raise StudyError(f"scenario {self.scen.name}: job {job.name}: unknown kind {job.kind!r}")
+
+    def _counters(self, config: Path) -> dict:
+        from mininet_topos.experiment import _switch_stats, _tail_drops
+        raw = _sh(agents.dlcpctl(config, "--json", "stats"), "dlcpctl stats")
+        stats = _switch_stats(json.loads(raw) if raw.strip() else {})
+        assert self.net is not None
+        stats["tail_drops"] = _tail_drops(self.net) if self.cfg.target == "p4sim" else {}
+        return stats
+
+    def run_once(self, mode: str, seed: int, iterations: int, tag: str = "") -> dict:
+        """One mode with one seed on the running network; returns the run record."""
+        assert self.net is not None and self.topo is not None
+        out_dir = self.run_dir / f"{tag}seed{seed}-{mode}"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        config = self.configs[mode]
+        _sh(agents.dlcpctl(config, "apply"), f"dlcpctl apply ({mode})")
+        before = self._counters(config)
+        sampler = CpuSampler(1.0)
+        for name in self.topo.switches:
+            proc = self.net.switch(name).process
+            if proc is not None:
+                sampler.add(f"switch:{name}", proc.pid)
+        sampler.start()
+        flows: list[subprocess.Popen] = []
+        agents_running: dict[str, subprocess.Popen] = {}
+        exit_at: dict[str, float] = {}
+        failure = None
+        t_start = time.monotonic()
+        try:
+            sinks = {f.dst for f in self.scen.flows}
+            for dst in sorted(sinks):
+                flows.append(self._popen(dst, agents.tcp_sink(self.cfg.timeout_s + 30), out_dir / f"sink-{dst}.log"))
+            for i, f in enumerate(self.scen.flows):
+                cmd = agents.tcp_bulk(self.topo.hosts[f.dst], self.cfg.timeout_s + 30)
+                flows.append(self._popen(f.src, cmd, out_dir / f"bulk{i}-{f.src}.log"))
+            if flows:
+                time.sleep(FLOW_WARMUP_S)   # the bulk flows are long-lived: running before training starts
+            for job in self.scen.jobs:
+                for host, cmd in self._job_commands(job, mode, seed, iterations, out_dir).items():
+                    key = f"{job.name}/{host}"
+                    agents_running[key] = self._popen(host, cmd, out_dir / f"{host}.log")
+                    sampler.add(f"agent:{key}", agents_running[key].pid)
+            deadline = time.monotonic() + self.cfg.timeout_s + 30
+            while len(exit_at) < len(agents_running):
+                now = time.monotonic()
+                for key, p in agents_running.items():
+                    if key not in exit_at and p.poll() is not None:
+                        exit_at[key] = now
+                if any(agents_running[k].returncode for k in exit_at):
+                    break                          # the run is lost: stop the others now
+                dead = self.net.dead_switches()
+                if dead:
+                    raise StudyError(f"switch {', '.join(dead)} died during {mode} seed {seed}; "
+                                     f"see {self.run_dir}/switches/{dead[0]}.log")
+                if now > deadline:
+                    failure = f"agents still running after {self.cfg.timeout_s + 30:.0f} s"
+                    break
+                time.sleep(0.2)
+        finally:
+            for p in [*agents_running.values(), *flows]:
+                if p.poll() is None:
+                    p.terminate()
+            for p in [*agents_running.values(), *flows]:
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+            cpu = sampler.stop()
+        failed = sorted((t, k) for k, t in exit_at.items() if agents_running[k].returncode)
+        if failed:
+            key = failed[0][1]
+            host = key.split("/", 1)[1]
+            log = out_dir / f"{host}.log"
+            last = (log.read_text().strip().splitlines() or ["(empty log)"])[-1] if log.exists() else "(no log)"
+            failure = (f"{mode} seed {seed}: the first error is on {host} (exit {agents_running[key].returncode}): "
+                       f"{last}; see {log}")
+        after = self._counters(config)
+        counters = _diff(before, after)
+        time.sleep(0.5)                            # let the queues drain before the next run
+        return {"mode": mode, "seed": seed, "iterations": iterations, "seconds": round(time.monotonic() - t_start, 1),
+                "failure": failure, "cpu": cpu, "cpu_bound_switches": cpu_bound_switches(cpu), **counters,
+                "dir": str(out_dir)}
+
+    def _popen(self, host: str, cmd: list[str], log: Path) -> subprocess.Popen:
+        assert self.net is not None
+        with open(log, "w") as f:
+            return self.net.host(host).popen(cmd, stdout=f, stderr=subprocess.STDOUT)
+
+    # -- records --------------------------------------------------------------------------------
+    def records(self, run: dict) -> list[dict]:
+        return collect_records(Path(run["dir"]), self.scen, run["mode"], run["seed"])
+
+    # -- the whole study ------------------------------------------------------------------------
+    def calibrate(self) -> None:
+        """Scale the links down until no switch is CPU-bound in a short run of the busiest mode."""
+        for attempt in range(self.cfg.max_scale_downs + 1):
+            mode = "dlcp" if "dlcp" in self.modes else self.modes[0]
+            run = self.run_once(mode, self.cfg.first_seed, min(3, self.iterations), tag=f"calibrate{attempt}-")
+            hot = run["cpu_bound_switches"]
+            worst = max((v["mean_core"] for k, v in run["cpu"].items() if k.startswith("switch:")), default=0.0)
+            self.cfg.notes.append(f"calibration at {self.link_mbps:g} Mbit/s ({mode}, 3 iterations): busiest switch "
+                                  f"{worst:.0%} of a core" + (f"; CPU-bound: {', '.join(hot)}" if hot else ""))
+            self.log(f"   {self.cfg.notes[-1]}")
+            if run["failure"]:
+                raise StudyError(f"calibration run failed: {run['failure']}")
+            if not hot or attempt == self.cfg.max_scale_downs:
+                if hot:
+                    self.cfg.notes.append("switches still CPU-bound after scaling down: results are limited by "
+                                          "the emulation, not only by the network")
+                return
+            self.stop_network()
+            self.link_mbps = round(self.link_mbps * 0.6, 2)
+            self.cfg.notes.append(f"scaled the links down to {self.link_mbps:g} Mbit/s")
+            self.log(f"   {self.cfg.notes[-1]}")
+            self.start_network()
+
+    def run(self) -> Path:
+        from mininet_topos.experiment import compile_pipeline
+        from mininet_topos.study_report import write_study_report
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.pipeline = compile_pipeline(self.run_dir / "build", self.cfg.target)
+        seeds = list(range(self.cfg.first_seed, self.cfg.first_seed + self.cfg.seeds))
+        order = run_order(self.modes, seeds)
+        try:
+            self.start_network()
+            if self.cfg.calibrate:
+                self.calibrate()
+            (self.run_dir / "config.json").write_text(json.dumps(self.config_record(), indent=2))
+            with open(self.run_dir / "iterations.jsonl", "w") as it_f, open(self.run_dir / "runs.jsonl", "w") as run_f:
+                for k, (seed, mode) in enumerate(order, 1):
+                    t0 = time.monotonic()
+                    run = self.run_once(mode, seed, self.iterations)
+                    recs = self.records(run)
+                    it_f.write("".join(json.dumps(r) + "\n" for r in recs))
+                    run_f.write(json.dumps(run) + "\n")
+                    it_f.flush()
+                    run_f.flush()
+                    self.log(f"   [{k}/{len(order)}] seed {seed} {mode:<12} {time.monotonic() - t0:5.1f} s"
+                             + (f"  FAILED: {run['failure']}" if run["failure"] else ""))
+        finally:
+            self.stop_network()
+        (self.run_dir / "config.json").write_text(json.dumps(self.config_record(), indent=2))
+        write_study_report(self.run_dir)
+        return self.run_dir
+
+    def config_record(self) -> dict:
+        return {"study": asdict(replace(self.cfg, notes=list(self.cfg.notes))), "scenario": _scenario_dict(self.scen),
+                "iterations": self.iterations, "link_mbps": self.link_mbps, "compute_ratio": self.compute_ratio,
+                "modes": {m: MODES[m].about for m in self.modes}, "python": sys.version.split()[0],
+                "started": self.run_dir.name[:15]}
+
+
+def shipped_policy() -> dict:
+    """The controller's shipped default policy (the ablations are cut from it)."""
+    path = Path(__file__).resolve().parent.parent / "controller" / "data" / "default_policy.yaml"
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise StudyError(f"{path}: cannot read the default policy: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("policy"), dict):
+        data = data["policy"]
+    return data if isinstance(data, dict) else {}
+
+
+def _scenario_dict(s: Scenario) -> dict:
+    return {"name": s.name, "about": s.about, "topo": s.topo, "topo_params": s.topo_params,
+            "jobs": [asdict(j) for j in s.jobs], "flows": [asdict(f) for f in s.flows]}
+
+
+def _diff(before: dict, after: dict) -> dict:
+    out: dict = {}
+    for key in ("selective_drops", "ecn_marks", "spray", "tail_drops"):
+        b, a = before.get(key) or {}, after.get(key) or {}
+        out[key] = {k: a[k] - b.get(k, 0) for k in a if a[k] - b.get(k, 0)}
+    out["malformed"] = int(after.get("malformed", 0)) - int(before.get("malformed", 0))
+    return out
+
+
+def _read(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return [r for r in out if r.get("event") == "iteration"]
+
+
+def collect_records(out_dir: Path, scen: Scenario, mode: str, seed: int) -> list[dict]:
+    """The agents' JSON lines of one run as the study's per-worker, per-iteration records."""
+    records = []
+    for job in scen.jobs:
+        server = {}
+        if job.kind == "ps":
+            server = {r["iteration"]: r for r in _read(out_dir / f"{job.hosts[0]}.jsonl")}
+            members = job.hosts[1:]
+        else:
+            members = job.hosts
+        for host in members:
+            for r in _read(out_dir / f"{host}.jsonl"):
+                srv = server.get(r["iteration"], {})
+                own_pk = sum((r.get("packets_by_class") or {}).values())
+                own_miss = sum((r.get("missing_by_class") or {}).values())
+                records.append({
+                    "scenario": scen.name, "job": job.name, "kind": job.kind, "workload": job.workload,
+                    "mode": mode, "seed": seed, "worker": host, "iteration": r["iteration"],
+                    "iter_time_s": r.get("iter_seconds", r.get("comm_seconds", 0.0)),
+                    "compute_s": r.get("compute_seconds", 0.0),
+                    "exposed_comm_s": r.get("exposed_comm_seconds", 0.0),
+                    "comm_time_s": r.get("comm_seconds", 0.0), "bytes": r.get("bytes_sent", 0),
+                    "retransmissions": r.get("retransmissions", 0),
+                    # receiver side, what was actually given up: this worker's parameters / reduced chunks
+                    # kept stale, and (PS) the server's zero-filled gradient packets of the iteration
+                    "recv_packets": own_pk, "recv_given_up": own_miss,
+                    "lost_fraction": own_miss / own_pk if own_pk else 0.0,
+                    "server_packets": sum((srv.get("packets_by_class") or {}).values()),
+                    "server_given_up": sum((srv.get("missing_by_class") or {}).values()),
+                    "server_retransmissions": srv.get("retransmissions", 0),
+                    "server_zero_filled_elements": srv.get("zero_filled_elements", 0),
+                    "accuracy": r.get("accuracy"),
+                })
+    return records

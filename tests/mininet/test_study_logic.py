@@ -1,0 +1,146 @@
+"""The study's pure parts: run order, statistics, ablation policies, the report (synthetic records)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from mininet_topos import scenarios, stats
+from mininet_topos.study import StudyConfig, run_order
+from mininet_topos.study_report import comparisons, per_iteration, summarise_study, write_study_report
+
+
+def test_runs_are_interleaved_seed_by_seed_with_rotating_mode_order():
+    order = run_order(("a", "b", "c"), [1, 2, 3])
+    assert order[:3] == [(1, "a"), (1, "b"), (1, "c")]
+    assert order[3:6] == [(2, "b"), (2, "c"), (2, "a")]
+    assert [m for s, m in order if s == 3][0] == "c"
+    assert sorted(order) == sorted((s, m) for s in (1, 2, 3) for m in "abc")
+
+
+def test_bootstrap_interval_contains_the_estimate_and_narrows_with_more_seeds():
+    rng = np.random.default_rng(0)
+    few = {s: list(rng.normal(1.0, 0.1, 8)) for s in range(2)}
+    many = {s: list(rng.normal(1.0, 0.1, 8)) for s in range(20)}
+    e_few, e_many = stats.bootstrap(few, stats.STATS["mean"]), stats.bootstrap(many, stats.STATS["mean"])
+    for e in (e_few, e_many):
+        assert e.lo <= e.value <= e.hi
+    assert e_many.hi - e_many.lo < e_few.hi - e_few.lo
+
+
+def test_p99_interpolates_instead_of_taking_the_maximum():
+    data = {1: [1.0] * 34 + [10.0]}
+    assert stats.summarise(data, rounds=50)["p99"].value < 10.0
+
+
+def test_overlap_flag_separates_distinct_and_equal_distributions():
+    rng = np.random.default_rng(1)
+    a = {s: list(rng.normal(1.0, 0.05, 10)) for s in range(5)}
+    b = {s: list(rng.normal(2.0, 0.05, 10)) for s in range(5)}
+    c = {s: list(rng.normal(1.0, 0.05, 10)) for s in range(5)}
+    ma, mb, mc = (stats.bootstrap(x, stats.STATS["mean"]) for x in (a, b, c))
+    assert not ma.overlaps(mb)
+    assert ma.overlaps(mc)
+    r = stats.ratio(b, a, "mean")
+    assert r.lo <= r.value <= r.hi and 1.9 < r.value < 2.1
+
+
+DEFAULT = {"thresholds": [{"queues": [1, 2], "mag_classes": [0, 1], "drop_depth": 16, "ecn_depth": 8},
+                          {"queues": [1, 2], "mag_classes": [2, 3], "drop_depth": 524287, "ecn_depth": 32}]}
+
+
+def test_ablations_are_cut_from_the_default_policy():
+    pol = {name: scenarios.switch_policy(scenarios.MODES[name], DEFAULT) for name in scenarios.MODES}
+    assert pol["dlcp"] is None                                   # the shipped default, everything on
+    assert pol["tcp-cubic"] == pol["tcp-bbr"] == pol["udp-reliable"] == scenarios.STATUS_QUO_POLICY
+    assert pol["dlcp-prio"] == {"thresholds": [], "spray": False}
+    assert pol["dlcp-spray"] == {"priority_map": [], "thresholds": [], "spray": True}
+    drop = pol["dlcp-drop"]
+    assert drop["priority_map"] == [] and drop["spray"] is False
+    assert [b["queues"] for b in drop["thresholds"]] == [[0], [0]]
+    assert [b["drop_depth"] for b in drop["thresholds"]] == [16, 524287]
+
+
+def test_mode_names_and_aliases_resolve_and_unknown_ones_are_named():
+    assert scenarios.resolve_modes("dlcp, tcp,baseline") == ("dlcp", "tcp-cubic", "udp-reliable")
+    with pytest.raises(ValueError, match="'quic'"):
+        scenarios.resolve_modes("dlcp,quic")
+    with pytest.raises(ValueError, match="'nosuch'"):
+        scenarios.get("nosuch")
+
+
+def test_every_scenario_names_hosts_of_its_topology_and_real_size_workloads():
+    from mininet_topos.topologies import build
+    for scen in scenarios.SCENARIOS.values():
+        topo = build(scen.topo, **scen.topo_params)
+        for job in scen.jobs:
+            assert set(job.hosts) <= set(topo.hosts)
+        for f in scen.flows:
+            assert {f.src, f.dst} <= set(topo.hosts)
+    incast = scenarios.SCENARIOS["incast"]
+    assert len(incast.jobs[0].hosts) - 1 >= 6                    # >= 6 workers into one server port
+    assert len(scenarios.SCENARIOS["ecmp-collision"].jobs) == 2
+
+
+def _synthetic(tmp_path, with_accuracy=True):
+    recs = []
+    rng = np.random.default_rng(2)
+    for seed in (1, 2, 3):
+        for mode, base in (("tcp-cubic", 2.0), ("dlcp", 1.0), ("udp-reliable", 2.0)):
+            for it in range(6):
+                for w in ("h2", "h3"):
+                    recs.append({"scenario": "incast", "job": "ps", "kind": "ps", "workload": "digits-wide",
+                                 "mode": mode, "seed": seed, "worker": w, "iteration": it,
+                                 "iter_time_s": base + rng.uniform(0, 0.1) + (5.0 if it == 0 else 0.0),
+                                 "compute_s": 0.3, "exposed_comm_s": base - 0.3, "comm_time_s": base,
+                                 "bytes": 1000, "retransmissions": 1, "recv_packets": 100, "recv_given_up": 0,
+                                 "lost_fraction": 0.0, "server_packets": 200,
+                                 "server_given_up": 10 if mode == "dlcp" else 0, "server_retransmissions": 0,
+                                 "server_zero_filled_elements": 0,
+                                 "accuracy": (0.9 if with_accuracy else None)})
+    runs = [{"mode": m, "seed": s, "failure": None, "selective_drops": {"q2/m0": 3} if m == "dlcp" else {},
+             "tail_drops": {"q0": 5}, "cpu": {"switch:s1": {"mean_core": 0.2, "peak_core": 0.4},
+                                              "agent:ps/h1": {"mean_core": 0.1, "peak_core": 0.2}},
+             "cpu_bound_switches": []} for s in (1, 2, 3) for m in ("tcp-cubic", "dlcp", "udp-reliable")]
+    cfg = StudyConfig(modes=("dlcp", "udp-reliable", "tcp-cubic"), seeds=3)
+    config = {"study": {**cfg.__dict__, "modes": list(cfg.modes)}, "iterations": 6, "link_mbps": 20.0,
+              "compute_ratio": 1.0, "modes": {m: scenarios.MODES[m].about for m in cfg.modes},
+              "scenario": {"name": "incast", "about": "test", "topo": "star", "topo_params": {"hosts": 3},
+                           "jobs": [], "flows": []}, "started": "20260101-000000"}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "iterations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    return recs, runs, config
+
+
+def test_warm_up_iteration_is_dropped_and_the_slowest_worker_counts(tmp_path):
+    recs, _, _ = _synthetic(tmp_path)
+    cells = per_iteration(recs)
+    assert sorted(cells[("ps", "dlcp")][1]) == [1, 2, 3, 4, 5]
+    cell = cells[("ps", "dlcp")][1][1]
+    assert cell["iter"] == max(r["iter_time_s"] for r in recs if (r["mode"], r["seed"], r["iteration"]) == ("dlcp", 1, 1))
+    assert cell["given_up"] == 10 and cell["packets"] == 200 + 2 * 100   # server counted once per iteration
+
+
+def test_study_report_tables_in_mode_order_with_intervals_and_significance(tmp_path):
+    recs, runs, config = _synthetic(tmp_path)
+    summary = summarise_study(recs, runs, config)
+    assert list(summary["jobs"]["ps"]) == ["dlcp", "udp-reliable", "tcp-cubic"]
+    comps = {c["mode"]: c for c in comparisons(summary["jobs"]["ps"])}
+    assert comps["dlcp"]["significant"]["mean"] and comps["dlcp"]["mean_speedup"].value > 1.8
+    assert not comps["udp-reliable"]["significant"]["mean"]
+    text = write_study_report(tmp_path).read_text()
+    rows = [c for c in (line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| ")) if c in scenarios.MODES]
+    assert rows[:3] == ["dlcp", "udp-reliable", "tcp-cubic"]
+    assert "no significant difference" in text and "significant" in text
+    assert "Goal (DLCP p99" in text
+    for png in ("iter_time_cdf_ps.png", "iter_time_stats_ps.png", "drops_per_class.png", "accuracy.png"):
+        assert (tmp_path / png).stat().st_size > 0
+    assert json.loads((tmp_path / "summary.json").read_text())["jobs"]["ps"]["dlcp"]["mean"]["value"] > 0
+
+
+def test_no_accuracy_plot_for_jobs_without_a_model(tmp_path):
+    _synthetic(tmp_path, with_accuracy=False)
+    text = write_study_report(tmp_path).read_text()
+    assert not (tmp_path / "accuracy.png").exists()
+    assert "no accuracy plot" in text
