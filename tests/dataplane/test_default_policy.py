@@ -69,14 +69,20 @@ def test_threshold_pairs_are_unique() -> None:
                 seen.add((q, c))
 
 
-def test_control_and_critical_go_to_the_top_queue() -> None:
+def test_top_queue_is_for_control_only_and_probe_follows_its_data() -> None:
+    """Issue 10 (H2, H4): no DATA in queue 7 (critical data and promoted retransmissions stay in
+    their layer's queue), and a PROBE travels in the queue of the DATA it follows."""
     policy = load()
-    for msg in (1, 2, 3, 4):
+    for msg in (2, 3, 4):
         for layer in range(8):
-            assert first_queue(policy, dict(is_dlcp=1, msg_type=msg, layer_class=layer, mag_class=0, flags=0)) == 7
+            assert first_queue(policy, dict(is_dlcp=1, msg_type=msg, layer_class=layer, mag_class=0, flags=0x80)) == 7
     for layer in range(8):
-        tags = dict(is_dlcp=1, msg_type=0, layer_class=layer, mag_class=0, flags=0x80 | 0x20)
-        assert first_queue(policy, tags) == 7
+        data = first_queue(policy, dict(is_dlcp=1, msg_type=0, layer_class=layer, mag_class=15, flags=0x08))
+        assert data != 7
+        for flags in (0x80, 0x80 | 0x20, 0x80 | 0x10, 0x80 | 0x40):
+            tags = dict(is_dlcp=1, msg_type=0, layer_class=layer, mag_class=0, flags=flags)
+            assert first_queue(policy, tags) == data
+        assert first_queue(policy, dict(is_dlcp=1, msg_type=1, layer_class=layer, mag_class=0, flags=0x80)) == data
 
 
 def test_front_layers_get_higher_queues_and_non_dlcp_the_lowest() -> None:

@@ -170,8 +170,9 @@ def test_default_policy_gives_the_documented_queues_and_dscp(switch) -> None:
     install_default_policy(tables)
     assert len(tables.pipeline.tables["DlcpIngress.drop_thresholds"]) == 96
     # docs/protocol.md, "DSCP mirror of the queue", default mapping table
-    rows = [(dict(msg_type=m, layer_class=3, payload=b"ctl"), 7) for m in (1, 2, 3, 4)]
-    rows += [(dict(layer_class=0, flags=0x80), 7), (dict(layer_class=5, flags=0xA0), 7)]
+    rows = [(dict(msg_type=m, layer_class=3, payload=b"ctl"), 7) for m in (2, 3, 4)]
+    rows += [(dict(msg_type=1, layer_class=3, payload=b"ctl"), 2)]          # PROBE: its DATA's queue
+    rows += [(dict(layer_class=0, flags=0x80), 1), (dict(layer_class=5, flags=0xA0), 4)]
     rows += [(dict(layer_class=c), q) for c, q in ((7, 6), (6, 5), (5, 4), (4, 3), (3, 2), (2, 1), (1, 1), (0, 1))]
     for fields, queue in rows:
         sent = path.process(dlcp_packet(dscp=0, **fields), 1)
