@@ -43,6 +43,8 @@ def _math_fmod(a, b):
     return int(_math.fmod(a, b))
 '''
 
+MAX_EXTERN_CELLS = 1 << 22     # cells of one register/counter/meter array (memory bound)
+
 V1MODEL_BLOCKS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 
 
@@ -146,6 +148,11 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
                       "output_width": self.const_value(args[2])}
         else:
             raise P4UnsupportedError(inst.loc, f"extern instance of {ext}")
+        size = params.get("size")
+        if isinstance(size, int) and not 0 <= size <= MAX_EXTERN_CELLS:
+            # registers, counters and meters allocate every cell when the program loads
+            raise P4UnsupportedError(inst.loc, f"{ext} {inst.name} of size {size} (p4sim allows 0 to "
+                                               f"{MAX_EXTERN_CELLS} cells)")
         self.manifest.externs.append(res.ExternDesc(ext, py, fq, params, inst.annotations, inst))
         self.env.bind(inst, py)
 

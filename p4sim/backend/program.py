@@ -246,11 +246,17 @@ def _compile(path: str, include_dirs: Sequence[str], name: str | None = None,
     from p4sim.frontend import load_program
 
     program = load_program(path, include_dirs, confine_to)
-    module = generate(program)
-    p4info = build_p4info(program, module.manifest)
-    name = name or os.path.splitext(os.path.basename(path))[0]
-    sources, main = _collect_sources(program.source_files, path)
-    compiled = CompiledProgram(name, module, p4info, sources, main, include_dirs)
+    where = getattr(program.main, "loc", None) or SourceLocation(path, 1, 1)
+    try:
+        module = generate(program)
+        p4info = build_p4info(program, module.manifest)
+        name = name or os.path.splitext(os.path.basename(path))[0]
+        sources, main = _collect_sources(program.source_files, path)
+        compiled = CompiledProgram(name, module, p4info, sources, main, include_dirs)
+    except (RecursionError, MemoryError):
+        raise P4CompileError(where, "program nests too deeply for p4sim's code generator") from None
+    except SyntaxError as err:     # Python's own limits (e.g. too many nested parentheses)
+        raise P4UnsupportedError(where, f"program too deeply nested for Python ({err.msg})") from None
     compiled.instantiate()     # validates const entries and extern parameters now, not at load
     return compiled
 

@@ -67,10 +67,10 @@ def load_program(path: str, include_dirs: Sequence[str] = (),
     (programs from the wire), includes resolve only inside those directories and the shipped
     architecture files."""
     from p4sim.errors import P4CompileError, SourceLocation
+    from p4sim.frontend.preprocessor import read_source
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = read_source(path)
     except OSError as err:
         raise P4CompileError(SourceLocation(path, 1, 1), f"cannot read file: {err.strerror}") from None
     return check_source(text, path, include_dirs, confine_to)

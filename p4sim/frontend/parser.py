@@ -126,6 +126,8 @@ def parse_program(pre: Preprocessed) -> A.Program:
             raise err.orig_exc from None
         meta = getattr(err.obj, "meta", None)
         loc = pre.location(meta.line, meta.column) if meta is not None and not meta.empty else None
+        if isinstance(err.orig_exc, RecursionError):
+            raise P4CompileError(loc, "expressions or statements nest too deeply for p4sim") from None
         raise P4CompileError(loc, f"internal error while building the AST ({err.rule}): "
                                   f"{type(err.orig_exc).__name__}: {err.orig_exc}") from None
 

@@ -20,6 +20,11 @@ from p4sim.errors import P4CompileError, P4UnsupportedError, SourceLocation
 
 P4INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "p4include")
 MAX_INCLUDE_DEPTH = 64
+# bounds on macro expansion per source line: a 30-level doubling #define would otherwise expand to
+# 2**30 tokens (hours, gigabytes); real programs stay orders of magnitude below these
+MAX_MACRO_EXPANSIONS = 100_000
+MAX_MACRO_DEPTH = 200
+MAX_EXPANDED_CHARS = 4_000_000
 
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DIRECTIVE_RE = re.compile(r"^\s*#\s*([A-Za-z_]*)(.*)$", re.S)
@@ -48,6 +53,20 @@ class Preprocessed:
         line = self.text.count("\n", 0, offset) + 1
         start = self.text.rfind("\n", 0, offset) + 1
         return self.location(line, offset - start + 1)
+
+
+def read_source(path: str) -> str:
+    """The text of the P4 file at ``path``; invalid UTF-8 is an error at its line and column.
+    (``OSError`` propagates: callers word it.)"""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise P4CompileError(SourceLocation(path, line, col),
+                             f"invalid UTF-8 (byte 0x{data[err.start]:02x}): P4 source must be UTF-8 text") from None
 
 
 def strip_comments(text: str, filename: str) -> str:
@@ -239,13 +258,36 @@ class Preprocessor:
         self.out_lines: list[str] = []
         self.line_map: list[tuple[str, int]] = []
         self.files: list[str] = []
+        self._expand_depth = 0
+        self._expansions = 0
+        self._expanded_chars = 0
 
     # ---------------------------------------------------------------- macro expansion
     def expand(self, text: str, hide: frozenset[str] = frozenset(),
                loc: SourceLocation | None = None) -> str:
-        """Expand object-like and function-like macros in ``text`` (not inside strings)."""
+        """Expand object-like and function-like macros in ``text`` (not inside strings), within
+        the ``MAX_MACRO_*`` bounds (a one-line error beyond them)."""
         if not self.macros:
             return text
+        if self._expand_depth == 0:
+            self._expansions = self._expanded_chars = 0
+        if self._expand_depth >= MAX_MACRO_DEPTH:
+            raise P4CompileError(loc, f"macro expansion nests deeper than {MAX_MACRO_DEPTH} levels")
+        self._expand_depth += 1
+        try:
+            return self._expand(text, hide, loc)
+        finally:
+            self._expand_depth -= 1
+
+    def _count_expansion(self, tok: str, body: str, loc: SourceLocation | None) -> None:
+        self._expansions += 1
+        self._expanded_chars += len(body)
+        if self._expansions > MAX_MACRO_EXPANSIONS or self._expanded_chars > MAX_EXPANDED_CHARS:
+            raise P4CompileError(loc, f"macro expansion too large (expanding '{tok}': more than "
+                                      f"{MAX_MACRO_EXPANSIONS} expansions or {MAX_EXPANDED_CHARS} characters "
+                                      f"on one line)")
+
+    def _expand(self, text: str, hide: frozenset[str], loc: SourceLocation | None) -> str:
         out: list[str] = []
         pos = 0
         n = len(text)
@@ -258,6 +300,7 @@ class Preprocessor:
                 out.append(tok)
                 continue
             macro = self.macros[tok]
+            self._count_expansion(tok, macro.body, loc)
             if macro.params is None:
                 out.append(self.expand(macro.body, hide | {tok}, loc))
                 continue
@@ -303,7 +346,7 @@ class Preprocessor:
 
         expr = re.sub(r"\bdefined\s*\(\s*([A-Za-z_]\w*)\s*\)", defined, expr)
         expr = re.sub(r"\bdefined\s+([A-Za-z_]\w*)", defined, expr)
-        expr = self.expand(expr)
+        expr = self.expand(expr, loc=loc)
         expr = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]+\b", r"\1", expr)
         if not expr.strip():
             raise P4CompileError(loc, "#if with no expression")
@@ -437,7 +480,7 @@ class Preprocessor:
             raise P4CompileError(loc, f"unknown preprocessor directive '#{name}'")
 
     def _include(self, rest: str, loc: SourceLocation, path: str, depth: int) -> None:
-        rest = self.expand(rest).strip()
+        rest = self.expand(rest, loc=loc).strip()
         m = re.fullmatch(r'"([^"]+)"|<([^>]+)>', rest)
         if not m:
             raise P4CompileError(loc, f"#include expects \"FILE\" or <FILE>, got '{rest}'")
@@ -448,9 +491,8 @@ class Preprocessor:
         if depth >= MAX_INCLUDE_DEPTH:
             raise P4CompileError(loc, f"#include nested too deeply (recursive include of '{name}'?)")
         try:
-            with open(target, encoding="utf-8") as fh:
-                text = fh.read()
-        except (OSError, UnicodeDecodeError) as err:
+            text = read_source(target)
+        except OSError as err:
             if self.confine is not None:    # the same answer as for a path that does not exist
                 raise P4CompileError(loc, f"cannot find include file '{name}'") from None
             raise P4CompileError(loc, f"cannot read include file '{name}': {err}") from None

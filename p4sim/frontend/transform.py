@@ -20,16 +20,26 @@ from p4sim.frontend import ast as A
 from p4sim.frontend.lexhack import scan
 from p4sim.frontend.preprocessor import Preprocessed
 
+MAX_WIDTH = 2048          # p4c's largest bit<>/int<>/varbit<> width (also in typeresolve)
+MAX_LITERAL_BITS = 4096   # twice p4c's widest type: no literal beyond it can be used
+
 
 def parse_int_literal(text: str) -> tuple[int, int | None, bool, int]:
-    """Parse a P4 integer literal -> (value, width or None, signed, base)."""
+    """Parse a P4 integer literal -> (value, width or None, signed, base). ``ValueError`` (with a
+    message for the user) for a literal too large to be any P4 value."""
     width: int | None = None
     signed = False
     m = re.match(r"([0-9]+)([ws])(.*)$", text)
     if m and not text.lower().startswith(("0x", "0b", "0o", "0d")):
+        if len(m.group(1)) > 6:
+            raise ValueError(f"integer literal width {m.group(1)[:20]}... is too large")
         width, signed, text = int(m.group(1)), m.group(2) == "s", m.group(3)
     body = text.replace("_", "")
     low = body.lower()
+    digits = len(body) - (2 if low[:2] in ("0x", "0b", "0o", "0d") else 0)
+    bits_per_digit = {"0x": 4, "0b": 1, "0o": 3}.get(low[:2], 3.33)
+    if digits * bits_per_digit > MAX_LITERAL_BITS + 4:
+        raise ValueError(f"integer literal too large ({digits} digits; at most {MAX_LITERAL_BITS} bits)")
     if low.startswith("0x"):
         return int(body[2:], 16), width, signed, 16
     if low.startswith("0b"):
@@ -152,9 +162,14 @@ class AstBuilder(Transformer):
         return A.InfIntT()
 
     def _width(self, tok: Token) -> int:
-        value = parse_int_literal(str(tok))[0]
+        try:
+            value = parse_int_literal(str(tok))[0]
+        except ValueError as err:
+            raise P4CompileError(self.tloc(tok), str(err)) from None
         if value <= 0:
             raise P4CompileError(self.tloc(tok), f"invalid type width {value}: must be positive")
+        if value > MAX_WIDTH:
+            raise P4CompileError(self.tloc(tok), f"width {value}: widths up to {MAX_WIDTH} are supported (as p4c)")
         return value
 
     def bit_type(self, meta: Any, ch: list[Any]) -> A.Type:
@@ -649,8 +664,11 @@ class AstBuilder(Transformer):
 
     def int_lit(self, meta: Any, ch: list[Any]) -> A.Expression:
         tok = ch[0]
-        value, width, signed, base = parse_int_literal(str(tok))
         loc = self.tloc(tok)
+        try:
+            value, width, signed, base = parse_int_literal(str(tok))
+        except ValueError as err:
+            raise P4CompileError(loc, str(err)) from None
         if width is not None and width <= 0:
             raise P4CompileError(loc, f"invalid width {width} in integer literal '{tok}'")
         return A.IntLiteral(value, width, signed, base, loc=loc)

@@ -185,6 +185,7 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
             d.ctor = ctor
             self.check_instantiation(d)  # v1model load checks
         elif isinstance(decl, (A.ParserDecl, A.ControlDecl)):
+            self._refuse_self_instantiation(d, decl, scope)
             self.ctor_args(d, scope)
         elif isinstance(decl, A.PackageTypeDecl):
             if scope.kind != "program":
@@ -192,6 +193,17 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
             self.package_args(d, scope)
         else:
             raise self.err(d, f"cannot instantiate {type_str(t)}")
+
+    def _refuse_self_instantiation(self, d: A.Instantiation, decl: Any, scope: Scope | None) -> None:
+        """A parser/control that instantiates itself would be infinitely large (p4c: "Self-referencing
+        types not supported")."""
+        while scope is not None:
+            outer = getattr(scope, "control", None) or getattr(scope, "parser", None)
+            if outer is not None and (outer is decl or (type(outer) is type(decl) and outer.name == decl.name)):
+                kind = "control" if isinstance(decl, A.ControlDecl) else "parser"
+                raise self.err(d, f"self-referencing types not supported: '{decl.name}' within "
+                                  f"'{kind} {outer.name}'")
+            scope = scope.parent
 
     def package_args(self, d: A.Instantiation, scope: Scope) -> None:
         pkg: A.PackageTypeDecl = d.decl

@@ -14,6 +14,9 @@ from typing import Any
 from p4sim.errors import P4CompileError, P4UnsupportedError, SourceLocation
 from p4sim.frontend import ast as A
 from p4sim.frontend.scope import Scope, TypeParam, did_you_mean
+from p4sim.frontend.transform import MAX_WIDTH
+
+MAX_STACK_SIZE = 65536    # every packet allocates the whole stack: a bound against memory bombs
 
 TYPE_DECLS = (A.HeaderDecl, A.HeaderUnionDecl, A.StructDecl, A.EnumDecl, A.TypedefDecl,
               A.ExternDecl, A.ParserTypeDecl, A.ControlTypeDecl, A.PackageTypeDecl,
@@ -145,17 +148,24 @@ class TypeResolver:
             w = self.const_int(t.width, scope, "type width")
             if w <= 0:
                 raise self.err(loc, f"invalid type width {w}: must be positive")
+            if w > MAX_WIDTH:
+                raise self.err(loc, f"{'int' if t.signed else 'bit'}<{w}>: widths up to {MAX_WIDTH} are "
+                                    f"supported (as p4c)")
             return A.BitT(w, t.signed)
         if isinstance(t, A.VarbitTypeExpr):
             w = self.const_int(t.width, scope, "varbit width")
             if w <= 0:
                 raise self.err(loc, f"invalid varbit width {w}: must be positive")
+            if w > MAX_WIDTH:
+                raise self.err(loc, f"varbit<{w}>: widths up to {MAX_WIDTH} are supported (as p4c)")
             return A.VarbitT(w)
         if isinstance(t, A.StackTypeExpr):
             elem = self.resolve_type(t.element, scope, loc)
             size = self.const_int(t.size, scope, "header stack size")
             if size <= 0:
                 raise self.err(loc, f"invalid header stack size {size}: must be positive")
+            if size > MAX_STACK_SIZE:
+                raise self.unsupported(loc, f"header stack size {size} (at most {MAX_STACK_SIZE})")
             if not isinstance(elem, (A.HeaderT, A.HeaderUnionT, A.TypeVarT)):
                 raise self.err(loc, f"header stack element must be a header or header_union, "
                                     f"not {type_str(elem)}")

@@ -60,3 +60,17 @@ def test_long_legitimate_parse_is_not_cut_short(tmp_path):
     out = path.process(data, 0)
     assert out == [(1, b"\xff")]
     assert not path.drops
+
+
+@needs_frontend
+def test_huge_extern_arrays_are_refused_at_compile_time(tmp_path):
+    """``register<bit<8>>(1 << 30)`` in a pushed config would allocate gigabytes at load."""
+    import pytest
+
+    from p4sim.errors import P4UnsupportedError
+
+    for decl in ("register<bit<8>>(1 << 30) r;", "counter(1 << 23, CounterType.packets) r;",
+                 "meter(1 << 31, MeterType.bytes) r;"):
+        ingress = decl + " apply { sm.egress_spec = 1; }"
+        with pytest.raises(P4UnsupportedError, match=r"\.p4:\d+:\d+: unsupported: .* of size \d+ \(p4sim allows"):
+            simple_program(tmp_path, HEADER, ingress)
