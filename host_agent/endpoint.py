@@ -56,6 +56,9 @@ class EndpointConfig:
     idle_timeout: float = 5.0          # s without DATA before an unfinished tensor is forgotten
     receive_deadline: float | None = None  # s after OPEN: complete as soon as the bound is met
     probe_holdoff: float = 0.0005      # s of DATA silence before a PROBE is answered (reordering)
+    # A PROBE that finds the loss bound met is answered (DONE) at once, without the hold-off:
+    # what is still missing fits the bound, so waiting for stragglers only delays the tensor.
+    complete_when_bound_met: bool = True
     # Needed retransmissions (missing critical + the receiver's deficit) go out CRITICAL, so the
     # switch never selectively drops them again (each carries its original class in seq's low bit).
     promote_retransmissions: bool = True

@@ -302,15 +302,19 @@ def test_multi_chunk_bitmap_for_large_tensor(endpoints):
     assert np.array_equal(out, g)
 
 
-@pytest.mark.parametrize("holdoff", [0.05, 0.0])
-def test_probe_holdoff_absorbs_reordering(endpoints, holdoff):
-    """Five DATA packets overtaken by the PROBE (as under per-packet spraying). With a hold-off the
+@pytest.mark.parametrize("late_count,holdoff,at_once", [(5, 0.05, False), (5, 0.0, False), (5, 0.05, True),
+                                                         (15, 0.05, True)])
+def test_probe_holdoff_absorbs_reordering(endpoints, late_count, holdoff, at_once):
+    """DATA packets overtaken by the PROBE (as under per-packet spraying). With a hold-off the
     receiver waits for DATA to go quiet and loses nothing; without it, it completes early (within
-    the bound) and the stragglers are refused as late."""
-    tx, rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1, probe_holdoff=holdoff)
+    the bound) and the stragglers are refused as late. With ``complete_when_bound_met`` (the
+    default) a PROBE that finds the bound met (5 stragglers <= the 9 the bound allows) is answered
+    at once; 15 stragglers exceed the bound, so the hold-off still waits for them."""
+    tx = endpoints(job_id=1, worker_id=2)
+    rx = endpoints(job_id=1, probe_holdoff=holdoff, complete_when_bound_met=at_once)
     g = grad(362 * 100)
     pt = packetize(g, tensor_id=1, policy=TagPolicy(loss_bound=0.1), job_id=1, worker_id=2, iteration=1)
-    late = {int(i) * 362 for i in np.flatnonzero(~pt.critical)[-5:]}
+    late = {int(i) * 362 for i in np.flatnonzero(~pt.critical)[-late_count:]}
     out = np.zeros_like(g)
     with LossyRelay(rx.address, hold_until_probe=lambda h: h.msg_type == P.MSG_DATA and h.offset in late) as relay:
         r = rx.expect(2, 1, 1, out)
@@ -318,8 +322,12 @@ def test_probe_holdoff_absorbs_reordering(endpoints, holdoff):
         run_both(tx, [s], rx, [r])
         for _ in range(10):
             rx.poll(0.005)
-    assert relay.reordered == 5 and s.stats.retransmitted == 0
-    if holdoff:
+    assert relay.reordered == late_count and s.stats.retransmitted == 0
+    if holdoff and late_count > 9 and at_once:
+        # held until enough stragglers arrived to meet the bound, then done: at most the 9 allowed
+        # are given up, never a retransmission
+        assert r.stats.zero_filled_packets <= 9 and r.stats.zero_filled_packets == rx.drops["late"]
+    elif holdoff and not at_once:
         assert r.stats.zero_filled_packets == 0 and np.array_equal(out, g)
     else:
-        assert r.stats.zero_filled_packets == 5 and rx.drops["late"] == 5
+        assert r.stats.zero_filled_packets == late_count and rx.drops["late"] == late_count
