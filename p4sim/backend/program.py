@@ -253,11 +253,15 @@ def _compile(path: str, include_dirs: Sequence[str], name: str | None = None,
         name = name or os.path.splitext(os.path.basename(path))[0]
         sources, main = _collect_sources(program.source_files, path)
         compiled = CompiledProgram(name, module, p4info, sources, main, include_dirs)
+        compiled.instantiate()     # validates const entries and extern parameters now, not at load
     except (RecursionError, MemoryError):
         raise P4CompileError(where, "program nests too deeply for p4sim's code generator") from None
     except SyntaxError as err:     # Python's own limits (e.g. too many nested parentheses)
         raise P4UnsupportedError(where, f"program too deeply nested for Python ({err.msg})") from None
-    compiled.instantiate()     # validates const entries and extern parameters now, not at load
+    except UserError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a p4sim bug, still one line for the user (never a traceback)
+        raise P4CompileError(where, f"internal error in the code generator: {type(err).__name__}: {err}") from None
     return compiled
 
 

@@ -120,6 +120,9 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
             p.type = self.resolve_type(p.type, scope, p)
             if isinstance(p.type, A.VoidT):
                 raise self.err(p, f"parameter '{p.name}' cannot have type void")
+            if p.direction and isinstance(p.type, (A.ExternT, A.ParserT, A.ControlT, A.PackageT)):
+                raise self.err(p, f"parameter '{p.name}' of type {type_str(p.type)} cannot have a direction "
+                                  f"('{p.direction}'): extern, parser and control values are passed directionless")
             if p.default is not None:
                 p.default = self.coerce(self.expr(p.default, scope, p.type), p.type,
                                         f"default value of '{p.name}'")
