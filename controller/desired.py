@@ -115,17 +115,65 @@ def build_switch(net: NetConfig, index: P4InfoIndex, switch: str) -> SwitchDesir
     pol = net.policy
     for rule in pol.priority_map:
         out.entries.append(api.priority_rule(index, dict(rule.match), rule.queue, rule.priority, wire=True))
-    for (queue, mag), (drop, ecn) in sorted(pol.thresholds.items()):
+    drains = port_drains(net, switch, ports)
+    thresholds, drains = thresholds_in_packets(net, switch, drains)
+    for (queue, mag), (drop, ecn) in sorted(thresholds.items()):
         out.entries.append(api.threshold(index, queue, mag, drop, ecn, wire=True))
     if index.has("table", api.PORT_DRAIN):
-        for port in sorted(set(ports) | set(conf.ports)):
-            pc = conf.ports.get(port)
-            rate = pc.rate_pps if pc is not None and pc.rate_pps is not None else net.queues.rate_pps
+        for port, rate in sorted(drains.items()):
             if rate:    # unknown rate: the program's compiled-in default (20 Mbit/s) applies
                 out.entries.append(api.port_drain(index, port, rate, wire=True))
     if pol.depth_max_age_us is not None and index.has("table", api.DEPTH_SETTINGS):
         out.defaults.append(api.depth_max_age(index, pol.depth_max_age_us))
     return out
+
+
+DEPTH_MAX = (1 << 19) - 1       # bit<19> drop_depth/ecn_depth: "never"
+ESTIMATE_SHIFT = 20             # the data plane's depth estimate: (deq_timedelta_us * pkts_per_s) >> 20
+
+
+def port_drains(net: NetConfig, switch: str, route_ports: list[int]) -> dict[int, int | None]:
+    """Every port of ``switch`` the YAML knows (hosts, links, ``ports`` settings, routes) -> the
+    full-size packets per second it transmits (its ``rate_mbps``/``rate_pps``, else the network's
+    ``queues`` ones), None where no rate is known."""
+    conf = net.switch(switch)
+    ports = set(route_ports) | set(conf.ports)
+    ports |= {h.port for h in net.hosts.values() if h.switch == switch}
+    for a, pa, b, pb in net.links:
+        ports |= {pa} if a == switch else set()
+        ports |= {pb} if b == switch else set()
+    return {p: (conf.ports[p].merged(net.queues) if p in conf.ports else net.queues).drain_pps()
+            for p in sorted(ports)}
+
+
+def thresholds_in_packets(net: NetConfig, switch: str, drains: dict[int, int | None]
+                          ) -> tuple[dict[tuple[int, int], tuple[int, int]], dict[int, int | None]]:
+    """The policy's thresholds as drop_thresholds values, and the port_drain rate of each port.
+
+    Thresholds in packets stay as written and each port drains at its own rate, so the depth
+    estimate of a queue is its packets. Thresholds given as queueing delay (µs) need every port's
+    rate: one table serves every port, so every port's port_drain is the switch's fastest rate R
+    and a delay T becomes (T * R) >> 20 "R-packets"; the estimate (wait * R) >> 20 then exceeds
+    it exactly when the packet waited longer than T, whatever the port's own speed
+    (docs/dataplane.md "Thresholds as queueing delay")."""
+    pol = net.policy
+    if pol.threshold_unit != "us":
+        return dict(pol.thresholds), drains
+    unknown = [p for p, rate in drains.items() if not rate]
+    if unknown:
+        where = f"switches.{switch}.ports.{unknown[0]}.rate_mbps"
+        raise ConfigError(str(net.path), net.line("switches", switch), where,
+                          f"the policy's thresholds are queueing delays (drop_delay_us) but the rate of "
+                          f"{switch} port {unknown[0]} is unknown: set it, or queues.rate_mbps for every port")
+    if not drains:
+        return {}, drains
+    fastest = max(r for r in drains.values() if r)
+
+    def depth(delay_us: int) -> int:
+        return min(DEPTH_MAX, (delay_us * fastest) >> ESTIMATE_SHIFT)
+
+    converted = {key: (depth(drop), depth(ecn)) for key, (drop, ecn) in pol.thresholds.items()}
+    return converted, {p: fastest for p in drains}
 
 
 def build_all(net: NetConfig, indexes: dict[str, P4InfoIndex]) -> dict[str, SwitchDesired]:

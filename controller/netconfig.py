@@ -37,10 +37,27 @@ BUILTIN_POLICY: dict[str, object] = {
 }
 
 
+FULL_PACKET_BITS = 1500 * 8          # "packets" in drain rates and depth thresholds are full-size
+
+
 @dataclass(frozen=True)
 class PortConf:
     depth: int | None = None
-    rate_pps: int | None = None
+    rate_pps: int | None = None          # a queue rate limit the switch applies (dlcpctl queues)
+    rate_mbps: float | None = None       # the link's speed (how fast the port drains)
+
+    def drain_pps(self) -> int | None:
+        """Full-size packets per second this port transmits: the tighter of the link's speed and
+        the rate limit; None when neither is known."""
+        rates = [r for r in (self.rate_pps, None if self.rate_mbps is None else
+                             max(1, round(self.rate_mbps * 1e6 / FULL_PACKET_BITS))) if r is not None]
+        return min(rates) if rates else None
+
+    def merged(self, default: PortConf) -> PortConf:
+        """This port's settings, unset ones taken from ``default`` (the network's ``queues``)."""
+        return PortConf(self.depth if self.depth is not None else default.depth,
+                        self.rate_pps if self.rate_pps is not None else default.rate_pps,
+                        self.rate_mbps if self.rate_mbps is not None else default.rate_mbps)
 
 
 @dataclass
@@ -91,11 +108,12 @@ class Policy:
     udp_ports: list[int]
     spray: bool
     priority_map: list[PriorityRule]
-    thresholds: dict[tuple[int, int], tuple[int, int]]   # (queue, mag) -> (drop_depth, ecn_depth)
+    thresholds: dict[tuple[int, int], tuple[int, int]]   # (queue, mag) -> (drop, ecn) in threshold_unit
     queues: int = 8
     queue_depth: int = 64
     source: str = ""
     depth_max_age_us: int | None = None   # None: leave DlcpIngress.depth_settings' default as compiled
+    threshold_unit: str = "packets"       # "packets" (drop_depth/ecn_depth) or "us" (drop_delay_us/ecn_delay_us)
 
     def rule(self, name: str) -> PriorityRule:
         for r in self.priority_map:
@@ -243,18 +261,39 @@ def _policy(raw: dict, file: str, lines: dict, base: tuple) -> Policy:
         names.add(name)
         rules.append(PriorityRule(name, match, item["queue"], len(rule_list) - i))
     thresholds: dict[tuple[int, int], tuple[int, int]] = {}
+    units: set[str] = set()
     for i, item in enumerate(raw.get("thresholds", [])):
         where = (*base, "thresholds", i)
+        unit, drop, ecn = _threshold_values(item, file, lines, where)
+        if units and unit not in units:
+            raise ConfigError(file, line_of(lines, where), _dotted(where),
+                              "every block must give thresholds the same way: all drop_depth/ecn_depth "
+                              "(packets) or all drop_delay_us/ecn_delay_us (queueing delay)")
+        units.add(unit)
         for q in item["queues"]:
             for m in item["mag_classes"]:
                 if (q, m) in thresholds:
                     raise ConfigError(file, line_of(lines, where), _dotted(where),
                                       f"(queue {q}, mag_class {m}) already set by an earlier block")
-                thresholds[(q, m)] = (item["drop_depth"], item["ecn_depth"])
+                thresholds[(q, m)] = (drop, ecn)
     return Policy(udp_ports=list(raw["dlcp_udp_ports"]), spray=bool(raw.get("spray", True)),
                   priority_map=rules, thresholds=thresholds, queues=raw.get("queues", 8),
                   queue_depth=raw.get("queue_depth", 64), source=file,
-                  depth_max_age_us=raw.get("depth_max_age_us"))
+                  depth_max_age_us=raw.get("depth_max_age_us"), threshold_unit=next(iter(units), "packets"))
+
+
+_THRESHOLD_KEYS = {"packets": ("drop_depth", "ecn_depth"), "us": ("drop_delay_us", "ecn_delay_us")}
+
+
+def _threshold_values(item: dict, file: str, lines: dict, where: tuple) -> tuple[str, int, int]:
+    """One thresholds block's (unit, drop, ecn): depths in packets or queueing delays in µs."""
+    given = [unit for unit, keys in _THRESHOLD_KEYS.items() if any(k in item for k in keys)]
+    if len(given) != 1 or not all(k in item for k in _THRESHOLD_KEYS[given[0]]):
+        raise ConfigError(file, line_of(lines, where), _dotted(where),
+                          "give drop_depth and ecn_depth (packets), or drop_delay_us and ecn_delay_us "
+                          "(queueing delay), not a mix")
+    drop_key, ecn_key = _THRESHOLD_KEYS[given[0]]
+    return given[0], item[drop_key], item[ecn_key]
 
 
 def _load_policy_file(path: Path) -> tuple[dict, dict, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
 from p4.v1 import p4runtime_pb2
 
 from controller import desired, netconfig, reconcile, wire
@@ -176,3 +177,68 @@ def test_port_drain_from_known_port_rates(index, tmp_path):
         ((str(p),), "set_port_drain(pkts_per_s=1666)") for p in (1, 2, 3)]
     path.write_text(three_switch_yaml([1, 2, 3]))   # no rate known: the compiled-in default stays
     assert _rows(index, desired.build_switch(netconfig.load(path), index, "s1").entries, api.PORT_DRAIN) == []
+
+
+def _drain_and_thresholds(index, path):
+    want = desired.build_switch(netconfig.load(path), index, "s1")
+    return _rows(index, want.entries, api.PORT_DRAIN), _rows(index, want.entries, api.DROP_THRESHOLDS)
+
+
+def test_link_speed_sets_port_drain(index, tmp_path):
+    """Issue 10 item 6: the network YAML's link rate (Mbit/s), not the compiled-in 20 Mbit/s,
+    is what each port drains at; a per-port rate overrides the network's; a queue rate limit
+    (rate_pps) below the link speed wins."""
+    from ctl_support import three_switch_yaml
+    path = tmp_path / "net.yaml"
+    path.write_text(three_switch_yaml([1, 2, 3], extra="queues: {rate_mbps: 100}\n").replace(
+        '  s1: {grpc', '  s1: {ports: {2: {rate_mbps: 1000}, 3: {rate_mbps: 1000, rate_pps: 5000}}, grpc'))
+    drains, _ = _drain_and_thresholds(index, path)
+    assert drains == [(("1",), "set_port_drain(pkts_per_s=8333)"), (("2",), "set_port_drain(pkts_per_s=83333)"),
+                      (("3",), "set_port_drain(pkts_per_s=5000)")]
+
+
+DELAY_POLICY = """policy:
+  thresholds:
+    - {queues: [1], mag_classes: [0, 1], drop_delay_us: 1200, ecn_delay_us: 600}
+    - {queues: [2], mag_classes: [0], drop_delay_us: 4000000000, ecn_delay_us: 0}
+"""
+
+
+def test_thresholds_as_queueing_delay_hold_at_any_link_speed(index, tmp_path):
+    """A delay threshold is converted with the switch's fastest port rate R, which every port's
+    port_drain then holds: (wait * R) >> 20 > (T * R) >> 20 exactly when the wait exceeds T."""
+    from ctl_support import three_switch_yaml
+    path = tmp_path / "net.yaml"
+    for mbps, pps in ((20, 1667), (1000, 83333)):
+        path.write_text(three_switch_yaml([1, 2, 3], extra=f"queues: {{rate_mbps: {mbps}}}\n" + DELAY_POLICY))
+        drains, thresholds = _drain_and_thresholds(index, path)
+        assert {a for _, a in drains} == {f"set_port_drain(pkts_per_s={pps})"} and len(drains) == 3
+        drop, ecn = (1200 * pps) >> 20, (600 * pps) >> 20
+        assert thresholds == [(("1", "0"), f"set_thresholds(drop_depth={drop}, ecn_depth={ecn})"),
+                              (("1", "1"), f"set_thresholds(drop_depth={drop}, ecn_depth={ecn})"),
+                              (("2", "0"), "set_thresholds(drop_depth=524287, ecn_depth=0)")]   # saturates: never
+    # mixed speeds: every port drains at the fastest rate so one threshold means one delay everywhere
+    path.write_text(three_switch_yaml([1, 2, 3], extra="queues: {rate_mbps: 20}\n" + DELAY_POLICY).replace(
+        '  s1: {grpc', '  s1: {ports: {2: {rate_mbps: 100}}, grpc'))
+    drains, _ = _drain_and_thresholds(index, path)
+    assert {a for _, a in drains} == {"set_port_drain(pkts_per_s=8333)"}
+
+
+@pytest.mark.parametrize("extra,fragment", [
+    (DELAY_POLICY, "s1 port 1 is unknown: set it, or queues.rate_mbps"),     # no rate anywhere
+    ("queues: {rate_mbps: 0}\n", "queues.rate_mbps"),
+    ("queues: {rate_mbps: 100}\npolicy:\n  thresholds:\n    - {queues: [1], mag_classes: [0], drop_depth: 3, "
+     "ecn_delay_us: 5}\n", "not a mix"),
+    ("queues: {rate_mbps: 100}\npolicy:\n  thresholds:\n    - {queues: [1], mag_classes: [0], drop_depth: 3, "
+     "ecn_depth: 1}\n    - {queues: [2], mag_classes: [0], drop_delay_us: 3, ecn_delay_us: 1}\n",
+     "every block must give thresholds the same way"),
+])
+def test_rate_and_delay_errors_are_one_line(index, tmp_path, extra, fragment):
+    from ctl_support import three_switch_yaml
+
+    from controller.errors import ConfigError
+    path = tmp_path / "net.yaml"
+    path.write_text(three_switch_yaml([1, 2, 3], extra=extra))
+    with pytest.raises(ConfigError) as err:
+        desired.build_switch(netconfig.load(path), index, "s1")
+    assert fragment in str(err.value) and "\n" not in str(err.value) and str(err.value).startswith(str(path))
