@@ -96,6 +96,9 @@ def netconfig(topo: Topology, net: EmulatedNetwork, pipeline: dict[str, Path], c
         "links": [[f"{link.a}:{link.a_port}", f"{link.b}:{link.b_port}"] for link in topo.links
                   if link.a in topo.switches],
         "derive_routes": True,
+        # every link's speed: the controller sets each port's drain rate (DlcpEgress.port_drain)
+        # and converts delay thresholds from it (issue 10 item 6)
+        "queues": {"rate_mbps": cfg.link_mbps},
     }
     if mode == "dlcp" and cfg.policy:
         doc["policy"] = str(Path(cfg.policy).resolve())
