@@ -192,6 +192,21 @@ class DlcpCommState:
                             time.perf_counter()))
         return fut
 
+    def allreduce(self, tensor: torch.Tensor) -> torch.futures.Future:
+        """Average a flat CPU tensor over all ranks in place, outside DDP (counts as one step).
+
+        Every rank must make the same calls in the same order; the future's value is ``tensor``.
+        """
+        fut: torch.futures.Future = torch.futures.Future()
+        if self.error is not None:
+            fut.set_exception(self.error)
+            return fut
+        flat = tensor.reshape(-1)
+        if flat.data_ptr() != tensor.data_ptr() or not tensor.is_contiguous():
+            raise ValueError("allreduce(): the tensor must be contiguous")
+        self._jobs.put(_Job(0, True, flat, ((0, flat.numel(), 0),), fut, time.perf_counter()))
+        return fut.then(_value)
+
     def _layout(self, bucket: dist.GradBucket, buf: torch.Tensor) -> tuple[tuple[int, int, int], ...]:
         """(offset, numel, model position) of each parameter in the bucket's flat buffer."""
         params = bucket.parameters()

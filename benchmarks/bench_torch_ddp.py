@@ -1,0 +1,156 @@
+"""Benchmark of the DLCP DDP hook against gloo, both measured in the same run.
+
+1. Loopback, no loss, a 25 M-parameter model (6 x Linear(2048, 2048), 100 MB of float32
+   gradients): (a) the all-reduce alone, the gradients cut into DDP's default 25 MB buckets,
+   DLCP ring (``DlcpCommState.allreduce``) vs ``dist.all_reduce`` over gloo, alternating rounds;
+   (b) a whole DDP backward (compute + communication overlapped) with the DLCP hook vs DDP's
+   default gloo all-reduce. Ratio = gloo time / DLCP time (>= 0.5 is the goal).
+2. Digits CNN (host_agent/torch_train.py), 4 processes, 8 epochs, same seeds: gloo vs DLCP with
+   a 10 % loss bound and 5 % of non-critical DATA dropped by a relay in front of every rank.
+   Final test accuracy of both (goal: DLCP within 0.5 points of gloo).
+
+    .venv/bin/python benchmarks/bench_torch_ddp.py [--nproc 2] [--repeat 5] [--skip-digits]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import socket
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+BUCKET_ELEMENTS = 25 * (1 << 20) // 4        # DDP's default bucket_cap_mb = 25
+
+
+def _big_model():
+    import torch
+    torch.manual_seed(0)
+    return torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(6)])
+
+
+def _rank(rank: int, world: int, port: int, repeat: int, q) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from host_agent.torch_ddp import DlcpCommState, DlcpHookConfig, register_dlcp_hook
+    torch.set_num_threads(1)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    model = _big_model()
+    n_params = sum(p.numel() for p in model.parameters())
+    grads = torch.randn(n_params, generator=torch.Generator().manual_seed(rank))
+    buckets = list(torch.split(grads.clone(), BUCKET_ELEMENTS))
+    state = DlcpCommState(model, DlcpHookConfig(peer_timeout=60))
+    comm = {"gloo": [], "dlcp": []}
+    for _ in range(repeat):                                  # alternate: load hits both alike
+        for b, src in zip(buckets, torch.split(grads, BUCKET_ELEMENTS), strict=True):
+            b.copy_(src)
+        dist.barrier()
+        t0 = time.perf_counter()
+        for b in buckets:
+            dist.all_reduce(b)
+        comm["gloo"].append(time.perf_counter() - t0)
+        for b, src in zip(buckets, torch.split(grads, BUCKET_ELEMENTS), strict=True):
+            b.copy_(src)
+        dist.barrier()
+        t0 = time.perf_counter()
+        futs = [state.allreduce(b) for b in buckets]
+        for f in futs:
+            f.wait()
+        comm["dlcp"].append(time.perf_counter() - t0)
+    bytes_sent = sum(r.bytes_sent for r in state.reports[-len(buckets):])
+    state.close()
+    x = torch.randn(8, 2048, generator=torch.Generator().manual_seed(100 + rank))
+    step = {}
+    for mode in ("gloo", "dlcp"):
+        ddp = DDP(_big_model())
+        st = register_dlcp_hook(ddp, DlcpHookConfig(peer_timeout=60)) if mode == "dlcp" else None
+        times = []
+        for i in range(repeat + 1):
+            ddp.zero_grad()
+            dist.barrier()
+            t0 = time.perf_counter()
+            ddp(x).square().mean().backward()
+            if i:                                             # the first step builds the buckets
+                times.append(time.perf_counter() - t0)
+        step[mode] = times
+        if st is not None:
+            st.close()
+        del ddp
+    q.put((rank, {"n_params": n_params, "comm": comm, "step": step, "dlcp_bytes_sent": bytes_sent}))
+    q.close()
+    q.join_thread()
+    dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_25m(world: int, repeat: int) -> None:
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    port = _free_port()
+    procs = [ctx.Process(target=_rank, args=(r, world, port, repeat, q)) for r in range(world)]
+    for p in procs:
+        p.start()
+    res = dict(q.get(timeout=1800) for _ in range(world))
+    for p in procs:
+        p.join(30)
+    r0 = res[0]
+    mb = r0["n_params"] * 4 / 1e6
+    print(f"25M all-reduce: {world} processes on loopback, {r0['n_params']:,} float32 = {mb:.0f} MB, "
+          f"buckets of {BUCKET_ELEMENTS * 4 / 1e6:.0f} MB, {repeat} rounds (medians; rank 0)")
+    for what, unit in (("comm", "all-reduce alone"), ("step", "DDP backward (compute + comm)")):
+        g = statistics.median(r0[what]["gloo"])
+        d = statistics.median(r0[what]["dlcp"])
+        print(f"  {unit:32s} gloo {g:7.3f} s   DLCP {d:7.3f} s   throughput DLCP/gloo = {g / d:.2f}x"
+              + (f"   (algorithm bandwidth gloo {mb / g:.0f} MB/s, DLCP {mb / d:.0f} MB/s)" if what == "comm" else ""))
+    print(f"  DLCP bytes sent per all-reduce by rank 0: {r0['dlcp_bytes_sent'] / 1e6:.1f} MB")
+
+
+def bench_digits(epochs: int) -> None:
+    from host_agent.torch_train import TorchTrainConfig, run_local
+    runs = {}
+    for name, cfg in (("gloo", TorchTrainConfig(comm="gloo", epochs=epochs)),
+                      ("dlcp", TorchTrainConfig(comm="dlcp", epochs=epochs, loss_bound=0.10, drop_noncritical=0.05))):
+        t0 = time.perf_counter()
+        out = run_local(cfg)
+        runs[name] = (out[0], time.perf_counter() - t0)
+    g, d = runs["gloo"][0], runs["dlcp"][0]
+    print(f"digits CNN: 4 processes, {epochs} epochs, seed 0; DLCP: loss bound 10 %, 5 % non-critical DATA dropped")
+    for name, (s, wall) in runs.items():
+        extra = (f", elements given up in the last epoch {s['elements_given_up']}, relay drops "
+                 f"{s.get('relay_dropped', {})}" if name == "dlcp" else "")
+        print(f"  {name}: final accuracy {100 * s['accuracy']:.2f} %, step p50 {1000 * s['step_seconds_p50']:.1f} ms, "
+              f"run {wall:.1f} s{extra}")
+    print(f"  accuracy DLCP - gloo = {100 * (d['accuracy'] - g['accuracy']):+.2f} points (goal: within 0.5)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nproc", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--epochs", type=int, default=8)
+    ap.add_argument("--skip-digits", action="store_true")
+    ap.add_argument("--skip-25m", action="store_true")
+    a = ap.parse_args()
+    print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"load average {os.getloadavg()[0]:.1f}")
+    if not a.skip_25m:
+        bench_25m(a.nproc, a.repeat)
+    if not a.skip_digits:
+        bench_digits(a.epochs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

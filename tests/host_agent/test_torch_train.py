@@ -1,0 +1,36 @@
+"""The DDP digits trainer (host_agent/torch_train.py) as a user runs it: 2 ranks over DLCP with
+injected non-critical loss train an epoch, give up only non-critical data; bad flags are one-line
+usage errors. (DLCP = gloo without loss is checked step by step in test_torch_ddp.py.)
+Budget: about 25 s (one 2-rank run of one epoch, forked from this process)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from host_agent.torch_train import main
+
+
+def test_lossy_run_gives_up_only_noncritical(capfd):
+    assert main(["--nproc", "2", "--epochs", "1", "--drop-noncritical", "0.05", "--loss-bound", "0.1"]) == 0
+    out = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith("{")]
+    done = out[-1]
+    assert done["event"] == "done" and done["relay_dropped"].get("DATA_noncritical", 0) > 0
+    assert done["critical_given_up"] == 0
+    assert [r["epoch"] for r in out if r["event"] == "epoch"] == [0]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rank", "0", "--world-size", "2"], "--rank needs --master"),
+    (["--rank", "3", "--world-size", "2", "--master", "127.0.0.1:1"], "--rank 3 outside 0..1"),
+    (["--rank", "0", "--world-size", "2", "--master", "h:port"], "port must be a number"),
+    (["--comm", "gloo", "--drop-noncritical", "0.05"], "--drop-noncritical needs --comm dlcp"),
+    (["--epochs", "0"], "--epochs 0 must be >= 1"),
+])
+def test_bad_flags_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert message in err[-1] and "Traceback" not in "\n".join(err)
