@@ -143,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, default=0.0, help="seconds to run (0: until SIGTERM/SIGINT)")
     p.add_argument("--out", default="-")
     p.set_defaults(func=cmd_relay)
+    sub.add_parser("torch-train", help="PyTorch DDP digits CNN over DLCP or gloo (torch-train -h for its flags)")
     p = sub.add_parser("train", help="whole digits data-parallel job in this process (threads, loopback)")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--epochs", type=int, default=8)
@@ -387,6 +388,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["torch-train"]:   # own flags (host_agent/torch_train.py); imports torch only here
+        from host_agent.torch_train import main as torch_train
+        return torch_train(argv[1:])
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="dlcp-agent %(name)s: %(message)s")
