@@ -9,11 +9,13 @@ import json
 
 import pytest
 
+from host_agent.cli import main as agent_main
 from host_agent.torch_train import main
 
 
 def test_lossy_run_gives_up_only_noncritical(capfd):
-    assert main(["--nproc", "2", "--epochs", "1", "--drop-noncritical", "0.05", "--loss-bound", "0.1"]) == 0
+    assert agent_main(["torch-train", "--nproc", "2", "--epochs", "1", "--drop-noncritical", "0.05",
+                       "--loss-bound", "0.1"]) == 0
     out = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith("{")]
     done = out[-1]
     assert done["event"] == "done" and done["relay_dropped"].get("DATA_noncritical", 0) > 0
