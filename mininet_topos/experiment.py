@@ -89,7 +89,7 @@ def netconfig(topo: Topology, net: EmulatedNetwork, pipeline: dict[str, Path], c
         # Twenty Python switches starting on two cores answer their first RPC slowly: be patient.
         "controller": {"timeout": 30},
         "switches": {name: {"grpc": grpc[name], "device_id": sw.device_id, "mac": sw.mac,
-                            "runtime": {"addr": f"127.0.0.1:{net.switch(name).ctl_port}"}}
+                            "runtime": _runtime(cfg.target, net.switch(name).ctl_port)}
                      for name, sw in topo.switches.items()},
         "hosts": {name: {"ip": h.ip, "mac": h.mac, "switch": h.switch, "port": h.switch_port}
                   for name, h in topo.hosts.items()},
@@ -100,6 +100,11 @@ def netconfig(topo: Topology, net: EmulatedNetwork, pipeline: dict[str, Path], c
         # and converts delay thresholds from it (issue 10 item 6)
         "queues": {"rate_mbps": cfg.link_mbps},
     }
+    if cfg.target == "bmv2":
+        # BMv2 has no port shaper: the link speed becomes a rate limit of each priority queue
+        # (set_queue_rate, packets/s of full-size packets) and its depth, set by dlcpctl through
+        # the Thrift CLI (docs/bmv2.md "Per-queue rates")
+        doc["queues"].update(rate_pps=max(1, round(cfg.link_mbps * 1e6 / (1500 * 8))), depth=cfg.queue_depth)
     if mode == "dlcp" and cfg.policy:
         doc["policy"] = str(Path(cfg.policy).resolve())
     if mode != "dlcp":
@@ -107,6 +112,11 @@ def netconfig(topo: Topology, net: EmulatedNetwork, pipeline: dict[str, Path], c
         # every packet in the default queue, nothing dropped selectively, per-flow ECMP only.
         doc["policy"] = STATUS_QUO_POLICY
     return doc
+
+
+def _runtime(target: str, port: int) -> dict:
+    """How dlcpctl reaches a switch's runtime CLI: p4sim's ctl socket or BMv2's Thrift port."""
+    return {"thrift_port": port} if target == "bmv2" else {"addr": f"127.0.0.1:{port}"}
 
 
 def _run(cmd: list[str], what: str, timeout: float = 60.0) -> str:
