@@ -35,7 +35,7 @@ TABLE_ORDER = (UDP_PORTS, NEXTHOPS, ECMP_GROUPS, ECMP_MEMBERS, IPV4_ROUTES, PRIO
 
 NUM_QUEUES = 8
 NUM_MAG_CLASSES = 16
-MALFORMED_REASONS = ("truncated", "bad_length", "bad_dtype")
+MALFORMED_REASONS = ("truncated", "bad_length", "bad_dtype", "bad_ipv4")   # DlcpIngress.malformed index order
 
 
 def _builder(index: P4InfoIndex, wire: bool):

@@ -140,7 +140,7 @@ def test_operator_session(live, capsys):
 
     code, out, _ = _run(capsys, *cfg, "--json", "stats", "--switch", "s1")
     snap = json.loads(out)["s1"]
-    assert snap["malformed"] == {"truncated": 0, "bad_length": 0, "bad_dtype": 0}
+    assert snap["malformed"] == {"truncated": 0, "bad_length": 0, "bad_dtype": 0, "bad_ipv4": 0}
     assert {"group": 1, "member": 0, "packets": 0, "bytes": 0} in snap["spray"]
 
     # apply brings live edits back to the YAML: 3 modifies
