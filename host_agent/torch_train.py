@@ -44,6 +44,7 @@ class TorchTrainConfig:
     bind_host: str | None = None
     port: int | None = None
     report_path: str | None = None     # the hook's per-step JSON lines (rank suffix added)
+    steps_path: str | None = None      # one JSON line per step and rank (rank suffix added)
 
 
 def build_cnn():
@@ -96,6 +97,8 @@ def train_rank(cfg: TorchTrainConfig, rank: int, emit=print) -> dict[str, Any]:
     n_train = len(ytr_t)
     steps_per_epoch = n_train // (cfg.batch_size * world)
     summary: dict[str, Any] = {}
+    steps_out = open(f"{cfg.steps_path}.rank{rank}", "a") if cfg.steps_path else None
+    iteration = 0
     try:
         for epoch in range(cfg.epochs):
             order = np.random.default_rng(cfg.seed * 1000 + epoch).permutation(n_train)
@@ -110,6 +113,14 @@ def train_rank(cfg: TorchTrainConfig, rank: int, emit=print) -> dict[str, Any]:
                 opt.step()
                 times.append(time.perf_counter() - t0)
                 losses.append(loss.item())
+                if steps_out is not None:
+                    rec = {"event": "step", "comm": cfg.comm, "rank": rank, "epoch": epoch, "iteration": iteration,
+                           "step_seconds": round(times[-1], 6), "train_loss": round(losses[-1], 6)}
+                    if state is not None and state.reports:
+                        rec.update({k: v for k, v in state.reports[-1].as_record().items()
+                                    if k not in ("event", "rank", "iteration")})
+                    steps_out.write(json.dumps(rec) + "\n")
+                iteration += 1
             with torch.no_grad():
                 acc = float((model(xte_t).argmax(1) == yte_t).float().mean())
             rec = {"event": "epoch", "comm": cfg.comm, "epoch": epoch, "rank": rank, "world_size": world,
@@ -126,6 +137,8 @@ def train_rank(cfg: TorchTrainConfig, rank: int, emit=print) -> dict[str, Any]:
                 emit(json.dumps(rec))
             summary = {**rec, "event": "done", "epochs": cfg.epochs}
     finally:
+        if steps_out is not None:
+            steps_out.close()
         if state is not None:
             state.close()
         if relay is not None:
@@ -204,6 +217,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TorchTrainConfig, int | N
     ap.add_argument("--bind", help="local address for DLCP (default: the one routing to the master)")
     ap.add_argument("--port", type=int, help="DLCP UDP port (default 9290 off loopback, ephemeral on it)")
     ap.add_argument("--report", help="write the hook's per-step JSON lines to REPORT.rankN")
+    ap.add_argument("--steps-out", help="write one JSON line per training step to STEPS_OUT.rankN")
     a = ap.parse_args(argv)
     env_rank = os.environ.get("RANK")
     rank = a.rank if a.rank is not None else (int(env_rank) if env_rank is not None else None)
@@ -233,7 +247,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[TorchTrainConfig, int | N
     cfg = TorchTrainConfig(comm=a.comm, world_size=world, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
                            seed=a.seed, loss_bound=a.loss_bound, drop_noncritical=a.drop_noncritical,
                            lost_elements=a.lost_elements, peer_timeout=a.peer_timeout,
-                           bucket_cap_mb=a.bucket_cap_mb, bind_host=a.bind, port=a.port, report_path=a.report)
+                           bucket_cap_mb=a.bucket_cap_mb, bind_host=a.bind, port=a.port, report_path=a.report,
+                           steps_path=a.steps_out)
     return cfg, rank, master
 
 

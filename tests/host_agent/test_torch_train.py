@@ -13,14 +13,21 @@ from host_agent.cli import main as agent_main
 from host_agent.torch_train import main
 
 
-def test_lossy_run_gives_up_only_noncritical(capfd):
+def test_lossy_run_gives_up_only_noncritical(capfd, tmp_path):
+    steps = tmp_path / "steps"
     assert agent_main(["torch-train", "--nproc", "2", "--epochs", "1", "--drop-noncritical", "0.05",
-                       "--loss-bound", "0.1"]) == 0
+                       "--loss-bound", "0.1", "--steps-out", str(steps)]) == 0
     out = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith("{")]
     done = out[-1]
     assert done["event"] == "done" and done["relay_dropped"].get("DATA_noncritical", 0) > 0
     assert done["critical_given_up"] == 0
     assert [r["epoch"] for r in out if r["event"] == "epoch"] == [0]
+    for rank in (0, 1):
+        recs = [json.loads(line) for line in (tmp_path / f"steps.rank{rank}").read_text().splitlines()]
+        assert [r["iteration"] for r in recs] == list(range(done["steps"]))
+        assert all(r["step_seconds"] > 0 and r["critical_given_up"] == 0 and r["bytes_sent"] > 0 for r in recs)
+    given_up = sum(r["elements_given_up"] for r in recs)
+    assert given_up > 0 and given_up <= 0.1 * sum(r["elements"] for r in recs)
 
 
 @pytest.mark.parametrize("argv, message", [
