@@ -4,8 +4,8 @@ A workload tells every process of a job the same tensor shapes, how rank r makes
 for iteration i, and how the server turns the gradient sum into parameters, so separate
 ``dlcp-agent`` processes (e.g. in Mininet hosts) agree without talking about it.
 
-Names: ``digits`` (64-64-10 MLP, 4.9k parameters, the accuracy check), ``digits-wide`` (64-384-384-10,
-177k parameters: about 500 packets per worker per iteration, real gradients, real accuracy), or a
+Names: ``digits`` (64-64-10 MLP, 4.9k parameters, the accuracy check), ``digits-wide`` (64-400-400-10,
+190k parameters: about 530 packets per worker per iteration, real gradients, real accuracy), or a
 model profile (``resnet50`` ...). Profile gradients are not drawn from a formula: each layer is a
 contiguous slice of the digits-wide model's measured gradients (a pool of real backpropagation
 output), rescaled to the profile's per-layer scale, so magnitude classes see real gradient structure.
@@ -111,7 +111,7 @@ class DigitsWorkload(Workload):
         return {"accuracy": MLP.accuracy(params, self.xte, self.yte)}
 
 
-WIDE_HIDDEN = (384, 384)
+WIDE_HIDDEN = (400, 400)
 
 
 def make_workload(name: str, n_workers: int, scale: float, seed: int) -> Workload:

@@ -232,9 +232,11 @@ class Study:
                        f"{last}; see {log}")
         after = self._counters(config)
         counters = _diff(before, after)
+        bulk = _bulk_mbps(out_dir, time.monotonic() - t_start)
         time.sleep(0.5)                            # let the queues drain before the next run
         return {"mode": mode, "seed": seed, "iterations": iterations, "seconds": round(time.monotonic() - t_start, 1),
                 "failure": failure, "cpu": cpu, "cpu_bound_switches": cpu_bound_switches(cpu), **counters,
+                "bulk_tcp_mbps": bulk,
                 "dir": str(out_dir)}
 
     def _popen(self, host: str, cmd: list[str], log: Path) -> subprocess.Popen:
@@ -330,6 +332,20 @@ def _diff(before: dict, after: dict) -> dict:
         out[key] = {k: a[k] - b.get(k, 0) for k in a if a[k] - b.get(k, 0)}
     out["malformed"] = int(after.get("malformed", 0)) - int(before.get("malformed", 0))
     return out
+
+
+def _bulk_mbps(out_dir: Path, seconds: float) -> float | None:
+    """Goodput of the competing bulk TCP flows over the run (what the job left them), from the senders."""
+    total, seen = 0, False
+    for log in out_dir.glob("bulk*.log"):
+        for line in reversed(log.read_text().splitlines()):
+            try:
+                total += int(json.loads(line).get("bytes", 0))
+                seen = True
+                break
+            except (json.JSONDecodeError, AttributeError):
+                continue
+    return round(total * 8 / seconds / 1e6, 2) if seen and seconds > 0 else None
 
 
 def _read(path: Path) -> list[dict]:
