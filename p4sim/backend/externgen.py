@@ -25,6 +25,18 @@ from p4sim.errors import P4CompileError, P4UnsupportedError
 from p4sim.frontend import ast
 from p4sim.runtime import hashes
 
+# extern functions p4c-bm2-ss 1.2.5 refuses (its message), by argument count
+BMV2_REFUSED = {
+    "clone3": lambda n: "clone3: unknown extern function (p4c's BMv2 back end dropped it; use "
+                        "clone_preserving_field_list with @field_list)",
+    "resubmit": lambda n: "resubmit: unknown extern function (p4c's BMv2 back end dropped it; use "
+                          "resubmit_preserving_field_list with @field_list)",
+    "recirculate": lambda n: "recirculate: unknown extern function (p4c's BMv2 back end dropped it; use "
+                             "recirculate_preserving_field_list with @field_list)",
+    "mark_to_drop": lambda n: None if n else "Expected 1 argument for mark_to_drop(). Are you using an "
+                                             "up-to-date v1model.p4?",
+}
+
 SM_INTRINSICS = (("_clone", "None"), ("_resubmit", "None"), ("_recirc", "None"), ("_trunc", "0"))
 
 
@@ -190,6 +202,12 @@ class ExternGen:
     def extern_function(self, call: ast.MethodCall) -> str | None:
         name = call.decl.name
         a = call.args
+        if name in BMV2_REFUSED:
+            # declared (deprecated) in p4c 1.2.5's v1model.p4 but refused by its BMv2 back end:
+            # p4sim refuses them too, so a program is valid on both or on neither
+            message = BMV2_REFUSED[name](len([x for x in a if x is not None]))
+            if message:
+                raise P4CompileError(call.loc, message)
         sm = self.sm_expr
         if name == "mark_to_drop":
             target = self.ex(a[0]) if a and a[0] is not None else sm

@@ -17,7 +17,11 @@ from p4sim.errors import SourceLocation
 # --------------------------------------------------------------------------- semantic types
 @dataclass(frozen=True)
 class Type:
-    """Base of resolved (semantic) types."""
+    """Base of resolved (semantic) types. ``type_var`` names the type parameter a type was
+    written as inside a generic declaration (the bound type stands in for it in each
+    specialisation): values of a type variable can only be moved, never operated on (P4_16, p4c)."""
+
+    type_var: str | None = field(default=None, compare=False, hash=False, repr=False, kw_only=True)
 
 
 @dataclass(frozen=True)

@@ -297,6 +297,7 @@ class ExprChecker(TypeResolver):
 
     def _e_Slice(self, e: A.Slice, scope: Scope, exp: A.Type | None) -> A.Expression:
         e.expr = self.expr(e.expr, scope)
+        self._no_type_var(e.expr, "[:]")
         hi = self.const_int(e.hi, scope, "slice bound")
         lo = self.const_int(e.lo, scope, "slice bound")
         t = e.expr.type
@@ -320,6 +321,7 @@ class ExprChecker(TypeResolver):
 
     def _e_Unary(self, e: A.Unary, scope: Scope, exp: A.Type | None) -> A.Expression:
         e.expr = self.expr(e.expr, scope, exp)
+        self._no_type_var(e.expr, e.op)
         t = e.expr.type
         if e.op == "!":
             if not isinstance(t, A.BoolT):
@@ -359,11 +361,20 @@ class ExprChecker(TypeResolver):
                               f"{type_str(lt)} and {type_str(rt)}; use a cast")
         return lt
 
+    def _no_type_var(self, e: A.Expression, what: str) -> None:
+        """Values of a type variable can be assigned and passed on, nothing else (p4c: "cannot be
+        applied to expression 'x' with type 'T'")."""
+        tv = getattr(e.type, "type_var", None)
+        if tv is not None:
+            raise self.err(e, f"{what}: cannot be applied to an expression of type variable '{tv}'")
+
     def _e_Binary(self, e: A.Binary, scope: Scope, exp: A.Type | None) -> A.Expression:
         op = e.op
         sub_exp = exp if op in ARITH else None
         e.left = self.expr(e.left, scope, sub_exp)
         e.right = self.expr(e.right, scope, sub_exp)
+        self._no_type_var(e.left, op)
+        self._no_type_var(e.right, op)
         if op in ("&&", "||"):
             for side in (e.left, e.right):
                 if not isinstance(side.type, A.BoolT):
@@ -459,6 +470,11 @@ class ExprChecker(TypeResolver):
         if not isinstance(lt, A.BitT) or not isinstance(rt, A.BitT):
             raise self.err(e, f"'++' needs bit<W>/int<W> operands, got {type_str(lt)} and "
                               f"{type_str(rt)}")
+        if lt.signed and not rt.signed:
+            # p4c (1.2.5) refuses int<W> ++ bit<W2> ("Cannot unify type bit<W2> with int<..>");
+            # p4sim follows it so a program is valid on both or on neither (docs/p4sim.md)
+            raise self.err(e.right, f"'++': a signed left operand ({type_str(lt)}) needs a signed right "
+                                    f"operand, got {type_str(rt)}; cast it, e.g. (int<{rt.width}>)")
         e.type = A.BitT(lt.width + rt.width, lt.signed)
         if isinstance(e.left, A.IntLiteral) and isinstance(e.right, A.IntLiteral):
             v = CF.binary_op("++", e.left.value, e.right.value, lt, rt.width)
@@ -469,6 +485,7 @@ class ExprChecker(TypeResolver):
         target = self.resolve_type(e.target, scope, e)
         e.target = target
         inner = self.expr(e.expr, scope, target)
+        self._no_type_var(inner, "cast")
         src = inner.type
         ok = False
         if isinstance(target, A.BitT):

@@ -115,9 +115,17 @@ class TableChecker:
                 raw = list(prefix)
             elif len(raw) == len(decl.params) - n_dir and prefix and n_dir:
                 raw = list(prefix) + raw
-            # omitted trailing (or named-away) arguments take the parameters' default values
+            # omitted trailing (or named-away) arguments take the parameters' default values --
+            # except action data: a table entry or default action names every value the control
+            # plane will see (p4c: "parameter should be assigned in call")
             while len(raw) < len(decl.params) and decl.params[len(raw)].default is not None:
                 raw.append(None)
+            for i, a in enumerate(raw):
+                p = decl.params[i] if i < len(decl.params) else None
+                if a is None and p is not None and not p.direction and p.default is not None:
+                    raise self.err(ref, f"{p.name}: parameter should be assigned in call of action "
+                                        f"'{decl.name}' (a table entry or default action gives every "
+                                        f"action-data value; defaults apply to direct calls only)")
             raw = [decl.params[i].default if a is None and i < len(decl.params) and
                    decl.params[i].default is not None else a for i, a in enumerate(raw)]
             if len(raw) != len(decl.params):

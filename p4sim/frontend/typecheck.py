@@ -100,6 +100,11 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
             self.control_decl(d)
         elif isinstance(d, A.Instantiation):
             self.instantiation(d, scope)
+            if isinstance(d.decl, (A.ParserDecl, A.ControlDecl)):
+                # P4_16: parsers and controls are instantiated inside parsers/controls or as
+                # package arguments, never at the top level (p4c: "cannot instantiate at top-level")
+                raise self.err(d, f"{d.name}: cannot instantiate a "
+                                  f"{'parser' if isinstance(d.decl, A.ParserDecl) else 'control'} at top-level")
         else:
             raise self.unsupported(d, f"top-level {type(d).__name__}")
 
@@ -685,6 +690,12 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
         if call.kind == "extern_method" and call.method in ("extract", "lookahead", "advance") \
                 and not in_parser:
             raise self.err(call, f"'{call.method}' can only be called in a parser")
+        if call.kind == "extern_method" and call.method in ("extract", "emit"):
+            for a in call.args:
+                tv = getattr(getattr(a, "type", None), "type_var", None)
+                if tv is not None:     # p4c: "argument must be a header"
+                    raise self.err(a, f"'{call.method}': argument must be a header, not a value of "
+                                      f"type variable '{tv}'")
 
     def return_stmt(self, s: A.ReturnStmt, scope: Scope) -> None:
         if scope.enclosing("parser") is not None:

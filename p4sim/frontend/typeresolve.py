@@ -9,6 +9,7 @@ type with an argument type).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from p4sim.errors import P4CompileError, P4UnsupportedError, SourceLocation
@@ -176,7 +177,10 @@ class TypeResolver:
 
     def _named_type(self, d: Any, args: tuple[A.Type, ...], scope: Scope, loc: Any) -> A.Type:
         if isinstance(d, TypeParam):
-            return d.bound
+            bound = d.bound
+            if isinstance(bound, A.TypeVarT) or bound.type_var is not None:
+                return bound
+            return dataclasses.replace(bound, type_var=d.name)
         if isinstance(d, A.TypedefDecl):
             if args:
                 raise self.err(loc, f"type '{d.name}' is not generic")

@@ -140,6 +140,10 @@ enum HashAlgorithm {
     xor16
 }
 
+/// The old form (p4c's BMv2 back end refuses it, and so does p4sim's).
+@deprecated("Please use mark_to_drop(standard_metadata) instead.")
+extern void mark_to_drop();
+
 /// Set egress_spec to the drop port (511) and mcast_grp to 0.
 @pure
 extern void mark_to_drop(inout standard_metadata_t standard_metadata);

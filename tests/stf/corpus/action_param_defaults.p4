@@ -1,5 +1,5 @@
-// action parameters with default values: omitted (or named-away) arguments in default_action
-// and const entries take the declared defaults
+// action parameters with default values: a direct call may omit (or name away) a defaulted
+// argument; table entries and default actions must give every action-data value (p4c rejects them)
 #include <core.p4>
 #include <v1model.p4>
 
@@ -31,15 +31,20 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
     }
     table t {
         key = { hdr.h.a: exact; }
-        actions = { set_sum; }
+        actions = { set_sum; NoAction; }
         const entries = {
-            1: set_sum(1);
             2: set_sum(1, 1);
         }
-        default_action = set_sum(v = 2);
+        default_action = NoAction();
     }
     apply {
-        t.apply();
+        if (hdr.h.a == 1) {
+            set_sum(1);            // direct call: w takes its default
+        } else if (hdr.h.a == 3) {
+            set_sum(v = 2);        // named argument, w defaulted
+        } else {
+            t.apply();             // table entries give every action-data value (p4c requires it)
+        }
     }
 }
 

@@ -1,4 +1,5 @@
-// int<8> ++ bit<8> is int<16> (signedness of the left operand); negative literal casts
+// int<8> ++ int<8> is int<16> (signedness of the left operand; p4c refuses int ++ bit, so the
+// right operand is cast); negative literal casts
 #include <core.p4>
 #include <v1model.p4>
 
@@ -37,7 +38,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
     apply {
         sm.egress_spec = 1;
         int<8> a = (int<8>)hdr.h.a;
-        int<16> c = a ++ hdr.h.b;
+        int<16> c = a ++ (int<8>)hdr.h.b;   // p4c refuses int ++ bit without the cast
         hdr.h.c = (bit<16>)c;
         hdr.h.x = (bit<32>)(int<32>)c;
         hdr.h.b = (bit<8>)-1;

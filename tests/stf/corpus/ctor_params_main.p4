@@ -1,5 +1,5 @@
 // top-level blocks with constructor parameters: arguments given in the package instantiation
-// (`P(8w0x11)`) and through a named instance (`I(16w7) ig;`)
+// (`P(8w0x11)`, `I(16w7)`); a named top-level instance (`I(16w7) ig;`) is refused, as by p4c
 #include <core.p4>
 #include <v1model.p4>
 
@@ -44,5 +44,4 @@ control D(packet_out pkt, in headers_t hdr) {
     apply { pkt.emit(hdr); }
 }
 
-I(16w7) ig;
-V1Switch(P(8w0x11), VC(), ig, E(), CC(), D()) main;
+V1Switch(P(8w0x11), VC(), I(16w7), E(), CC(), D()) main;

@@ -14,23 +14,25 @@ struct meta_t {
     bit<8> unused;
 }
 
-control Inc<T>(inout T x) {
+// values of a type variable can only be moved (p4c refuses operators on them)
+control Copy<T>(in T src, out T dst) {
     apply {
-        x = x + 1;
+        dst = src;
     }
 }
 
-parser Take<H>(packet_in p, out H h) {
+parser Keep<T>(packet_in p, in T v, out T o) {
     state start {
-        p.extract(h);
+        o = v;
         transition accept;
     }
 }
 
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    Take<h_t>() take;
+    Keep<bit<8>>() keep;
     state start {
-        take.apply(pkt, hdr.h);
+        pkt.extract(hdr.h);
+        keep.apply(pkt, hdr.h.a, meta.unused);
         transition accept;
     }
 }
@@ -40,11 +42,11 @@ control VC(inout headers_t hdr, inout meta_t meta) {
 }
 
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    Inc<bit<8>>() inc8;
-    Inc<bit<16>>() inc16;
+    Copy<bit<8>>() copy8;
+    Copy<bit<16>>() copy16;
     apply {
-        inc8.apply(hdr.h.a);
-        inc16.apply(hdr.h.c);
+        copy8.apply(hdr.h.a + 1, hdr.h.a);
+        copy16.apply(hdr.h.c + 1, hdr.h.c);
     }
 }
 

@@ -16,12 +16,16 @@ struct meta_t {
     bit<8> unused;
 }
 
-T bigger<T>(in T x, in T y) {
-    return x > y ? x : y;
+// values of a type variable can only be moved (p4c refuses operators on them)
+T pick<T>(in bool first, in T x, in T y) {
+    if (first) {
+        return x;
+    }
+    return y;
 }
 
-T inc<T>(in T x) {
-    return x + 1;
+T id<T>(in T x) {
+    return x;
 }
 
 void swap<T>(inout T x, inout T y) {
@@ -43,9 +47,9 @@ control VC(inout headers_t hdr, inout meta_t meta) {
 
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     apply {
-        hdr.h.a = bigger(hdr.h.a, hdr.h.b);
-        hdr.h.b = inc(hdr.h.b);
-        hdr.h.c = inc<bit<16>>(hdr.h.c);
+        hdr.h.a = pick(hdr.h.a > hdr.h.b, hdr.h.a, hdr.h.b);
+        hdr.h.b = id(hdr.h.b) + 1;
+        hdr.h.c = id<bit<16>>(hdr.h.c) + 1;
         swap(hdr.h.c, hdr.h.d);
     }
 }
