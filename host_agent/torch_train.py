@@ -44,7 +44,8 @@ class TorchTrainConfig:
     bind_host: str | None = None
     port: int | None = None
     report_path: str | None = None     # the hook's per-step JSON lines (rank suffix added)
-    steps_path: str | None = None      # one JSON line per step and rank (rank suffix added)
+    steps_path: str | None = None      # one JSON line per step; "{rank}" in it becomes the rank
+    max_steps: int = 0                 # stop after this many steps (0: run all epochs)
 
 
 def build_cnn():
@@ -56,11 +57,12 @@ def build_cnn():
 
 def _dlcp_state(ddp: Any, cfg: TorchTrainConfig, rank: int) -> tuple[Any, Any]:
     from host_agent.endpoint import Endpoint, EndpointConfig
-    from host_agent.policy import TagPolicy
+    from host_agent.policy import BASELINE_POLICY, TagPolicy
     from host_agent.relay import LossyRelay, drop_noncritical
     from host_agent.torch_ddp import DlcpHookConfig, register_dlcp_hook
     report = f"{cfg.report_path}.rank{rank}" if cfg.report_path else None
-    hook_cfg = DlcpHookConfig(policy=TagPolicy(loss_bound=cfg.loss_bound), bind_host=cfg.bind_host, port=cfg.port,
+    policy = BASELINE_POLICY if cfg.comm == "baseline" else TagPolicy(loss_bound=cfg.loss_bound)
+    hook_cfg = DlcpHookConfig(policy=policy, bind_host=cfg.bind_host, port=cfg.port,
                               peer_timeout=cfg.peer_timeout, lost_elements=cfg.lost_elements, report_path=report)
     if not cfg.drop_noncritical:
         return register_dlcp_hook(ddp, hook_cfg), None
@@ -70,6 +72,22 @@ def _dlcp_state(ddp: Any, cfg: TorchTrainConfig, rank: int) -> tuple[Any, Any]:
                        bind=(ep.address[0], 0)).__enter__()
     from dataclasses import replace
     return register_dlcp_hook(ddp, replace(hook_cfg, advertise=relay.address), endpoint=ep), relay
+
+
+def _step_record(cfg: TorchTrainConfig, rank: int, epoch: int, iteration: int, seconds: float, loss: float,
+                 state: Any) -> dict[str, Any]:
+    """One training step as a JSON line (the runner's "iteration" record, plus the hook's report)."""
+    rec: dict[str, Any] = {"event": "iteration", "role": "torch-ddp", "comm": cfg.comm, "rank": rank, "epoch": epoch,
+                           "iteration": iteration, "iteration_seconds": round(seconds, 6),
+                           "train_loss": round(loss, 6)}
+    if state is not None and state.reports:
+        rep = state.reports[-1]
+        rec.update(bytes_sent=rep.bytes_sent, retransmissions=rep.retransmissions,
+                   elements_given_up=rep.elements_given_up, critical_given_up=rep.critical_given_up,
+                   loss_by_class={c: rep.given_up_by_layer_class.get(c, 0) / n
+                                  for c, n in sorted(rep.packets_by_layer_class.items()) if n},
+                   dlcp=rep.as_record())
+    return rec
 
 
 def train_rank(cfg: TorchTrainConfig, rank: int, emit=print) -> dict[str, Any]:
@@ -91,20 +109,23 @@ def train_rank(cfg: TorchTrainConfig, rank: int, emit=print) -> dict[str, Any]:
     model = build_cnn()
     ddp = DDP(model, bucket_cap_mb=cfg.bucket_cap_mb)
     state = relay = None
-    if cfg.comm == "dlcp":
+    if cfg.comm != "gloo":
         state, relay = _dlcp_state(ddp, cfg, rank)
     opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum)
     n_train = len(ytr_t)
     steps_per_epoch = n_train // (cfg.batch_size * world)
     summary: dict[str, Any] = {}
-    steps_out = open(f"{cfg.steps_path}.rank{rank}", "a") if cfg.steps_path else None
+    steps_out = open(cfg.steps_path.format(rank=rank), "a") if cfg.steps_path else None
     iteration = 0
+    epochs = cfg.epochs if not cfg.max_steps else -(-cfg.max_steps // steps_per_epoch)
     try:
-        for epoch in range(cfg.epochs):
+        for epoch in range(epochs):
             order = np.random.default_rng(cfg.seed * 1000 + epoch).permutation(n_train)
             mine = order[rank::world]
-            times, losses = [], []
+            times, losses, records = [], [], []
             for step in range(steps_per_epoch):
+                if cfg.max_steps and iteration >= cfg.max_steps:
+                    break
                 idx = torch.as_tensor(mine[step * cfg.batch_size:(step + 1) * cfg.batch_size])
                 t0 = time.perf_counter()
                 opt.zero_grad()
@@ -113,16 +134,14 @@ def train_rank(cfg: TorchTrainConfig, rank: int, emit=print) -> dict[str, Any]:
                 opt.step()
                 times.append(time.perf_counter() - t0)
                 losses.append(loss.item())
-                if steps_out is not None:
-                    rec = {"event": "step", "comm": cfg.comm, "rank": rank, "epoch": epoch, "iteration": iteration,
-                           "step_seconds": round(times[-1], 6), "train_loss": round(losses[-1], 6)}
-                    if state is not None and state.reports:
-                        rec.update({k: v for k, v in state.reports[-1].as_record().items()
-                                    if k not in ("event", "rank", "iteration")})
-                    steps_out.write(json.dumps(rec) + "\n")
+                records.append(_step_record(cfg, rank, epoch, iteration, times[-1], losses[-1], state))
                 iteration += 1
             with torch.no_grad():
                 acc = float((model(xte_t).argmax(1) == yte_t).float().mean())
+            if steps_out is not None:
+                records[-1]["accuracy"] = round(acc, 4)        # the epoch's test accuracy on its last step
+                steps_out.writelines(json.dumps(r) + "\n" for r in records)
+                steps_out.flush()
             rec = {"event": "epoch", "comm": cfg.comm, "epoch": epoch, "rank": rank, "world_size": world,
                    "accuracy": round(acc, 4), "train_loss": round(statistics.fmean(losses), 4),
                    "steps": len(times), "step_seconds_mean": round(statistics.fmean(times), 6),
@@ -135,7 +154,7 @@ def train_rank(cfg: TorchTrainConfig, rank: int, emit=print) -> dict[str, Any]:
                 rec["critical_given_up"] = sum(r.critical_given_up for r in reps)
             if rank == 0:
                 emit(json.dumps(rec))
-            summary = {**rec, "event": "done", "epochs": cfg.epochs}
+            summary = {**rec, "event": "done", "epochs": epochs}
     finally:
         if steps_out is not None:
             steps_out.close()
@@ -199,7 +218,8 @@ def run_local(cfg: TorchTrainConfig) -> dict[int, dict[str, Any]]:
 
 def parse_args(argv: list[str] | None = None) -> tuple[TorchTrainConfig, int | None, tuple[str, int] | None]:
     ap = argparse.ArgumentParser(prog="dlcp-agent torch-train", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--comm", choices=("dlcp", "gloo"), default="dlcp")
+    ap.add_argument("--comm", choices=("dlcp", "baseline", "gloo"), default="dlcp",
+                    help="dlcp: tagged, bounded loss; baseline: DLCP untagged and reliable; gloo: TCP")
     ap.add_argument("--nproc", type=int, default=4, help="ranks to start on loopback (default 4)")
     ap.add_argument("--rank", type=int, help="run only this rank (with --world-size and --master)")
     ap.add_argument("--world-size", type=int)
@@ -217,7 +237,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[TorchTrainConfig, int | N
     ap.add_argument("--bind", help="local address for DLCP (default: the one routing to the master)")
     ap.add_argument("--port", type=int, help="DLCP UDP port (default 9290 off loopback, ephemeral on it)")
     ap.add_argument("--report", help="write the hook's per-step JSON lines to REPORT.rankN")
-    ap.add_argument("--steps-out", help="write one JSON line per training step to STEPS_OUT.rankN")
+    ap.add_argument("--steps-out", help="append one JSON line per training step here ({rank}: the rank)")
+    ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (overrides --epochs)")
     a = ap.parse_args(argv)
     env_rank = os.environ.get("RANK")
     rank = a.rank if a.rank is not None else (int(env_rank) if env_rank is not None else None)
@@ -242,13 +263,17 @@ def parse_args(argv: list[str] | None = None) -> tuple[TorchTrainConfig, int | N
             ap.error(f"{name} {v} must be >= 1")
     if not 0.0 <= a.drop_noncritical < 1.0 or not 0.0 <= a.loss_bound <= 1.0:
         ap.error("--drop-noncritical must be in [0, 1) and --loss-bound in [0, 1]")
-    if a.drop_noncritical and a.comm != "dlcp":
-        ap.error("--drop-noncritical needs --comm dlcp (gloo's TCP cannot lose packets)")
+    if a.drop_noncritical and a.comm == "gloo":
+        ap.error("--drop-noncritical needs --comm dlcp or baseline (gloo's TCP cannot lose packets)")
+    if a.steps < 0:
+        ap.error(f"--steps {a.steps} must be >= 0")
+    if a.steps_out and rank is None and a.nproc > 1 and "{rank}" not in a.steps_out:
+        ap.error("--steps-out with --nproc needs {rank} in the file name (one file per rank)")
     cfg = TorchTrainConfig(comm=a.comm, world_size=world, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
                            seed=a.seed, loss_bound=a.loss_bound, drop_noncritical=a.drop_noncritical,
                            lost_elements=a.lost_elements, peer_timeout=a.peer_timeout,
                            bucket_cap_mb=a.bucket_cap_mb, bind_host=a.bind, port=a.port, report_path=a.report,
-                           steps_path=a.steps_out)
+                           steps_path=a.steps_out, max_steps=a.steps)
     return cfg, rank, master
 
 
