@@ -118,22 +118,27 @@ def bench_25m(world: int, repeat: int) -> None:
     print(f"  DLCP bytes sent per all-reduce by rank 0: {r0['dlcp_bytes_sent'] / 1e6:.1f} MB")
 
 
-def bench_digits(epochs: int) -> None:
+def bench_digits(epochs: int, seeds: list[int]) -> None:
     from host_agent.torch_train import TorchTrainConfig, run_local
-    runs = {}
-    for name, cfg in (("gloo", TorchTrainConfig(comm="gloo", epochs=epochs)),
-                      ("dlcp", TorchTrainConfig(comm="dlcp", epochs=epochs, loss_bound=0.10, drop_noncritical=0.05))):
-        t0 = time.perf_counter()
-        out = run_local(cfg)
-        runs[name] = (out[0], time.perf_counter() - t0)
-    g, d = runs["gloo"][0], runs["dlcp"][0]
-    print(f"digits CNN: 4 processes, {epochs} epochs, seed 0; DLCP: loss bound 10 %, 5 % non-critical DATA dropped")
-    for name, (s, wall) in runs.items():
-        extra = (f", elements given up in the last epoch {s['elements_given_up']}, relay drops "
-                 f"{s.get('relay_dropped', {})}" if name == "dlcp" else "")
-        print(f"  {name}: final accuracy {100 * s['accuracy']:.2f} %, step p50 {1000 * s['step_seconds_p50']:.1f} ms, "
-              f"run {wall:.1f} s{extra}")
-    print(f"  accuracy DLCP - gloo = {100 * (d['accuracy'] - g['accuracy']):+.2f} points (goal: within 0.5)")
+    print(f"digits CNN: 4 processes, {epochs} epochs; DLCP: loss bound 10 %, 5 % non-critical DATA dropped")
+    diffs = []
+    for seed in seeds:
+        runs = {}
+        for name, cfg in (("gloo", TorchTrainConfig(comm="gloo", epochs=epochs, seed=seed)),
+                          ("dlcp", TorchTrainConfig(comm="dlcp", epochs=epochs, seed=seed, loss_bound=0.10,
+                                                    drop_noncritical=0.05))):
+            t0 = time.perf_counter()
+            out = run_local(cfg)
+            runs[name] = (out[0], time.perf_counter() - t0)
+        g, d = runs["gloo"][0], runs["dlcp"][0]
+        for name, (s, wall) in runs.items():
+            extra = (f", elements given up in the last epoch {s['elements_given_up']}, relay drops "
+                     f"{s.get('relay_dropped', {})}" if name == "dlcp" else "")
+            print(f"  seed {seed} {name}: final accuracy {100 * s['accuracy']:.2f} %, step p50 "
+                  f"{1000 * s['step_seconds_p50']:.1f} ms, run {wall:.1f} s{extra}")
+        diffs.append(100 * (d["accuracy"] - g["accuracy"]))
+        print(f"  seed {seed}: accuracy DLCP - gloo = {diffs[-1]:+.2f} points")
+    print(f"  mean over {len(seeds)} seed(s): {statistics.fmean(diffs):+.2f} points (goal: within 0.5)")
 
 
 def main() -> int:
@@ -141,6 +146,7 @@ def main() -> int:
     ap.add_argument("--nproc", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--epochs", type=int, default=8)
+    ap.add_argument("--seeds", default="0", help="comma-separated seeds of the digits runs")
     ap.add_argument("--skip-digits", action="store_true")
     ap.add_argument("--skip-25m", action="store_true")
     a = ap.parse_args()
@@ -148,7 +154,7 @@ def main() -> int:
     if not a.skip_25m:
         bench_25m(a.nproc, a.repeat)
     if not a.skip_digits:
-        bench_digits(a.epochs)
+        bench_digits(a.epochs, [int(x) for x in a.seeds.split(",")])
     return 0
 
 
