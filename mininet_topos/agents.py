@@ -65,6 +65,20 @@ def allreduce_rank(peers: list[HostSpec], rank: int, workload: str, iterations: 
                   *extra)
 
 
+TORCH_MASTER_PORT = 29500        # torch.distributed rendezvous on rank 0's host (gloo, set-up only)
+TORCH_COMM = {"dlcp": "dlcp", "baseline": "baseline", "tcp": "gloo"}   # runner mode -> torch-train --comm
+
+
+def torch_ddp_rank(peers: list[HostSpec], rank: int, iterations: int, mode: str, out: Path, loss_bound: float,
+                   seed: int, timeout: float) -> list[str]:
+    """One rank of PyTorch DDP training (digits CNN) with the DLCP hook, or gloo for mode tcp."""
+    return _agent("torch-train", "--rank", str(rank), "--world-size", str(len(peers)),
+                  "--master", f"{peers[0].ip}:{TORCH_MASTER_PORT}", "--comm", TORCH_COMM[mode],
+                  "--bind", peers[rank].ip, "--port", str(ALLREDUCE_PORT), "--steps", str(iterations),
+                  "--loss-bound", str(loss_bound), "--seed", str(seed), "--peer-timeout", str(timeout),
+                  "--steps-out", str(out))
+
+
 def background(dst: HostSpec, rate_mbps: float, duration: float, burst: int = 0, burst_every: float = 0.5) -> list[str]:
     return [sys.executable, "-m", "mininet_topos.background", "--dst", dst.ip, "--rate-mbps", str(rate_mbps),
             "--duration", str(duration), "--burst", str(burst), "--burst-every", str(burst_every)]
@@ -98,7 +112,8 @@ def iteration_records(path: Path, mode: str, workload: str, worker: str) -> list
         loss = rec.get("loss_by_class") or {}
         records.append({
             "mode": mode, "workload": workload, "worker": worker, "iteration": rec["iteration"],
-            "comm_time_s": rec.get("comm_seconds", 0.0), "bytes": rec.get("bytes_sent", 0),
+            # torch-ddp: the whole DDP iteration (communication overlaps backward there)
+            "comm_time_s": rec.get("comm_seconds", rec.get("iteration_seconds", 0.0)), "bytes": rec.get("bytes_sent", 0),
             "retransmissions": rec.get("retransmissions", 0),
             "lost_fraction": (sum(loss.values()) / len(loss)) if loss else 0.0,
             "loss_by_class": loss, "accuracy": rec.get("accuracy"),
