@@ -65,3 +65,37 @@ def test_random_dlcp_packets_follow_the_spec(dlcp_program) -> None:
     cells = pipeline.counters["DlcpIngress.malformed"].cells
     assert [cells[r][0] for r in range(3)] == expected_counts
     assert all(expected_counts), expected_counts             # the generator reached every reason
+
+
+def test_random_ipv4_headers_follow_the_spec(dlcp_program) -> None:
+    """Issue 11: IPv4 with options and a correct checksum (over the whole header) is ordinary
+    IPv4 (options leave unchanged); version != 4 or IHL < 5 is dropped and counted in
+    malformed[3]; a checksum over the base header only is corrupt and dropped uncounted."""
+    from p4sim.v1model.pipeline import V1ModelPath
+    from tests.dataplane.packets import routed, with_ipv4_fields
+
+    pipeline = dlcp_program.instantiate()
+    tables = DlcpTables(pipeline)
+    tables.nexthop(2, 2)
+    tables.route(int.from_bytes(bytes([10, 0, 2, 0]), "big"), 24, 2)
+    path = V1ModelPath(pipeline)
+    rng = random.Random(1111)
+    bad_ipv4 = forwarded = 0
+    for i in range(400):
+        version = rng.choice([4, 4, 4, 4, 6, 0, 15])
+        words = rng.randrange(0, 11)
+        options = bytes(rng.getrandbits(8) for _ in range(4 * words))
+        ihl = rng.choice([None, None, None, rng.randrange(0, 5)])
+        base_only = words and rng.random() < 0.15
+        pkt = with_ipv4_fields(udp_packet(sport=2000 + i, payload=bytes(rng.randrange(0, 30))),
+                               options=options, version=version, ihl=ihl, checksum_over=20 if base_only else None)
+        sent = path.process(pkt, 1)
+        if version != 4 or (ihl is not None and ihl < 5):
+            assert sent == [], (i, pkt.hex())
+            bad_ipv4 += 1
+        elif base_only:
+            assert sent == [], (i, pkt.hex())
+        else:
+            assert [(p, bytes(d)) for p, d in sent] == [(2, routed(pkt, 2))], (i, pkt.hex())
+            forwarded += 1
+    assert pipeline.counters["DlcpIngress.malformed"].cells[3][0] == bad_ipv4 > 0 and forwarded > 100
