@@ -86,8 +86,8 @@ class ExternGen:
 
     def guards(self, e: ast.Expression, valid: str | None = None) -> list[str | None]:
         """For each scalar ``flatten(e)`` yields, the validity test of the header it belongs to
-        (None for metadata and values): BMv2 leaves fields of invalid headers out of hash and
-        checksum inputs (``BufBuilder`` skips them)."""
+        (None for metadata and values): BMv2 leaves fields of invalid headers out of checksum
+        inputs (``BufBuilder`` skips them); hashes include them (see ``extern_function``)."""
         if isinstance(e, ast.ListExpr):
             return [g for item in e.items for g in self.guards(item)]
         if isinstance(e, ast.StructInit):
@@ -219,17 +219,16 @@ class ExternGen:
         if name == "hash":
             algo = enum_member(a[1])
             self._check_algo(algo, call.loc)
+            # every listed field counts, valid header or not: p4c's BMv2 back end copies a hash's
+            # field list into temporaries first, so BMv2 1.15.5 hashes an invalid header's
+            # fields too (measured: hash_skips_invalid_header_fields on simple_switch)
             fields = self.bind_common(self.flatten(a[3]))
-            cond, slow = self.guarded(a[3], fields)
             packed = self.packed_bytes(fields)
-            listed = "[" + ", ".join(f"({c}, {w})" for c, w in slow) + "]"
-            generic = f"_v1model_hash({algo!r}, {self.as_int(a[2])}, {listed}, {self.as_int(a[4])})"
+            listed = "[" + ", ".join(f"({c}, {w})" for c, w in fields) + "]"
             if packed is not None:    # fields packed into bytes with one int, no per-field loop
                 code = f"_hash_packed({algo!r}, {self.as_int(a[2])}, {packed}, {self.as_int(a[4])})"
-                if cond is not None:  # an invalid header's fields are left out (BMv2)
-                    code = f"({code} if {cond} else {generic})"
             else:
-                code = generic
+                code = f"_v1model_hash({algo!r}, {self.as_int(a[2])}, {listed}, {self.as_int(a[4])})"
             self.out_assign(a[0], code)
             return None
         if name == "static_assert":      # checked at compile time (frontend v1check)
@@ -367,9 +366,8 @@ class ExternGen:
             return None
         obj = self.ex(target)
         if ext == "register":
-            if m == "read":   # out of range leaves the destination as it was (BMv2)
-                current = self.ex(a[0]) if not isinstance(a[0], ast.DontCare) else "0"
-                self.out_assign(a[0], f"{obj}.read({self.as_int(a[1])}, {current})")
+            if m == "read":   # out of range reads 0 (simple_switch 1.15.5, measured)
+                self.out_assign(a[0], f"{obj}.read({self.as_int(a[1])})")
                 return None
             if m == "write":
                 return f"{obj}.write({self.as_int(a[0])}, {self.as_int(a[1])})"
@@ -378,8 +376,8 @@ class ExternGen:
         if ext == "direct_counter" and m == "count":
             return None    # BMv2 counts every hit of the owning table
         if ext == "meter" and m == "execute_meter":
-            current = self.ex(a[1]) if not isinstance(a[1], ast.DontCare) else "0"
-            self.out_assign(a[1], f"{obj}.execute({self.as_int(a[0])}, _CTX.length, _CTX.now, {current})")
+            # out of range gives 0 (simple_switch 1.15.5, measured)
+            self.out_assign(a[1], f"{obj}.execute({self.as_int(a[0])}, _CTX.length, _CTX.now)")
             return None
         if ext == "direct_meter" and m == "read":
             entry = self.current_entry[0] if self.current_entry else "None"

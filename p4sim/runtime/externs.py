@@ -44,7 +44,7 @@ class Register:
         self.cells = [0] * size
 
     def read(self, index: int, default: int = 0) -> int:
-        """Data-plane read; out of range returns ``default`` (BMv2 leaves the destination as is)."""
+        """Data-plane read; out of range returns ``default`` (0: what simple_switch 1.15.5 writes)."""
         if 0 <= index < self.size:
             return self.cells[index]
         return default
@@ -199,7 +199,7 @@ class Meter:
         self.cells[index].configure(None)
 
     def execute(self, index: int, nbytes: int, now_us: int, default: int = GREEN) -> int:
-        """Colour one packet; out of range returns ``default`` (BMv2 leaves the destination)."""
+        """Colour one packet; out of range returns ``default`` (GREEN = 0, as simple_switch 1.15.5)."""
         if not 0 <= index < self.size:
             return default
         units = 1 if self.kind == "packets" else nbytes

@@ -1,4 +1,5 @@
-// BMv2: executing a meter at an index >= size leaves the destination unchanged
+// BMv2 (simple_switch 1.15.5, measured): executing a meter at an index >= size writes 0 (GREEN)
+// to the destination (v1model.p4: the value is unspecified)
 #include <core.p4>
 #include <v1model.p4>
 

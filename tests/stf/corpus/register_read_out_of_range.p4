@@ -1,4 +1,5 @@
-// BMv2: a register read at an index >= size leaves the destination unchanged
+// BMv2 (simple_switch 1.15.5, measured): a register read at an index >= size writes 0 to the
+// destination (v1model.p4: the value is unspecified)
 #include <core.p4>
 #include <v1model.p4>
 
