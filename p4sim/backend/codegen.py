@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from p4sim.backend import resources as res
+from p4sim.backend.aliasing import aggregate_copies
 from p4sim.backend.exprgen import AGGREGATES as AGGREGATES_T
 from p4sim.backend.exprgen import width_of
 from p4sim.backend.externgen import SM_INTRINSICS, ExternGen, enum_member
@@ -235,23 +236,35 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
                 if p.direction in ("out", "inout") and not isinstance(p.type, AGGREGATES_T)]
         args = [self.arg_value(p, a)
                 for p, a in zip(params, call.args, strict=True)]
-        if not outs:
+        # aggregates overlapping another argument get real copies, written back in parameter
+        # order with the scalar outs (copy-in/copy-out, P4_16 spec 6.8)
+        copies: dict[int, str] = {}
+        for i in sorted(aggregate_copies(params, call.args)):
+            copies[i] = self.w.tmp("cp")
+            self.w.line(f"{copies[i]} = {args[i]}._copy()")
+            args[i] = copies[i]
+        agg_outs = [i for i in copies if params[i].direction in ("out", "inout")]
+        if not outs and not agg_outs:
             return f"{fn}({', '.join(args)})"
         r = self.w.tmp("cr")
+
+        def write_back(source: str) -> None:
+            k_of = {i: k for k, (i, _) in enumerate(outs, 1)}
+            for i in sorted(set(k_of) | set(agg_outs)):
+                a = call.args[i]
+                if a is None or isinstance(a, ast.DontCare):
+                    continue
+                self.assign(a, f"{source}[{k_of[i]}]" if i in k_of else copies[i])
         if self.may_exit:
             # the callee's `exit` still copies its out/inout arguments back (P4_16 spec, 12.5)
             with self.w.block("try:"):
                 self.w.line(f"{r} = {fn}({', '.join(args)})")
             with self.w.block("except _ExitBlock as _x:"):
-                for k, (_, a) in enumerate(outs, 1):
-                    if a is not None and not isinstance(a, ast.DontCare):
-                        self.assign(a, f"_x.outs[{k}]")
+                write_back("_x.outs")
                 self.w.line("raise")
         else:
             self.w.line(f"{r} = {fn}({', '.join(args)})")
-        for k, (_, a) in enumerate(outs, 1):
-            if a is not None and not isinstance(a, ast.DontCare):
-                self.assign(a, f"{r}[{k}]")
+        write_back(r)
         return None
 
     def ctor_env(self, inst: ast.Instantiation | None) -> Env:

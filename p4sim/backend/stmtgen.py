@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from p4sim.backend.aliasing import aggregate_copies, referenced_roots
 from p4sim.backend.exprgen import AGGREGATES, ExprGen, is_signed, width_of, wrap
 from p4sim.backend.typegen import default_value, mask
 from p4sim.backend.writer import Env, Writer
@@ -483,10 +484,20 @@ class StmtGen(ExprGen):
         self.env = Env(saved_env)
         writebacks: list[tuple[ast.Expression, str]] = []
         data_i = 0
+        # an aggregate argument the body can also reach another way (another overlapping argument,
+        # or the caller's variable named directly) is copied in and out, as P4_16 requires
+        copied = aggregate_copies(decl.params, list(args or []), referenced_roots(decl)) if args else set()
         for i, p in enumerate(decl.params):
             arg = args[i] if args is not None and i < len(args) else None
             name = self.w.tmp("a_" + p.name[:12])
-            if p.direction == "" and arg is None and data is not None:
+            if i in copied and arg is not None:
+                self.w.line(f"{name} = {self.ex(arg)}._copy()")
+                if p.direction == "out":
+                    self.w.line(f"{name}._setinvalid()" if isinstance(p.type, (ast.HeaderT, ast.HeaderUnionT))
+                                else f"{name} = {default_value(p.type, self.classes)}")
+                if p.direction in ("out", "inout"):
+                    writebacks.append((arg, name))
+            elif p.direction == "" and arg is None and data is not None:
                 value = f"{data}[{data_i}]"      # control-plane data arrive as unsigned ints
                 if isinstance(p.type, ast.BoolT):
                     value = f"({value} != 0)"

@@ -37,6 +37,9 @@ STANDIN = Path(__file__).parent / "bmv2_standin.py"
 BMV2_DEFECTS = {
     "value_set": "simple_switch_CLI 1.15.5's pvs_add sends a bit<8> value in 2 bytes (Python 3 '/' in "
                  "runtime_CLI.parse_pvs_value) and simple_switch aborts; the runner refuses it instead",
+    "control_exit_copyout": "p4c 1.2.5's BMv2 back end drops the copy-out of a sub-control's inout "
+                            "arguments when it executes exit (P4_16 spec 12.5: copy-out still happens; "
+                            "an action's exit does copy out, see action_exit_copyout)",
     "stack_signed_index": "simple_switch 1.15.5 aborts (\"Conversion from negative integer to an unsigned "
                           "type\") on a negative int<> stack index instead of reading a fresh invalid header",
 }

@@ -1,5 +1,7 @@
-// `exit` still copies out/inout arguments back: in an action, in a sub-control with a scalar
-// inout parameter, and through a whole-struct assignment to an inout parameter (P4_16 spec 12.5)
+// `exit` in an action still copies its out/inout arguments back (P4_16 spec 12.5); without exit,
+// a sub-control's arguments are copied out left to right, so `hh` (all of hdr) overwrites the
+// `x` (hdr.h.a) written just before it (copy-in/copy-out, spec 6.8). The sub-control exit case is
+// control_exit_copyout (a BMv2 bug).
 #include <core.p4>
 #include <v1model.p4>
 
