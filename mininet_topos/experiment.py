@@ -143,7 +143,10 @@ def workload_commands(cfg: ExperimentConfig, topo: Topology, mode: str, out_dir:
         model = cfg.workload.split(":", 1)[1] if ":" in cfg.workload else "resnet50"
         return {h.name: agents.allreduce_rank(hosts, rank, model, cfg.iterations, out=out_dir / f"{h.name}.jsonl",
                                               **common) for rank, h in enumerate(hosts)}
-    raise ExperimentError(f"--workload {cfg.workload!r}: use ps, allreduce or profile:MODEL")
+    if cfg.workload == "torch-ddp":      # PyTorch DDP, digits CNN; mode tcp = gloo (host_agent/torch_train.py)
+        return {h.name: agents.torch_ddp_rank(hosts, rank, cfg.iterations, out=out_dir / f"{h.name}.jsonl", **common)
+                for rank, h in enumerate(hosts)}
+    raise ExperimentError(f"--workload {cfg.workload!r}: use ps, allreduce, torch-ddp or profile:MODEL")
 
 
 def run_mode(cfg: ExperimentConfig, mode: str, run_dir: Path, pipeline: dict[str, Path],
@@ -174,7 +177,13 @@ def run_mode(cfg: ExperimentConfig, mode: str, run_dir: Path, pipeline: dict[str
             if name == hosts[0].name:
                 time.sleep(0.5)  # the server binds before workers send (agents retry; this only avoids noise)
         deadline = time.monotonic() + cfg.timeout_s + 30
+        exit_at: dict[str, float] = {}
         while any(p.poll() is None for p in agent_procs.values()):
+            for name, p in agent_procs.items():
+                if name not in exit_at and p.returncode is not None:
+                    exit_at[name] = time.monotonic()    # who failed FIRST holds the cause in its log
+            if any(agent_procs[n].returncode for n in exit_at):
+                break                                   # the run is lost: do not wait for the others' timeouts
             dead = net.dead_switches()
             if dead:
                 raise ExperimentError(f"switch {', '.join(dead)} died during the {mode} run; "
@@ -191,8 +200,8 @@ def run_mode(cfg: ExperimentConfig, mode: str, run_dir: Path, pipeline: dict[str
                  "tail_drops": _tail_drops(net) if cfg.target == "p4sim" else {}}
         failed = {n: p.returncode for n, p in agent_procs.items() if p.returncode}
         if failed:
-            name = next(iter(failed))
-            raise ExperimentError(f"{mode}: agent on {name} exited {failed[name]}; see {mode_dir}/{name}.log "
+            name = min(failed, key=lambda n: exit_at.get(n, float("inf")))
+            raise ExperimentError(f"{mode}: the first error is on {name} (exit {failed[name]}); see {mode_dir}/{name}.log "
                                   f"and {mode_dir}/switch_stats.json")
     finally:
         for p in procs:
@@ -288,7 +297,7 @@ def parse_args(argv: list[str] | None) -> ExperimentConfig:
                                        "--seeds runs per mode interleaved, modes dlcp, dlcp-prio, dlcp-drop, dlcp-spray, "
                                        "udp-reliable, tcp-cubic, tcp-bbr; report with 95 %% intervals.")
     p.add_argument("--topo", default="leaf-spine", help="star | dumbbell | leaf-spine | fat-tree")
-    p.add_argument("--workload", default="ps", help="ps | allreduce | profile:MODEL")
+    p.add_argument("--workload", default="ps", help="ps | allreduce | torch-ddp | profile:MODEL")
     p.add_argument("--model", default="digits", help="what ps trains: digits (real MLP) or a profile name")
     p.add_argument("--mode", default="dlcp,baseline,tcp", help="comma-separated modes, run in this order")
     p.add_argument("--background", action=argparse.BooleanOptionalAction, default=True,

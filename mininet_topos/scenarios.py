@@ -137,7 +137,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         "cross-leaf flows share the spines",
         "leaf-spine", {"spines": 2, "leaves": 2, "hosts_per_leaf": 4},
         jobs=(Job("ps", "ps", "digits-wide", ("h5", "h1", "h2"), job_id=1),
-              Job("ring", "allreduce", "resnet50", ("h3", "h7", "h4", "h8"), scale=0.004, job_id=2))),
+              Job("ring", "allreduce", "resnet50", ("h3", "h7", "h4", "h8"), scale=0.005, job_id=2))),
     Scenario(
         "tcp-bulk", "PS (h1 <- h2,h4,h5) next to long-lived TCP bulk flows h6->h1 and h3->h5",
         "leaf-spine", {"spines": 2, "leaves": 2, "hosts_per_leaf": 3},
