@@ -448,6 +448,10 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
             for a in f.annotations:
                 if a.name == "field_list":
                     for arg in a.args:
+                        # annotation bodies are not type-checked: a named constant arrives as a
+                        # bare name (the p4lang tutorials write @field_list(CONSTANT))
+                        if isinstance(arg, ast.PathExpr) and isinstance(self.program.find(arg.name), ast.ConstDecl):
+                            arg = self.program.find(arg.name).value
                         out.setdefault(self.const_value(arg), []).append(pyfield(f.name))
         return out
 

@@ -71,7 +71,7 @@ class TableChecker:
         return found[0]
 
     def _table_actions(self: Any, t: A.TableDecl, scope: Scope) -> None:
-        if not t.actions:
+        if not t.actions and not getattr(t, "actions_declared", False):
             raise self.err(t, f"table '{t.name}' has no actions property")
         seen: set[str] = set()
         for ref in t.actions:

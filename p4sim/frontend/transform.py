@@ -428,6 +428,7 @@ class AstBuilder(Transformer):
                 t.keys = prop[1]
             elif kind == "actions":
                 t.actions = prop[1]
+                t.actions_declared = True      # `actions = { }` is valid (p4c accepts it)
             elif kind == "default_action":
                 t.default_action, t.default_is_const = prop[1], prop[2]
             elif kind == "entries":
