@@ -240,6 +240,7 @@ def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int
             sends = [ep.send(_pack(grads[t], wire_tid(it, t), t, n, policy, ep, it, mtu=mtu), server)
                      for t in reversed(range(n))]
             loop.wait_handles(recvs, f"iteration {it}'s push and pull")
+            gpu.idle_until(max(loop.done_at.get(id(h), time.perf_counter()) for h in recvs))  # all, then forward
     loop.wait_handles(sends + older_sends, "acknowledgement of the last gradients")
     return params
 
@@ -402,6 +403,7 @@ def allreduce_worker_udp(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int
             comm_start = gpu.t
             ready.extend(reversed(range(len(groups))))
             loop.wait(lambda done_at=done_at: all(d is not None for d in done_at), f"iteration {it}'s all-reduce")
+            gpu.idle_until(max(d for d in done_at if d is not None))
 
 
 # -- TCP (kernel reliability, the congestion control users pick) ----------------------------------
@@ -542,6 +544,7 @@ def ps_worker_tcp(server: tuple[str, int], cc: str | None, wl: Workload, rank: i
                 sender.put(layer, grads[layer])
             for layer in range(n):
                 arrivals.wait(layer, it + 1, timeout)
+            gpu.idle_until(max(arrivals.at[(it, t)] for t in range(n)))
     sender.close()
     sock.close()
     return params
@@ -700,5 +703,6 @@ def allreduce_worker_tcp(rank: int, addrs: Sequence[tuple[str, int]], cc: str | 
                 work.put((it, b, flats[b]))
             for b in range(len(groups)):
                 wait_bucket(it, b)
+            gpu.idle_until(max(done_at[(it, b)] for b in range(len(groups))))
     work.put(None)
     ring.close()

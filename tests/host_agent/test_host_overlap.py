@@ -1,0 +1,110 @@
+"""Iterations as training sees them (host_agent/overlap.py): compute model, buckets, overlap on loopback.
+
+Real endpoints and real TCP sockets on 127.0.0.1, one thread per process role.
+"""
+
+import threading
+
+import numpy as np
+import pytest
+
+from host_agent import overlap
+from host_agent.endpoint import Endpoint, EndpointConfig
+from host_agent.policy import TagPolicy
+from host_agent.workloads import make_workload
+
+
+def test_compute_scales_with_the_link_and_follows_layer_sizes():
+    cm = overlap.ComputeModel.scaled([1000, 3000], link_mbps=10, ratio=2.0)
+    assert cm.total == pytest.approx(2.0 * 4000 * 4 * 8 / 10e6)
+    assert sum(cm.backward) == pytest.approx(2 * sum(cm.forward))
+    assert cm.forward[1] == pytest.approx(3 * cm.forward[0])
+    assert overlap.ComputeModel.scaled([5, 5], 10, 0.0).total == 0.0
+    assert overlap.ComputeModel.scaled([5, 5], 40, 1.0).total == pytest.approx(
+        overlap.ComputeModel.scaled([5, 5], 20, 1.0).total / 2)
+
+
+def test_buckets_are_contiguous_cover_every_layer_and_balance_size():
+    sizes = [10, 500, 10, 10, 480, 10, 5]
+    groups = overlap.buckets_of(sizes, 2)
+    assert [i for g in groups for i in g] == list(range(len(sizes)))
+    assert len(groups) == 2
+    assert abs(sum(sizes[i] for i in groups[0]) - sum(sizes[i] for i in groups[1])) < 500
+    assert overlap.buckets_of(sizes, 100) == [[i] for i in range(len(sizes))] or len(overlap.buckets_of(sizes, 100)) <= 7
+
+
+def test_wire_ids_of_consecutive_iterations_differ():
+    assert overlap.wire_tid(0, 5) != overlap.wire_tid(1, 5) and overlap.wire_tid(0, 5) == overlap.wire_tid(2, 5)
+
+
+def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio: float = 2.0):
+    wl = make_workload("digits-wide", n, 1.0, 0)
+    compute = overlap.ComputeModel.scaled([int(np.prod(s)) for s in wl.shapes], 20.0, ratio)
+    records: list[list] = [[] for _ in range(n)]
+    finals: list = [None] * n
+    errors: list = []
+    ready = threading.Event()
+    addr: list = []
+
+    def server():
+        try:
+            if mode == "tcp":
+                overlap.ps_server_tcp(("127.0.0.1", 0), "cubic", wl, n, iterations, 30, lambda it, st: None,
+                                      on_listening=lambda a: (addr.append(a), ready.set()))
+            else:
+                ep = Endpoint(EndpointConfig(job_id=1, worker_id=0xFFFF))
+                addr.append(ep.address)
+                ready.set()
+                overlap.ps_server_udp(ep, wl, n, iterations, TagPolicy(), 1500, 30, lambda it, st: None)
+                ep.close(0.3)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+            ready.set()
+
+    def worker(r):
+        try:
+            ready.wait(10)
+            emit = lambda rec, params: records[r].append(rec)  # noqa: E731
+            if mode == "tcp":
+                finals[r] = overlap.ps_worker_tcp(addr[0], "cubic", wl, r, iterations, compute, overlapped, 30, 5, emit)
+            else:
+                ep = Endpoint(EndpointConfig(job_id=1, worker_id=r))
+                finals[r] = overlap.ps_worker_udp(ep, addr[0], wl, r, iterations, compute, overlapped, TagPolicy(),
+                                                  1500, 30, emit)
+                ep.close(0.3)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=server)] + [threading.Thread(target=worker, args=(r,)) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[0]
+    return records, finals, compute
+
+
+@pytest.mark.parametrize("mode", ["dlcp", "tcp"])
+def test_ps_iterations_include_compute_and_workers_end_with_the_same_parameters(mode):
+    records, finals, compute = _run_ps(mode, overlapped=True)
+    for recs in records:
+        assert [r.iteration for r in recs] == [0, 1, 2]
+        for r in recs:
+            assert r.compute_seconds == pytest.approx(compute.total)
+            assert r.iter_seconds >= compute.total * 0.99           # the GPU's own work is never hidden
+            rec = r.as_record()
+            assert rec["exposed_comm_seconds"] == pytest.approx(max(0.0, r.iter_seconds - compute.total), abs=1e-5)
+    for a, b in zip(finals[0], finals[1], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_overlap_hides_communication_that_no_overlap_exposes():
+    over, finals_o, _ = _run_ps("dlcp", overlapped=True)
+    flat, finals_f, _ = _run_ps("dlcp", overlapped=False)
+    for recs in flat:                       # no overlap: every bit of communication is exposed
+        for r in recs[1:]:
+            assert r.iter_seconds - r.compute_seconds >= 0.9 * r.comm_seconds
+    hidden = [r.comm_seconds - (r.iter_seconds - r.compute_seconds) for recs in over for r in recs[1:]]
+    assert max(hidden) > 0                  # overlap: part of the communication ran under the backward pass
+    for a, b in zip(finals_o[0], finals_f[0], strict=True):     # same training either way (lossless loopback)
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
