@@ -259,13 +259,14 @@ def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, p
 
     pending = {0: expect(0)}
     sends_of: dict[int, list] = {}
+    done_stats: dict[int, CommStats] = {}
     for it in range(iterations):
         t0 = time.perf_counter()
         spurious0 = ep.spurious_retransmissions
         if it + 1 < iterations:
             pending[it + 1] = expect(it + 1)
         if it - 2 in sends_of:                  # wire ids repeat every two iterations
-            loop.wait_handles(sends_of.pop(it - 2), f"parameters of iteration {it - 2}")
+            _finish_push(loop, it - 2, sends_of.pop(it - 2), done_stats.pop(it - 2), emit)
         got = pending.pop(it)
         pushed = [False] * n
         sends: list = []
@@ -292,11 +293,19 @@ def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, p
                     sends.append(ep.send(_pack(p, wire_tid(it, t), t, n, policy, ep, it, P.KIND_PARAMETER, mtu), peer))
                 pushed[t] = True
         sends_of[it] = sends
+        done_stats[it] = stats
         stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0
         stats.seconds = time.perf_counter() - t0
-        emit(it, stats)
     for it in sorted(sends_of):
-        loop.wait_handles(sends_of[it], f"parameters of iteration {it}")
+        _finish_push(loop, it, sends_of[it], done_stats[it], emit)
+
+
+def _finish_push(loop: EventLoop, it: int, sends: list, stats: CommStats, emit: Callable[[int, CommStats], None]) -> None:
+    """Once the parameters of ``it`` are acknowledged, its record is complete (incl. retransmissions)."""
+    loop.wait_handles(sends, f"parameters of iteration {it}")
+    for h in sends:
+        stats.add_send(h)
+    emit(it, stats)
 
 
 # -- ring all-reduce over DLCP / reliable UDP, bucketed in backprop order -------------------------
