@@ -411,6 +411,9 @@ class ExternGen:
             raise P4UnsupportedError(e.loc, "emit of a non-header value")
 
     def layout(self, t: ast.HeaderT) -> str:
+        if any(isinstance(ft, ast.StructT) for _, ft in t.fields):
+            raise P4UnsupportedError(getattr(t.decl, "loc", None) if hasattr(t, "decl") else None,
+                                     f"header {t.name} with both a varbit and a struct-typed field")
         return repr(tuple((pyfield(n), ast.type_width(ft) if not isinstance(ft, ast.VarbitT) else -1,
                            isinstance(ft, ast.BitT) and ft.signed) for n, ft in t.fields))
 

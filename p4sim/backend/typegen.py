@@ -108,13 +108,16 @@ class TypeClasses:
         slots = ["_v"] + [f for f, _ in fields] + [f"{f}_len" for f in varbits]
         lines = [f"class {cls}:", f"    __slots__ = {tuple(slots)!r}", "    def __init__(self):",
                  "        self._v = False"]
-        lines += [f"        self.{s} = {'False' if _is_bool(t, s) else '0'}" for s in slots[1:]]
+        structs = {f: ft for f, ft in fields if isinstance(ft, ast.StructT)}
+        lines += [f"        self.{s} = {self.name(structs[s]) + '()' if s in structs else 'False' if _is_bool(t, s) else '0'}"
+                  for s in slots[1:]]
         lines += ["    def _copy(self):", f"        n = _new({cls})"]
-        lines += [f"        n.{s} = self.{s}" for s in slots]
+        lines += [f"        n.{s} = self.{s}._copy()" if s in structs else f"        n.{s} = self.{s}" for s in slots]
         lines += ["        return n", "    def _eq(self, o):",
                   "        if self._v != o._v: return False",
                   "        return not self._v or (" + " and ".join(
-                      [f"self.{f} == o.{f}" for f in slots[1:]] or ["True"]) + ")",
+                      [f"self.{f}._eq(o.{f})" if f in structs else f"self.{f} == o.{f}" for f in slots[1:]]
+                      or ["True"]) + ")",
                   "    def _setinvalid(self):", "        self._v = False",
                   f"    def _mk(self, {', '.join(['v'] + [f'a{i}' for i in range(len(fields))])}):",
                   "        self._v = v"]
@@ -153,7 +156,8 @@ class TypeClasses:
         slots = tuple(f for f, _ in fields) + tuple(s for s, _ in extra)
         lines = [f"class {cls}:", f"    __slots__ = {slots!r}", "    def __init__(self):"]
         for f, ft in fields:
-            if isinstance(ft, ast.HeaderT):    # inline the header's construction (hot path)
+            if isinstance(ft, ast.HeaderT) and not any(isinstance(t2, ast.StructT) for _, t2 in ft.fields):
+                # inline the header's construction (hot path)
                 hcls = self.name(ft)
                 hslots = ["_v"] + [pyfield(n) for n, _ in ft.fields] + \
                     [f"{pyfield(n)}_len" for n, t2 in ft.fields if isinstance(t2, ast.VarbitT)]
@@ -216,7 +220,7 @@ def struct_layout(t: ast.HeaderT) -> tuple[str, list[tuple[list[tuple[int, int]]
     unpacked tuple, width in bits) from most significant, ``fields`` are (attr, type, width,
     shift within the chunk; None for the pad bits of a header that is not whole bytes).
     """
-    fields = [(pyfield(n), ft, ast.type_width(ft)) for n, ft in t.fields]
+    fields = header_leaves(t)
     pad = (-sum(w for _, _, w in fields)) % 8
     if pad:      # a header that is not whole bytes: pad bits at its end (BMv2)
         fields.append((None, ast.BitT(pad), pad))
@@ -246,6 +250,19 @@ def struct_layout(t: ast.HeaderT) -> tuple[str, list[tuple[list[tuple[int, int]]
         chunks.append((parts, placed))
         current, acc = [], 0
     return fmt, chunks
+
+
+def header_leaves(t: ast.Type, prefix: str = "") -> list[tuple[str, ast.Type, int]]:
+    """A header's scalar fields in wire order as (attribute path, type, width): a field whose type
+    is a struct (P4_16 allows structs of bit<>/bool fields in headers) contributes its own
+    fields as ``field.sub`` paths."""
+    out: list[tuple[str, ast.Type, int]] = []
+    for n, ft in t.fields:
+        if isinstance(ft, ast.StructT):
+            out += header_leaves(ft, f"{prefix}{pyfield(n)}.")
+        else:
+            out.append((prefix + pyfield(n), ft, ast.type_width(ft)))
+    return out
 
 
 def _field_value(expr: str, ft: ast.Type, w: int) -> str:
