@@ -520,6 +520,22 @@ class ExternGen:
             self._extract_into(obj, t, size, loc, too_short)
             w.line(f"{stack}.n += 1")
             return
+        union = target.expr if isinstance(target, ast.Member) else None
+        if union is not None and isinstance(union, ast.Member) and union.member == "next" \
+                and isinstance(union.expr.type, ast.HeaderStackT) and isinstance(union.type, ast.HeaderUnionT):
+            # `s.next.a` of a header-union stack: fill member a of element next, then advance
+            stack = w.tmp("stk")
+            w.line(f"{stack} = {self.ex(union.expr)}")
+            with w.block(f"if {stack}.n >= {stack}.size:"):
+                w.line(f"raise _ParserReject({self.error_index['StackOutOfBounds']})")
+            elem = w.tmp("u")
+            w.line(f"{elem} = {stack}.h[{stack}.n]")
+            w.line(f"{elem}._setinvalid()")
+            obj = w.tmp("h")
+            w.line(f"{obj} = {elem}.{pyfield(target.member)}")
+            self._extract_into(obj, t, size, loc, too_short)
+            w.line(f"{stack}.n += 1")
+            return
         if not isinstance(t, ast.HeaderT):
             raise P4UnsupportedError(loc, "extract into a non-header")
         obj = w.tmp("h")
