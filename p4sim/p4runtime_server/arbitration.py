@@ -6,12 +6,19 @@ else is a backup. Only the primary may Write or set the pipeline. When the prima
 steps down or disconnects, every controller of the role is told (status OK for the primary,
 ALREADY_EXISTS for backups while a primary exists, NOT_FOUND when there is none). A primary that
 disconnects is not replaced until some controller re-arbitrates with a high enough id.
+
+An election id already held by a live controller of the role is refused (INVALID_ARGUMENT), as
+simple_switch_grpc does. A controller that closes its connection and reconnects at once with the
+same id (p4lang/tutorials' p4runtime_lib does, between tests) is accepted: the server may not have
+noticed the old stream end yet, so the newcomer waits up to ``REPLACE_GRACE`` for it, and a stream
+whose RPC is no longer active is forgotten on the spot.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -24,6 +31,7 @@ from p4sim.p4runtime_server.errors import P4RuntimeError, grpc_code_number, inva
 __all__ = ["Controller", "Arbitrator", "election_id_of", "role_name_of"]
 
 log = logging.getLogger("p4sim.p4runtime")
+REPLACE_GRACE = 1.0      # seconds a reconnecting controller waits for its old stream to go away
 
 
 def election_id_of(msg) -> int | None:
@@ -48,6 +56,7 @@ class Controller:
     election_id: int | None
     send: Callable[[p4runtime_pb2.StreamMessageResponse], None]
     role_msg: p4runtime_pb2.Role | None = None
+    is_active: Callable[[], bool] | None = None     # False once the stream's RPC has ended
 
 
 @dataclass
@@ -66,7 +75,7 @@ class Arbitrator:
         self._roles: dict[str, _RoleState] = {}
 
     def arbitrate(self, current: Controller | None, msg: p4runtime_pb2.MasterArbitrationUpdate,
-                  send: Callable) -> Controller:
+                  send: Callable, is_active: Callable[[], bool] | None = None) -> Controller:
         """Handle an arbitration message from a stream; returns the stream's Controller.
 
         Raises P4RuntimeError with the code the stream must be terminated with.
@@ -75,6 +84,8 @@ class Arbitrator:
         eid = election_id_of(msg)
         if eid == 0:
             raise invalid("election id 0 is not valid (leave it unset to stay a backup)")
+        if current is None and eid is not None:
+            self._wait_for_stale_holder(role, eid)
         with self._lock:
             if current is None:
                 if msg.device_id != self.device_id:
@@ -83,7 +94,7 @@ class Arbitrator:
                 state = self._roles.setdefault(role, _RoleState())
                 self._check_unique(state, eid, None)
                 current = Controller(msg.device_id, role, eid, send,
-                                     msg.role if msg.HasField("role") else None)
+                                     msg.role if msg.HasField("role") else None, is_active)
                 state.controllers.append(current)
             else:
                 if msg.device_id != current.device_id:
@@ -114,6 +125,23 @@ class Arbitrator:
         log.info("arbitration: role '%s' election id %s -> %s", role, eid,
                  "primary" if state.primary is current else "backup")
         return current
+
+    def _wait_for_stale_holder(self, role: str, eid: int) -> None:
+        """If a controller of ``role`` holds ``eid``, give its stream up to REPLACE_GRACE to end
+        (a reconnecting client), forgetting it as soon as its RPC is no longer active."""
+        deadline = time.monotonic() + REPLACE_GRACE
+        while True:
+            with self._lock:
+                state = self._roles.get(role)
+                holder = next((c for c in state.controllers if c.election_id == eid), None) if state else None
+            if holder is None:
+                return
+            if holder.is_active is not None and not holder.is_active():
+                self.remove(holder)
+                return
+            if time.monotonic() >= deadline:
+                return          # still live: _check_unique refuses the newcomer
+            time.sleep(0.01)
 
     @staticmethod
     def _check_unique(state: _RoleState, eid: int | None, me: Controller | None) -> None:

@@ -114,7 +114,7 @@ def apply_atomic_batch(session: PipelineSession, pipeline, updates) -> list[P4Ru
         try:
             entities.apply_update(session, pipeline, update)
         except P4RuntimeError as err:
-            failed_at, failure = i, err
+            failed_at, failure = i, err.with_traceback(None)
             break
         except Exception as err:   # a bug must not leave a half-applied batch behind
             log.exception("atomic write: update %d failed unexpectedly", i)

@@ -80,7 +80,7 @@ def apply_batch(session: PipelineSession, pipeline, updates) -> list[P4RuntimeEr
             apply_update(session, pipeline, update)
             results.append(None)
         except P4RuntimeError as err:
-            results.append(err)
+            results.append(err.with_traceback(None))   # no frame -> results -> err cycle to leak
             failed = True
         except Exception as err:   # a bug must not kill the server; report it as INTERNAL
             log.exception("write: update failed unexpectedly")

@@ -7,6 +7,15 @@ Write (primary only; CONTINUE_ON_ERROR, or all-or-nothing for ROLLBACK_ON_ERROR/
 per-update ``p4.v1.Error`` details in an UNKNOWN status);
 Read (wildcards, streamed); StreamChannel (arbitration, packet-out/in, digests and their acks).
 A refused request gets one status with the spec's code; a bug answers INTERNAL, never a dead server.
+Every request arrives as raw bytes and is decoded here, so an undecodable one is INVALID_ARGUMENT.
+
+Streams are a bounded resource: a StreamChannel that has not arbitrated within
+``ARBITRATION_TIMEOUT`` is closed, at most ``MAX_PENDING`` may wait to arbitrate (a newcomer closes
+the oldest), and when ``MAX_STREAMS`` controllers are connected, one that arbitrates with a higher
+election id than some connected controller takes that controller's slot. So connections that never
+arbitrate cannot lock the real controller out.
+
+TLS (``TlsConfig``): server certificate, and with a CA, mutual TLS (client certificates required).
 """
 
 from __future__ import annotations
@@ -16,7 +25,9 @@ import gc
 import logging
 import queue
 import threading
+import time
 from concurrent import futures
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import grpc
@@ -26,6 +37,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4sim.errors import UserError
 from p4sim.p4runtime_server.arbitration import Arbitrator, Controller, election_id_of
 from p4sim.p4runtime_server.atomic import apply_atomic_batch
+from p4sim.p4runtime_server.device_config import unwrap_device_config
 from p4sim.p4runtime_server.digests import DigestEngine
 from p4sim.p4runtime_server.entities import apply_batch, read_entities
 from p4sim.p4runtime_server.errors import (
@@ -41,14 +53,17 @@ from p4sim.p4runtime_server.packet_io import parse_packet_in, serialize_packet_o
 from p4sim.p4runtime_server.session import PipelineSession
 from p4sim.p4runtime_server.wire import WriteBatch, parse_write_request
 
-__all__ = ["P4RuntimeServer", "P4RuntimeService", "API_VERSION"]
+__all__ = ["P4RuntimeServer", "P4RuntimeService", "API_VERSION", "TlsConfig"]
 
 log = logging.getLogger("p4sim.p4runtime")
 
 API_VERSION = "1.3.0"
 GC_FREEZE_BATCH = 100        # Write batches at least this big freeze the heap afterwards
-MAX_STREAMS = 16              # open StreamChannels; each holds a worker thread for its lifetime
-WORKERS = 64                  # so unary RPCs always find a worker even with every stream open
+MAX_STREAMS = 16              # arbitrated StreamChannels; each holds a worker thread for its lifetime
+MAX_PENDING = 16              # StreamChannels not arbitrated yet; a newcomer closes the oldest
+ARBITRATION_TIMEOUT = 5.0     # seconds a StreamChannel may stay without arbitrating
+WORKERS = 64                  # > MAX_STREAMS + MAX_PENDING: unary RPCs always find a worker
+STOP_TIMEOUT = 5.0            # seconds ``stop`` waits for the gRPC server beyond its grace
 STREAM_QUEUE = 65536          # messages buffered per stream before packet-ins are dropped
 MAX_MESSAGE = 256 * 1024 * 1024
 _END = object()
@@ -81,24 +96,103 @@ class _BatchFailed(Exception):
 
 
 def _rpc(method):
-    """Turn P4RuntimeError into the RPC's status; log and answer INTERNAL for anything else."""
+    """Turn P4RuntimeError into the RPC's status; log and answer INTERNAL for anything else.
+
+    The status is computed inside the ``except`` and the call aborted after it: aborting inside
+    would chain gRPC's exception to ours, a reference cycle through this frame and the request."""
     @functools.wraps(method)
     def wrapper(self, request, context):
+        self._inflight.enter()
         try:
-            return method(self, request, context)
-        except _BatchFailed as failed:
-            context.abort_with_status(_GrpcStatus(
-                grpc.StatusCode.UNKNOWN, failed.status.message,
-                (("grpc-status-details-bin", failed.status.SerializeToString()),)))
-        except P4RuntimeError as err:
-            log.info("%s refused: %s", method.__name__, err)
-            context.abort(err.code, err.message)
-        except UserError as err:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        except Exception as err:   # noqa: BLE001 - a bug must not take the server down
-            log.exception("%s failed", method.__name__)
-            context.abort(grpc.StatusCode.INTERNAL, f"internal error: {err}")
+            try:
+                return method(self, request, context)
+            except _BatchFailed as failed:
+                status = _GrpcStatus(grpc.StatusCode.UNKNOWN, failed.status.message,
+                                     (("grpc-status-details-bin", failed.status.SerializeToString()),))
+            except P4RuntimeError as err:
+                log.info("%s refused: %s", method.__name__, err)
+                status = _GrpcStatus(err.code, err.message, ())
+            except UserError as err:
+                status = _GrpcStatus(grpc.StatusCode.INVALID_ARGUMENT, str(err), ())
+            except RecursionError:
+                status = _GrpcStatus(grpc.StatusCode.INVALID_ARGUMENT, f"{method.__name__}: request nests too deeply",
+                                     ())
+            except Exception as err:   # noqa: BLE001 - a bug must not take the server down
+                log.exception("%s failed", method.__name__)
+                status = _GrpcStatus(grpc.StatusCode.INTERNAL, f"internal error: {err}", ())
+            del request
+        finally:
+            self._inflight.leave()
+        context.abort_with_status(status)
     return wrapper
+
+
+class _InFlight:
+    """How many unary RPCs and Reads are running (the heap is frozen only when none is)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def enter(self) -> None:
+        with self._lock:
+            self.count += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self.count -= 1
+
+
+def _decode(cls, raw, what: str):
+    """Parse a request that arrived as bytes; undecodable input is INVALID_ARGUMENT."""
+    if not isinstance(raw, bytes):
+        return raw
+    try:
+        return cls.FromString(raw)
+    except (DecodeError, RecursionError, ValueError) as err:   # ValueError: bad UTF-8 in a string
+        raise invalid(f"malformed {what}: {err or type(err).__name__}") from None
+
+
+class _HeapFreezer:
+    """Keeps installed entries out of the collector's full scans (which otherwise grow with the
+    table and dominate large reads) by freezing the heap after big Write batches.
+
+    A frozen object is never collected by the cycle collector. Freezing inside the Write, while
+    the request, its per-update errors and the failure status (protobuf messages hold reference
+    cycles) were still alive, pinned them for ever: every failed batch of >= 100 updates leaked.
+    So the freeze runs on its own thread ``DELAY`` seconds after the batch, when the RPC is over,
+    and collects first: the collection scans only what was allocated since the previous freeze,
+    so it costs about what the batch did. Several big batches in a row freeze once."""
+
+    DELAY = 0.2
+
+    def __init__(self, inflight: _InFlight) -> None:
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._inflight = inflight
+
+    def request(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(self.DELAY, self._freeze)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _freeze(self) -> None:
+        if self._inflight.count:      # objects of a running request would be pinned: wait
+            self.request()
+            return
+        with self._lock:
+            self._timer = None
+        gc.collect()
+        gc.freeze()
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
 
 def _details_limit(context) -> int:
@@ -128,11 +222,17 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def __init__(self, device: Any) -> None:
         self.device = device
+        # the device lock, taken as a control thread (the packet thread yields to it between packets)
+        self._control = getattr(device, "control_lock", None) or device.lock
         self.arbitrator = Arbitrator(device.device_id)
         self._session: PipelineSession | None = None
         self._saved: PipelineSession | None = None      # VERIFY_AND_SAVE, waiting for COMMIT
         self.packet_in_dropped = 0
-        self._streams: set[queue.Queue] = set()
+        self.arbitration_timeout = ARBITRATION_TIMEOUT
+        self._inflight = _InFlight()
+        self._heap_freezer = _HeapFreezer(self._inflight)
+        self._pending: dict[_Stream, None] = {}      # opened, not arbitrated yet (oldest first)
+        self._active: set[_Stream] = set()            # arbitrated
         self._streams_lock = threading.Lock()
         self._config_lock = threading.Lock()
         self.digests = DigestEngine(lambda: self.session, self._send_to_primaries)
@@ -158,15 +258,17 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         """Detach from the device and end every open stream."""
         self.device.set_packet_in_handler(None)
         self.device.set_digest_handler(None)
+        self._heap_freezer.cancel()
         with self._streams_lock:
-            streams = list(self._streams)
-        for q in streams:
-            q.put(_END)
+            streams = list(self._pending) + list(self._active)
+        for st in streams:
+            st.close(P4RuntimeError(grpc.StatusCode.UNAVAILABLE, "the switch is shutting down"))
 
     # ---- Capabilities and pipeline config ---------------------------------------------------
 
     @_rpc
     def Capabilities(self, request, context):   # noqa: N802 - gRPC method name
+        _decode(p4runtime_pb2.CapabilitiesRequest, request, "CapabilitiesRequest")
         return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
 
     def _check_device(self, device_id: int) -> None:
@@ -176,6 +278,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     @_rpc
     def SetForwardingPipelineConfig(self, request, context):   # noqa: N802
+        request = _decode(SetConfig, request, "SetForwardingPipelineConfigRequest")
         self._check_device(request.device_id)
         self.arbitrator.check_primary(request.device_id, _role(request), election_id_of(request),
                                       "SetForwardingPipelineConfig")
@@ -200,7 +303,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 return p4runtime_pb2.SetForwardingPipelineConfigResponse()
             if action != SetConfig.VERIFY_AND_COMMIT:
                 raise invalid(f"SetForwardingPipelineConfig: unknown action {action}")
-        with self._config_lock, self.device.lock:
+        with self._config_lock, self._control:
             self.device.load_program(session.program)
             self.session = session
             self._saved = None
@@ -216,16 +319,20 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         if not config.HasField("p4info"):
             raise invalid("SetForwardingPipelineConfig: p4info is missing")
         from p4sim.backend import CompiledProgram  # late: the server runs before a backend exists
+        target_config = unwrap_device_config(bytes(config.p4_device_config))
         try:
-            program = CompiledProgram.from_device_config(bytes(config.p4_device_config))
+            program = CompiledProgram.from_device_config(target_config)
         except UserError as err:
             raise invalid(f"SetForwardingPipelineConfig: bad p4_device_config: {err}") from err
+        except RecursionError:
+            raise invalid("SetForwardingPipelineConfig: bad p4_device_config: nested too deeply") from None
         check_compatible(config.p4info, program.p4info)
         cookie = config.cookie.cookie if config.HasField("cookie") else None
         return PipelineSession(config.p4info, bytes(config.p4_device_config), cookie, program)
 
     @_rpc
     def GetForwardingPipelineConfig(self, request, context):   # noqa: N802
+        request = _decode(GetConfig, request, "GetForwardingPipelineConfigRequest")
         self._check_device(request.device_id)
         session = self.session
         if session is None:
@@ -266,7 +373,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         updates = request.updates
         if atomic and raw is not None:   # undo needs every update as a message
             updates = list(Req.FromString(raw).updates)
-        with self.device.lock:
+        with self._control:
             session, pipeline = self.session, self.device.pipeline
             if session is None or pipeline is None:
                 raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
@@ -275,26 +382,34 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             else:
                 results = apply_batch(session, pipeline, updates)
         if len(request.updates) >= GC_FREEZE_BATCH:
-            # Installed entries live until deleted and hold no cycles: keep them out of the
-            # collector's full scans, which otherwise grow with the table and dominate large reads.
-            gc.freeze()
+            self._heap_freezer.request()
         if results:
             raise _BatchFailed(batch_status(results, _details_limit(context)))
         return p4runtime_pb2.WriteResponse()
 
     def Read(self, request, context):   # noqa: N802
+        self._inflight.enter()
         try:
-            self._check_device(request.device_id)
-            with self.device.lock:
-                session, pipeline = self.session, self.device.pipeline
-            if session is None or pipeline is None:
-                raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
-            responses = read_entities(session, pipeline, request.entities, self.device.lock)
-        except P4RuntimeError as err:
-            context.abort(err.code, err.message)
-        except Exception as err:   # noqa: BLE001
-            log.exception("Read failed")
-            context.abort(grpc.StatusCode.INTERNAL, f"internal error: {err}")
+            try:
+                request = _decode(p4runtime_pb2.ReadRequest, request, "ReadRequest")
+                self._check_device(request.device_id)
+                with self._control:
+                    session, pipeline = self.session, self.device.pipeline
+                if session is None or pipeline is None:
+                    raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set")
+                responses = read_entities(session, pipeline, request.entities, self._control)
+                status = None
+            except P4RuntimeError as err:
+                status = _GrpcStatus(err.code, err.message, ())
+            except RecursionError:
+                status = _GrpcStatus(grpc.StatusCode.INVALID_ARGUMENT, "Read: request nests too deeply", ())
+            except Exception as err:   # noqa: BLE001
+                log.exception("Read failed")
+                status = _GrpcStatus(grpc.StatusCode.INTERNAL, f"internal error: {err}", ())
+        finally:
+            self._inflight.leave()
+        if status is not None:
+            context.abort_with_status(status)
         yield from responses
 
     # ---- StreamChannel --------------------------------------------------------------------------
@@ -320,12 +435,15 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             out.error.packet_out.packet_out.CopyFrom(packet)
         return out
 
-    def _handle_stream_message(self, req, holder: list, send) -> None:
+    def _handle_stream_message(self, req, stream: _Stream, send) -> None:
         kind = req.WhichOneof("update")
         if kind == "arbitration":
-            holder[0] = self.arbitrator.arbitrate(holder[0], req.arbitration, send)
+            if stream.controller is None:
+                self._admit(stream, election_id_of(req.arbitration))
+            stream.controller = self.arbitrator.arbitrate(stream.controller, req.arbitration, send,
+                                                          stream.is_active)
             return
-        controller: Controller | None = holder[0]
+        controller: Controller | None = stream.controller
         if kind == "packet":
             if controller is None or not self.arbitrator.is_primary(controller):
                 send(self._stream_error(grpc.StatusCode.PERMISSION_DENIED,
@@ -347,23 +465,69 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         else:
             send(self._stream_error(grpc.StatusCode.UNIMPLEMENTED, f"stream message {kind} not supported"))
 
-    def StreamChannel(self, request_iterator, context):   # noqa: N802
-        out: queue.Queue = queue.Queue(maxsize=STREAM_QUEUE)
-        holder: list = [None]
+    # ---- stream slots ---------------------------------------------------------------------------
 
-        def send(msg) -> None:
-            try:
-                out.put_nowait(msg)
-            except queue.Full:
-                self.packet_in_dropped += 1
+    def _count_dropped(self) -> None:
+        self.packet_in_dropped += 1
+
+    def _open_stream(self, stream: _Stream) -> None:
+        """Register a new StreamChannel as pending; the oldest pending one makes room if needed."""
+        with self._streams_lock:
+            if len(self._pending) >= MAX_PENDING:
+                oldest = next(iter(self._pending))
+                del self._pending[oldest]
+                oldest.close(P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                            f"StreamChannel closed: it did not arbitrate and {MAX_PENDING} "
+                                            "streams were waiting to"))
+            self._pending[stream] = None
+
+    def _admit(self, stream: _Stream, election_id: int | None) -> None:
+        """A pending stream arbitrates: give it a controller slot, taking the slot of the connected
+        controller with the lowest election id when every slot is used and that id is lower."""
+        evicted: _Stream | None = None
+        with self._streams_lock:
+            if stream not in self._pending:
+                raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, "StreamChannel was closed")
+            if len(self._active) >= MAX_STREAMS:
+                evicted = min(self._active, key=lambda st: _election_key(st.controller))
+                if _election_key(evicted.controller) >= _election_key_id(election_id):
+                    raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                         f"{MAX_STREAMS} controllers are connected and none has an election id "
+                                         f"lower than {election_id}; close one first")
+                self._active.discard(evicted)
+            del self._pending[stream]
+            self._active.add(stream)
+        if evicted is not None:
+            victim = evicted.controller
+            evicted.close(P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                         f"StreamChannel closed: a controller with election id {election_id} "
+                                         f"needed the slot (this one has {getattr(victim, 'election_id', None)})"))
+            if victim is not None:
+                self.arbitrator.remove(victim)
+            log.info("stream slot of election id %s given to election id %s",
+                     getattr(victim, "election_id", None), election_id)
+
+    def _close_stream(self, stream: _Stream) -> None:
+        with self._streams_lock:
+            self._pending.pop(stream, None)
+            self._active.discard(stream)
+        if stream.controller is not None:
+            self.arbitrator.remove(stream.controller)
+
+    def StreamChannel(self, request_iterator, context):   # noqa: N802
+        stream = _Stream(queue.Queue(maxsize=STREAM_QUEUE), time.monotonic(), context.is_active,
+                         self._count_dropped)
+        out = stream.out
+        send = stream.send
 
         def reader() -> None:
             try:
-                for req in request_iterator:
+                for raw in request_iterator:
                     try:
-                        self._handle_stream_message(req, holder, send)
+                        req = _decode(p4runtime_pb2.StreamMessageRequest, raw, "StreamMessageRequest")
+                        self._handle_stream_message(req, stream, send)
                     except P4RuntimeError as err:
-                        out.put(_Abort(err))
+                        stream.close(err)
                         return
                     except Exception:   # noqa: BLE001 - never kill the stream on a server bug
                         log.exception("stream message failed")
@@ -373,60 +537,147 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             finally:
                 out.put(_END)
 
-        with self._streams_lock:
-            if len(self._streams) >= MAX_STREAMS:
-                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                              f"too many open StreamChannels ({MAX_STREAMS}); close one first")
-            self._streams.add(out)
+        self._open_stream(stream)
         context.add_callback(lambda: out.put(_END))
         thread = threading.Thread(target=reader, name="p4rt-stream", daemon=True)
         thread.start()
         try:
             while True:
-                item = out.get()
+                if stream.controller is None:
+                    remaining = stream.opened + self.arbitration_timeout - time.monotonic()
+                    if remaining <= 0:
+                        log.info("StreamChannel closed: no arbitration within %.1f s", self.arbitration_timeout)
+                        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                      f"no MasterArbitrationUpdate within {self.arbitration_timeout:g} s of "
+                                      "opening the StreamChannel")
+                    try:
+                        item = out.get(timeout=remaining)
+                    except queue.Empty:
+                        continue
+                else:
+                    item = out.get()
                 if item is _END:
                     break
                 if isinstance(item, _Abort):
                     context.abort(item.error.code, item.error.message)
                 yield item
         finally:
-            with self._streams_lock:
-                self._streams.discard(out)
-            if holder[0] is not None:
-                self.arbitrator.remove(holder[0])
+            self._close_stream(stream)
+
+
+class _Stream:
+    """One open StreamChannel: its outgoing queue and, once arbitrated, its controller."""
+
+    __slots__ = ("out", "opened", "is_active", "controller", "on_drop")
+
+    def __init__(self, out: queue.Queue, opened: float, is_active, on_drop) -> None:
+        self.out = out
+        self.opened = opened
+        self.is_active = is_active
+        self.controller: Controller | None = None
+        self.on_drop = on_drop
+
+    def send(self, msg) -> None:
+        try:
+            self.out.put_nowait(msg)
+        except queue.Full:
+            self.on_drop()
+
+    def close(self, error: P4RuntimeError) -> None:
+        """End the stream with ``error`` (delivered even when the queue is full)."""
+        while True:
+            try:
+                self.out.put_nowait(_Abort(error))
+                return
+            except queue.Full:
+                try:
+                    self.out.get_nowait()
+                except queue.Empty:
+                    pass
+
+
+def _election_key(c: Controller | None) -> int:
+    return _election_key_id(c.election_id if c is not None else None)
+
+
+def _election_key_id(eid: int | None) -> int:
+    return -1 if eid is None else eid
 
 
 def _handlers(service: P4RuntimeService) -> grpc.GenericRpcHandler:
-    """The P4Runtime methods; Write takes raw bytes (see ``wire``), the rest the usual messages."""
+    """The P4Runtime methods. Every request arrives as bytes and the service decodes it (Write with
+    the fast path of ``wire``), so undecodable input is the service's INVALID_ARGUMENT, not gRPC's
+    INTERNAL "Exception deserializing request"."""
     pb = p4runtime_pb2
     unary, stream = grpc.unary_unary_rpc_method_handler, grpc.unary_stream_rpc_method_handler
     return grpc.method_handlers_generic_handler("p4.v1.P4Runtime", {
         "Write": unary(service.Write, request_deserializer=None,
                        response_serializer=pb.WriteResponse.SerializeToString),
-        "Read": stream(service.Read, request_deserializer=pb.ReadRequest.FromString,
+        "Read": stream(service.Read, request_deserializer=None,
                        response_serializer=None),   # already serialized (see wire_encode)
         "SetForwardingPipelineConfig": unary(
             service.SetForwardingPipelineConfig,
-            request_deserializer=pb.SetForwardingPipelineConfigRequest.FromString,
+            request_deserializer=None,
             response_serializer=pb.SetForwardingPipelineConfigResponse.SerializeToString),
         "GetForwardingPipelineConfig": unary(
             service.GetForwardingPipelineConfig,
-            request_deserializer=pb.GetForwardingPipelineConfigRequest.FromString,
+            request_deserializer=None,
             response_serializer=pb.GetForwardingPipelineConfigResponse.SerializeToString),
         "StreamChannel": grpc.stream_stream_rpc_method_handler(
-            service.StreamChannel, request_deserializer=pb.StreamMessageRequest.FromString,
+            service.StreamChannel, request_deserializer=None,
             response_serializer=pb.StreamMessageResponse.SerializeToString),
-        "Capabilities": unary(service.Capabilities, request_deserializer=pb.CapabilitiesRequest.FromString,
+        "Capabilities": unary(service.Capabilities, request_deserializer=None,
                               response_serializer=pb.CapabilitiesResponse.SerializeToString),
     })
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    """simple_switch_grpc's TLS flags, as PEM bytes: ``--grpc-server-cert``/``--grpc-server-key``
+    (the server's identity), ``--grpc-server-cacert`` (CA that signs client certificates) and
+    ``--grpc-server-with-client-auth`` (mutual TLS: a client without a certificate from that CA
+    is refused during the handshake)."""
+
+    cert: bytes
+    key: bytes
+    ca: bytes | None = None
+    client_auth: bool = False
+
+    @classmethod
+    def from_files(cls, cert: str | None, key: str | None, ca: str | None = None,
+                   client_auth: bool = False) -> TlsConfig:
+        """Read the PEM files; a missing, unreadable or non-PEM file is a one-line UserError."""
+        if not cert or not key:
+            raise UserError("--grpc-server-ssl needs --grpc-server-cert FILE and --grpc-server-key FILE")
+        if client_auth and not ca:
+            raise UserError("--grpc-server-with-client-auth needs --grpc-server-cacert FILE (the CA that "
+                            "signs client certificates)")
+        return cls(_read_pem(cert, "--grpc-server-cert"), _read_pem(key, "--grpc-server-key"),
+                   _read_pem(ca, "--grpc-server-cacert") if ca else None, client_auth)
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.ssl_server_credentials([(self.key, self.cert)], root_certificates=self.ca,
+                                           require_client_auth=self.client_auth)
+
+
+def _read_pem(path: str, flag: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1 << 20)
+    except OSError as err:
+        raise UserError(f"{flag} {path}: {err.strerror}") from None
+    if b"-----BEGIN " not in data:
+        raise UserError(f"{flag} {path}: not a PEM file (no '-----BEGIN' line)")
+    return data
 
 
 class P4RuntimeServer:
     """A gRPC server running the P4Runtime service for one device (device contract)."""
 
-    def __init__(self, device: Any, address: str = "0.0.0.0:9559") -> None:
+    def __init__(self, device: Any, address: str = "127.0.0.1:9559", tls: TlsConfig | None = None) -> None:
         self.device = device
         self.address = address
+        self.tls = tls
         self.service: P4RuntimeService | None = None
         self._server: grpc.Server | None = None
 
@@ -440,7 +691,10 @@ class P4RuntimeServer:
                      ("grpc.so_reuseport", 0)])
         server.add_generic_rpc_handlers((_handlers(self.service),))
         try:
-            port = server.add_insecure_port(self.address)
+            if self.tls is not None:
+                port = server.add_secure_port(self.address, self.tls.credentials())
+            else:
+                port = server.add_insecure_port(self.address)
         except RuntimeError as err:
             port = 0
             reason = str(err)
@@ -451,12 +705,15 @@ class P4RuntimeServer:
             raise UserError(f"--grpc-server-addr {self.address}: cannot listen ({reason})")
         server.start()
         self._server = server
-        log.info("P4Runtime server listening on %s (port %d)", self.address, port)
+        log.info("P4Runtime server listening on %s (port %d, %s)", self.address, port,
+                 "plaintext" if self.tls is None else
+                 "mutual TLS" if self.tls.client_auth else "TLS")
         return port
 
     def stop(self, grace: float = 0.5) -> None:
         if self.service is not None:
             self.service.close()
         if self._server is not None:
-            self._server.stop(grace).wait()
+            if not self._server.stop(grace).wait(grace + STOP_TIMEOUT):
+                log.warning("P4Runtime server did not stop within %.1f s; leaving it", grace + STOP_TIMEOUT)
             self._server = None

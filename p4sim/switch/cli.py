@@ -6,11 +6,15 @@
 The process prints one ``ready`` line on stdout once every endpoint listens, then forwards until
 SIGINT/SIGTERM, when it stops the gRPC server, the control endpoint and the packet thread, and
 closes every socket and pcap file.
+
+The P4Runtime server listens on loopback unless told otherwise, and warns when it is bound
+elsewhere without TLS (``--grpc-server-ssl``, simple_switch_grpc's TLS flags).
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import signal
@@ -21,10 +25,14 @@ from p4sim.errors import UserError
 from p4sim.switch.ctl_server import CtlServer
 from p4sim.switch.device import SwitchDevice
 from p4sim.switch.ports import parse_interface_spec
+from p4sim.switch.tm import DEFAULT_PRIORITY_QUEUES
 
 log = logging.getLogger("p4sim.switch")
 
 # simple_switch's --log-level names -> Python logging names
+DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
+STOP_JOIN_TIMEOUT = 5.0     # seconds shutdown waits for each part before leaving it behind
+
 _LOG_LEVELS = {"trace": "debug", "debug": "debug", "info": "info", "warn": "warning", "warning": "warning",
                "error": "error", "critical": "critical", "off": "critical"}
 
@@ -60,7 +68,8 @@ def _port_rate(text: str) -> tuple[int, int]:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("switch", help="run a p4sim switch (simple_switch_grpc's flags)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=__doc__.replace("``", ""),   # reST quotes are noise in --help
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("program", nargs="?", help="compiled program (OUT/<name>.p4sim.json) or a .p4 source")
     p.add_argument("target_options", nargs="*", metavar="-- TARGET_OPTION",
                    help="simple_switch_grpc's target options after '--' (--grpc-server-addr, --cpu-port, "
@@ -71,11 +80,19 @@ def register(subparsers) -> None:
                    help="attach interface IFACE as port PORT (repeatable)")
     p.add_argument("--packet-in", metavar="ADDR", help="BMv2 nanomsg packet interface, e.g. ipc:///tmp/bm.ipc")
     p.add_argument("--grpc-server-addr", metavar="HOST:PORT",
-                   help="P4Runtime server address (default 0.0.0.0:9559 as simple_switch_grpc)")
+                   help=f"P4Runtime server address (default {DEFAULT_GRPC_ADDR}; simple_switch_grpc's "
+                        "is 0.0.0.0:9559)")
+    p.add_argument("--grpc-server-ssl", action="store_true", help="serve P4Runtime over TLS")
+    p.add_argument("--grpc-server-cert", metavar="PEM", help="server certificate (with --grpc-server-ssl)")
+    p.add_argument("--grpc-server-key", metavar="PEM", help="server private key (with --grpc-server-ssl)")
+    p.add_argument("--grpc-server-cacert", metavar="PEM", help="CA certificate that signs client certificates")
+    p.add_argument("--grpc-server-with-client-auth", action="store_true",
+                   help="mutual TLS: refuse clients without a certificate signed by --grpc-server-cacert")
     p.add_argument("--no-grpc", action="store_true", help="do not start the P4Runtime server")
     p.add_argument("--cpu-port", type=_int_arg(0, 510), help="port that carries packet-in/packet-out")
-    p.add_argument("--priority-queues", type=_int_arg(1, 32), default=8,
-                   help="strict-priority queues per egress port (default 8)")
+    p.add_argument("--priority-queues", type=_int_arg(1, 32), default=DEFAULT_PRIORITY_QUEUES,
+                   help=f"strict-priority queues per egress port (default {DEFAULT_PRIORITY_QUEUES}, as "
+                        "simple_switch; a packet with priority >= N is dropped)")
     p.add_argument("--queue-depth", type=_int_arg(1), default=64, help="packets per queue (default 64)")
     p.add_argument("--queue-rate", type=_int_arg(0), default=0,
                    help="packets/s per queue, BMv2 set_queue_rate semantics (default 0 = unlimited)")
@@ -139,6 +156,11 @@ def _target_parser() -> argparse.ArgumentParser:
     t.add_argument("--cpu-port", type=_int_arg(0, 510))
     t.add_argument("--priority-queues", type=_int_arg(1, 32))
     t.add_argument("--drop-port", type=_int_arg(0, 511))
+    t.add_argument("--grpc-server-ssl", action="store_true", default=None)
+    t.add_argument("--grpc-server-cert")
+    t.add_argument("--grpc-server-key")
+    t.add_argument("--grpc-server-cacert")
+    t.add_argument("--grpc-server-with-client-auth", action="store_true", default=None)
     return t
 
 
@@ -193,7 +215,7 @@ def build_switch(args: argparse.Namespace):
         ctl = CtlServer(device, ctl_addr)
         ctl.start()
         if not args.no_grpc:
-            grpc = _start_grpc(device, args.grpc_server_addr)
+            grpc = _start_grpc(device, args.grpc_server_addr, _tls_config(args))
     except BaseException:
         if ctl is not None:
             ctl.stop()
@@ -202,7 +224,36 @@ def build_switch(args: argparse.Namespace):
     return device, ctl, grpc
 
 
-def _start_grpc(device: SwitchDevice, address: str | None):
+def _tls_config(args: argparse.Namespace):
+    """TlsConfig from simple_switch_grpc's TLS flags, or None; flags that need --grpc-server-ssl
+    without it are an error rather than silently plaintext."""
+    ssl = bool(getattr(args, "grpc_server_ssl", False))
+    given = [flag for flag, value in (("--grpc-server-cert", args.grpc_server_cert),
+                                      ("--grpc-server-key", args.grpc_server_key),
+                                      ("--grpc-server-cacert", args.grpc_server_cacert),
+                                      ("--grpc-server-with-client-auth", args.grpc_server_with_client_auth))
+             if value]
+    if not ssl:
+        if given:
+            raise UserError(f"{given[0]} needs --grpc-server-ssl (without it the server would be plaintext)")
+        return None
+    from p4sim.p4runtime_server.server import TlsConfig
+    return TlsConfig.from_files(args.grpc_server_cert, args.grpc_server_key, args.grpc_server_cacert,
+                                bool(args.grpc_server_with_client_auth))
+
+
+def is_loopback_address(address: str) -> bool:
+    """True when HOST:PORT names a loopback host (127.0.0.0/8, ::1, localhost)."""
+    host = address.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _start_grpc(device: SwitchDevice, address: str | None, tls=None):
     try:
         from p4sim.p4runtime_server import P4RuntimeServer
     except ImportError as err:
@@ -211,10 +262,13 @@ def _start_grpc(device: SwitchDevice, address: str | None):
                 from err
         device.log.warning("P4Runtime server not available (%s); running without it", err)
         return None
-    server = P4RuntimeServer(device, address or "0.0.0.0:9559")
+    address = address or DEFAULT_GRPC_ADDR
+    if tls is None and not is_loopback_address(address):
+        device.log.warning("P4Runtime on %s without TLS: anyone who reaches this address can program the "
+                           "switch (use --grpc-server-ssl, or keep it on 127.0.0.1)", address)
+    server = P4RuntimeServer(device, address, tls)
     port = server.start()
-    host = (address or "0.0.0.0:9559").rpartition(":")[0]
-    server.bound_address = f"{host}:{port}"
+    server.bound_address = f"{address.rpartition(':')[0]}:{port}"
     return server
 
 

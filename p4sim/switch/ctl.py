@@ -1,11 +1,7 @@
 """``p4sim ctl``: change a running switch's queues, like BMv2's ``simple_switch_CLI``.
 
-    p4sim ctl --addr 127.0.0.1:9090 set_queue_depth DEPTH [PORT [PRIO]]
-    p4sim ctl --addr 127.0.0.1:9090 set_queue_rate RATE_PPS [PORT [PRIO]]
-    p4sim ctl --addr 127.0.0.1:9090 set_port_rate PORT BITS_PER_S
-    p4sim ctl --addr 127.0.0.1:9090 show_queues
-
-``CtlClient`` is the library form of the same calls (JSON lines over TCP, see ``ctl_server``).
+``CtlClient`` is the library form of the same calls (JSON lines over TCP, see ``ctl_server`` and
+the wire protocol in docs/p4sim.md). ``HELP`` is what ``p4sim ctl --help`` prints (plain text).
 """
 
 from __future__ import annotations
@@ -18,6 +14,16 @@ from typing import Any
 from p4sim.switch.ctl_server import CtlError, parse_host_port
 
 DEFAULT_CTL_ADDR = "127.0.0.1:9090"
+HELP = """Change the queues of a running p4sim switch, like BMv2's simple_switch_CLI.
+
+    p4sim ctl --addr 127.0.0.1:9090 set_queue_depth DEPTH [PORT [PRIO]]
+    p4sim ctl --addr 127.0.0.1:9090 set_queue_rate RATE_PPS [PORT [PRIO]]
+    p4sim ctl --addr 127.0.0.1:9090 set_port_rate PORT BITS_PER_S
+    p4sim ctl --addr 127.0.0.1:9090 show_queues
+    p4sim ctl --addr 127.0.0.1:9090 stats
+
+Without PORT a setting applies to every port and to ports that appear later.
+The wire protocol (JSON lines over TCP) is described in docs/p4sim.md."""
 
 
 class CtlClient:
@@ -72,18 +78,23 @@ class CtlClient:
         self.close()
 
 
+def _rate(value: int, unit: str) -> str:
+    return f"{value} {unit}" if value else "unlimited"
+
+
 def format_queues(snap: dict) -> str:
-    """Human table for ``show_queues``: one line per non-idle queue, plus port totals."""
+    """Human table for ``show_queues``: a line per port, then a line per priority queue (idle ones
+    too) with its current depth / limit, pacing rate and counters."""
     lines = [f"priority queues per port: {snap['priority_queues']}, default depth {snap['default_depth']}, "
-             f"priority drops: {snap['priority_drops']}"]
+             f"default rate {_rate(snap['default_rate_pps'], 'pps')}, priority drops: {snap['priority_drops']}"]
     for port, p in snap["ports"].items():
-        rate = f"{p['rate_bps']} bit/s" if p["rate_bps"] else "unlimited"
-        lines.append(f"port {port}: link {rate}, queued {p['size']}")
+        lines.append(f"port {port}: link {_rate(p['rate_bps'], 'bit/s')}, queued {p['size']}, "
+                     f"sent {p['sent_bytes']} B")
         for q in p["queues"]:
-            if q["enqueued"] or q["tail_drops"] or q["depth"]:
-                qrate = f"{q['rate_pps']} pps" if q["rate_pps"] else "-"
-                lines.append(f"  prio {q['prio']}: depth {q['depth']}/{q['limit']} rate {qrate} "
-                             f"enq {q['enqueued']} deq {q['dequeued']} tail_drops {q['tail_drops']}")
+            lines.append(f"  prio {q['prio']}: depth {q['depth']}/{q['limit']} rate {_rate(q['rate_pps'], 'pps')} "
+                         f"enq {q['enqueued']} deq {q['dequeued']} tail_drops {q['tail_drops']}")
+    if not snap["ports"]:
+        lines.append("no ports yet")
     return "\n".join(lines)
 
 
@@ -99,7 +110,7 @@ def _nonneg(text: str) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("ctl", help="change queue depth/rate of a running p4sim switch",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--addr", default=DEFAULT_CTL_ADDR, help="the switch's --ctl-addr (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print replies as JSON")
     sub = p.add_subparsers(dest="ctl_command", required=True, metavar="COMMAND")

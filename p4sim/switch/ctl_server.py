@@ -22,6 +22,16 @@ from p4sim.errors import UserError
 
 log = logging.getLogger(__name__)
 MAX_LINE = 64 * 1024
+MAX_INT = (1 << 63) - 1
+LOCK_TIMEOUT = 5.0      # seconds a command waits for the packet thread to let go of the device
+# argument names of each command (anything else is refused, not ignored)
+COMMAND_ARGS: dict[str, tuple[str, ...]] = {
+    "set_queue_depth": ("depth", "port", "prio"),
+    "set_queue_rate": ("rate_pps", "port", "prio"),
+    "set_port_rate": ("port", "bits"),
+    "show_queues": (),
+    "stats": (),
+}
 
 
 class CtlError(UserError):
@@ -43,6 +53,8 @@ def _opt_int(args: dict, key: str, required: bool = False) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise CtlError(f"argument {key!r}: {value!r} is not an integer")
+    if not 0 <= value <= MAX_INT:
+        raise CtlError(f"argument {key!r}: {value} is not in 0..{MAX_INT}")
     return value
 
 
@@ -134,20 +146,39 @@ class CtlServer:
             request = json.loads(line)
             if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
                 raise CtlError('request must be {"cmd": NAME, "args": {...}}')
-            args = request.get("args") or {}
+            args = request.get("args")
+            if args is None:
+                args = {}
             if not isinstance(args, dict):
                 raise CtlError("args must be an object")
             return {"result": self.execute(request["cmd"], args)}
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             return {"error": f"request is not JSON: {err}"}
+        except RecursionError:
+            return {"error": "request is not JSON: nested too deeply"}
         except UserError as err:
             return {"error": str(err)}
+        except Exception as err:   # noqa: BLE001 - a bug costs one reply, not the endpoint
+            log.exception("ctl request failed")
+            return {"error": f"internal error: {type(err).__name__}: {err}"}
 
     def execute(self, cmd: str, args: dict) -> Any:
         """Run one command against the device (also usable in-process)."""
         dev = self.device
         tm = dev.tm
-        with dev.lock:
+        allowed = COMMAND_ARGS.get(cmd)
+        if allowed is None:
+            raise CtlError(f"unknown command {cmd!r} ({', '.join(COMMAND_ARGS)})")
+        unknown = sorted(set(args) - set(allowed))
+        if unknown:
+            raise CtlError(f"unknown argument {unknown[0]!r} for {cmd} ({', '.join(allowed) or 'none'})")
+        guard = dev.control(LOCK_TIMEOUT) if hasattr(dev, "control") else dev.lock
+        try:
+            guard.__enter__()
+        except TimeoutError:
+            raise CtlError(f"{cmd}: the switch did not answer within {LOCK_TIMEOUT:.0f} s (its packet thread "
+                           "holds the device)") from None
+        try:
             if cmd == "set_queue_depth":
                 tm.set_queue_depth(_opt_int(args, "depth", True), _opt_int(args, "port"), _opt_int(args, "prio"))
             elif cmd == "set_queue_rate":
@@ -159,8 +190,7 @@ class CtlServer:
                 return tm.snapshot()
             elif cmd == "stats":
                 return dev.stats()
-            else:
-                raise CtlError(f"unknown command {cmd!r} (set_queue_depth, set_queue_rate, set_port_rate, "
-                               "show_queues, stats)")
+        finally:
+            guard.__exit__(None, None, None)
         log.info("[%s] ctl %s %s", dev.name, cmd, args)
         return None

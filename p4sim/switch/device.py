@@ -9,6 +9,12 @@ for the next TM departure; takes a batch of frames from every ready port; runs i
 and enqueues what comes out into the traffic manager; dequeues every packet the TM lets go now
 and runs egress; then transmits. ``lock`` is held around the pipeline/TM work of one batch (so a
 P4Runtime Write batch is atomic with respect to every packet) but not around socket I/O.
+
+Control paths stay responsive while packets are processed: a control thread announces itself
+with ``control()`` (P4Runtime, ``p4sim ctl``), and the packet thread lets go of the lock between
+two packets of a batch whenever one is waiting, so a control request waits for at most one
+packet (whose parser work the compiler bounds), not for a whole batch. ``stop`` waits a bounded
+time for the packet thread, so SIGTERM always ends the process.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ DROP_PORT = 511
 RX_BATCH = 64          # frames taken from one port per turn (fairness between ports)
 EGRESS_BATCH = 256     # packets dequeued per turn
 RECIRC_CAPACITY = 1024  # BMv2's input buffer for resubmitted/recirculated packets
+STOP_TIMEOUT = 5.0      # seconds ``stop`` waits for the packet thread
 
 
 class SwitchLoggerAdapter(logging.LoggerAdapter):
@@ -57,6 +64,9 @@ class SwitchDevice:
         self.name = name or f"p4sim{device_id}"
         self.log = SwitchLoggerAdapter(logging.getLogger("p4sim.switch"), {"switch": self.name})
         self.lock = threading.RLock()
+        self._control_waiting = 0        # control threads queued for ``lock`` (see ``control``)
+        self._control_count_lock = threading.Lock()
+        self.control_lock = _ControlLock(self)     # reusable ``with`` guard for control threads
         self.program = None
         self.pipeline = None
         self.path = None
@@ -79,6 +89,22 @@ class SwitchDevice:
         self._closed = False
         self._start_ns = time.monotonic_ns()
         self._v1 = None
+
+    def control(self, timeout: float | None = None) -> _ControlLock:
+        """``with device.control():`` holds ``lock`` for a control-plane operation; the packet
+        thread yields to it between packets. With ``timeout``, entering raises TimeoutError when
+        the lock was not obtained in time."""
+        return _ControlLock(self, timeout)
+
+    def _yield_to_control(self) -> None:
+        """Packet thread, holding ``lock`` once: let waiting control threads in, then take it back."""
+        self.lock.release()
+        try:
+            deadline = time.monotonic() + 0.05
+            while self._control_waiting and time.monotonic() < deadline:
+                time.sleep(0.0005)
+        finally:
+            self.lock.acquire()
 
     # ---- pipeline ---------------------------------------------------------------------------------
 
@@ -141,6 +167,8 @@ class SwitchDevice:
             port.close()
             raise PortError(f"port {port.port_no} is the CPU port")
         self.ports[port.port_no] = port
+        with self.lock:
+            self.tm.add_port(port.port_no)      # its queues show in ``p4sim ctl show_queues`` at once
         fd = port.fileno()
         if fd >= 0:
             self._fd_ports[fd] = port
@@ -183,7 +211,11 @@ class SwitchDevice:
         self._stopping = True
         os.eventfd_write(self._wake_fd, 1)
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(STOP_TIMEOUT)
+            if self._thread.is_alive():   # a packet still in the pipeline: leave the daemon thread be
+                self.log.warning("packet thread still busy after %.0f s; stopping without it", STOP_TIMEOUT)
+                self._closed = True
+                return
             self._thread = None
         for port in self.ports.values():
             port.close()
@@ -293,6 +325,15 @@ class SwitchDevice:
                 drop_port = self.drop_port
                 qmeta_now = None
                 for port, data in rx:
+                    if self._control_waiting:
+                        self._yield_to_control()
+                        if self._stopping:
+                            break
+                        if self.path is not path:    # a new program came in meanwhile
+                            counters["drop_pipeline_changed"] += 1
+                            continue
+                        now_ns = time.monotonic_ns()
+                        now_us = (now_ns - self._start_ns) // 1000
                     try:
                         queued = ingress(data, port, now_us)
                     except Exception:
@@ -419,17 +460,44 @@ class SwitchDevice:
     def stats(self) -> dict:
         """Counters, ports and the TM snapshot, JSON-ready."""
         with self.lock:
+            for p in self.ports.values():
+                p.read_kernel_stats()
             return {
                 "device_id": self.device_id,
                 "name": self.name,
                 "program": getattr(self.program, "name", None),
                 "counters": dict(self.counters),
                 "ports": {str(no): {"name": p.name, "rx_dropped": p.rx_dropped, "tx_dropped": p.tx_dropped,
-                                    "ring_holes": getattr(p, "ring_holes", 0)}
+                                    "kernel_drops": p.kernel_drops, "ring_holes": getattr(p, "ring_holes", 0)}
                           for no, p in sorted(self.ports.items())},
                 "path_drops": dict(getattr(self.path, "drops", {}) or {}),
                 "tm": self.tm.snapshot(),
             }
+
+
+class _ControlLock:
+    """Reusable context manager: take the device lock as a control thread (see ``control``)."""
+
+    __slots__ = ("device", "timeout")
+
+    def __init__(self, device: SwitchDevice, timeout: float | None = None) -> None:
+        self.device, self.timeout = device, timeout
+
+    def __enter__(self) -> SwitchDevice:
+        dev = self.device
+        with dev._control_count_lock:
+            dev._control_waiting += 1
+        try:
+            got = dev.lock.acquire(timeout=-1 if self.timeout is None else self.timeout)
+        finally:
+            with dev._control_count_lock:
+                dev._control_waiting -= 1
+        if not got:
+            raise TimeoutError(f"switch {dev.name}: device busy for {self.timeout} s")
+        return dev
+
+    def __exit__(self, *exc) -> None:
+        self.device.lock.release()
 
 
 class _NanomsgTx:

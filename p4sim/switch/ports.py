@@ -29,6 +29,8 @@ SOL_PACKET = 263
 PACKET_RX_RING = 5
 PACKET_VERSION = 10
 PACKET_IGNORE_OUTGOING = 23
+PACKET_STATISTICS = 6
+_TPACKET_STATS = struct.Struct("=II")          # struct tpacket_stats {tp_packets, tp_drops}
 TPACKET_V2 = 1
 PACKET_OUTGOING = 4
 TP_STATUS_KERNEL = 0
@@ -49,8 +51,12 @@ class Port:
 
     port_no: int
     name: str
-    rx_dropped: int = 0     # frames the port could not take (full buffer) or truncated
+    rx_dropped: int = 0     # frames the port could not take (full buffer, kernel ring) or truncated
     tx_dropped: int = 0
+    kernel_drops: int = 0   # of rx_dropped: frames the kernel dropped before we could read them
+
+    def read_kernel_stats(self) -> None:
+        """Fold the kernel's receive-drop count into ``rx_dropped`` (ports that have one)."""
 
     def fileno(self) -> int:
         raise NotImplementedError
@@ -178,6 +184,7 @@ class AfPacketPort(Port):
             pass
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
         self._ring: mmap.mmap | None = None
+        self.kernel_drops = 0
         try:
             self._setup_ring(_interface_mtu(ifname), ring_frames)
         except OSError as err:   # fall back to recv(); still correct, just more syscalls
@@ -248,6 +255,18 @@ class AfPacketPort(Port):
                 head = 0
         self._head = head
         return out
+
+    def read_kernel_stats(self) -> None:
+        """PACKET_STATISTICS: frames the kernel dropped because the ring (or socket buffer) was
+        full. Reading resets the kernel's counters, so the deltas accumulate here."""
+        try:
+            raw = self._sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, _TPACKET_STATS.size)
+        except OSError:
+            return
+        _packets, drops = _TPACKET_STATS.unpack(raw[:_TPACKET_STATS.size])
+        if drops:
+            self.kernel_drops += drops
+            self.rx_dropped += drops
 
     def clear_error(self) -> int:
         try:

@@ -111,6 +111,10 @@ class TrafficManager:
             self.ports[port] = p
         return p
 
+    def add_port(self, port: int) -> None:
+        """Create ``port``'s queues now (an attached interface), with the current defaults."""
+        self._port(port)
+
     def _select(self, port: int | None, prio: int | None) -> list[_Queue]:
         if prio is not None and not 0 <= prio < self.nb_queues:
             raise TrafficManagerError(f"priority {prio} is not in 0..{self.nb_queues - 1}")

@@ -86,3 +86,35 @@ def pipeline(p4info) -> SimpleNamespace:
 def session(p4info):
     from p4sim.p4runtime_server.session import PipelineSession
     return PipelineSession(p4info, b"", None, None)
+
+
+DEVICE_ID = 1
+
+
+@pytest.fixture
+def device():
+    """A real SwitchDevice (device id 1, CPU port 64) for the gRPC tests."""
+    switch_device = pytest.importorskip("p4sim.switch.device", reason="p4sim.switch.device not built yet")
+    dev = switch_device.SwitchDevice(device_id=DEVICE_ID, cpu_port=64)
+    yield dev
+    dev.stop()
+
+
+@pytest.fixture
+def server(device):
+    """The P4Runtime server on an ephemeral loopback port (``server.port``)."""
+    from p4sim.p4runtime_server import P4RuntimeServer
+    srv = P4RuntimeServer(device, "127.0.0.1:0")
+    srv.port = srv.start()
+    yield srv
+    srv.stop(grace=0.1)
+
+
+@pytest.fixture
+def loaded(server, device, p4info):
+    """The server with the fixture pipeline in place (as after VERIFY_AND_COMMIT)."""
+    from p4sim.p4runtime_server.session import PipelineSession
+    with device.lock:
+        device.pipeline = build_runtime_pipeline(p4info)
+        server.service.session = PipelineSession(p4info, b"fixture", 7, None)
+    return server

@@ -16,9 +16,7 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4sim.p4runtime_server import API_VERSION, P4RuntimeServer
-from p4sim.p4runtime_server.session import PipelineSession
 from tests.p4runtime.client import StreamClient, write_errors
-from tests.p4runtime.conftest import build_runtime_pipeline
 from tests.p4runtime.test_entities import (
     DIGEST,
     EXACT_ENTRY,
@@ -33,30 +31,6 @@ from tests.p4runtime.test_entities import (
 switch_device = pytest.importorskip("p4sim.switch.device", reason="p4sim.switch.device not built yet")
 U = p4runtime_pb2.Update
 DEVICE_ID = 1
-
-
-@pytest.fixture
-def device():
-    dev = switch_device.SwitchDevice(device_id=DEVICE_ID, cpu_port=64)
-    yield dev
-    dev.stop()
-
-
-@pytest.fixture
-def server(device):
-    srv = P4RuntimeServer(device, "127.0.0.1:0")
-    srv.port = srv.start()
-    yield srv
-    srv.stop(grace=0.1)
-
-
-@pytest.fixture
-def loaded(server, device, p4info):
-    """The server with the fixture pipeline in place (as after VERIFY_AND_COMMIT)."""
-    with device.lock:
-        device.pipeline = build_runtime_pipeline(p4info)
-        server.service.session = PipelineSession(p4info, b"fixture", 7, None)
-    return server
 
 
 @pytest.fixture
