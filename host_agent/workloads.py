@@ -7,8 +7,9 @@ for iteration i, and how the server turns the gradient sum into parameters, so s
 Names: ``digits`` (64-64-10 MLP, 4.9k parameters, the accuracy check), ``digits-wide`` (64-400-400-10,
 190k parameters: about 530 packets per worker per iteration, real gradients, real accuracy), or a
 model profile (``resnet50`` ...). Profile gradients are not drawn from a formula: each layer is a
-contiguous slice of the digits-wide model's measured gradients (a pool of real backpropagation
-output), rescaled to the profile's per-layer scale, so magnitude classes see real gradient structure.
+contiguous slice of measured gradients (a pool of real backpropagation output: the digits-wide MLP's
+and a small torch CNN's), rescaled to the profile's per-layer scale, so magnitude classes see real
+gradient structure.
 """
 
 from __future__ import annotations
@@ -38,16 +39,59 @@ class Workload:
 
 
 def real_gradient_pool(seed: int = 0, batches: int = 4) -> np.ndarray:
-    """Measured gradients of the digits-wide MLP (a few batches, concatenated), divided by their mean |g|."""
+    """Measured gradients, each tensor divided by its mean |g|, concatenated: the digits-wide MLP's
+    (NumPy) and, when torch is installed, a small torch CNN's on the same digits (conv kernels have a
+    structure an MLP's do not). The torch part is computed once and cached (torch starts slowly)."""
     from host_agent.training import MLP, load_digits_split
     xtr, ytr, _, _ = load_digits_split(seed)
     mlp = MLP(hidden=WIDE_HIDDEN, seed=seed)
     parts = []
     for b in range(batches):
         grads, _ = MLP.gradients(mlp.params, xtr[b * 32:(b + 1) * 32], ytr[b * 32:(b + 1) * 32])
-        parts += [g.reshape(-1) for g in grads]
-    pool = np.concatenate(parts)
-    return (pool / max(float(np.abs(pool).mean()), 1e-12)).astype(np.float32)
+        parts += [_unit(g) for g in grads]
+    parts += [_unit(g) for g in torch_gradients(seed, xtr, ytr)]
+    return np.concatenate(parts).astype(np.float32)
+
+
+def _unit(g: np.ndarray) -> np.ndarray:
+    flat = np.asarray(g, np.float32).reshape(-1)
+    return flat / max(float(np.abs(flat).mean()), 1e-12)
+
+
+def torch_gradients(seed: int, x: np.ndarray, y: np.ndarray, batches: int = 2) -> list[np.ndarray]:
+    """Per-parameter gradients of a small CNN (2 conv + 2 linear layers) trained on digits with torch."""
+    import os
+    import tempfile
+    from pathlib import Path
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dlcp" / f"torch-grads-{seed}.npz"
+    try:
+        with np.load(cache) as z:
+            return [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        import torch
+        from torch import nn
+    except ImportError:
+        return []
+    torch.manual_seed(seed)
+    net = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
+                        nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 16, 64), nn.ReLU(), nn.Linear(64, 10))
+    grads: list[np.ndarray] = []
+    for b in range(batches):
+        xb = torch.tensor(x[b * 32:(b + 1) * 32].reshape(-1, 1, 8, 8))
+        yb = torch.tensor(y[b * 32:(b + 1) * 32])
+        net.zero_grad()
+        nn.functional.cross_entropy(net(xb), yb).backward()
+        grads += [p.grad.detach().numpy().astype(np.float32).reshape(-1).copy() for p in net.parameters()]
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=cache.parent, suffix=".npz", delete=False) as tmp:
+            np.savez(tmp, *grads)
+        os.replace(tmp.name, cache)                 # atomic: concurrent agents never read half a file
+    except OSError:
+        pass
+    return grads
 
 
 class ProfileWorkload(Workload):
