@@ -292,7 +292,8 @@ def cmd_ps_server(args: argparse.Namespace) -> int:
 
     if args.mode == "tcp":
         overlap.ps_server_tcp(args.bind, args.tcp_cc, wl, args.workers, args.iterations, args.timeout, emit,
-                              on_listening=lambda a: out({"event": "listening", "address": "{}:{}".format(*a)}))
+                              on_listening=lambda a: out({"event": "listening", "address": "{}:{}".format(*a)}),
+                              start_timeout=args.start_timeout)
         return 0
     ep = make_endpoint(args, PS_SERVER_ID)
     out({"event": "listening", "address": "{}:{}".format(*ep.address)})

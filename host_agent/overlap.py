@@ -561,8 +561,11 @@ def ps_worker_tcp(server: tuple[str, int], cc: str | None, wl: Workload, rank: i
 
 def ps_server_tcp(bind: tuple[str, int], cc: str | None, wl: Workload, n_workers: int, iterations: int,
                   timeout: float, emit: Callable[[int, CommStats], None],
-                  on_listening: Callable[[tuple[str, int]], None] | None = None) -> None:
-    """Accepts the workers; per layer, sums once all workers' frames arrived and sends it to each."""
+                  on_listening: Callable[[tuple[str, int]], None] | None = None, start_timeout: float = 30.0) -> None:
+    """Accepts the workers; per layer, sums once all workers' frames arrived and sends it to each.
+
+    Workers may start late on a loaded machine (each retries for its own ``start_timeout``), so the
+    server waits ``timeout + start_timeout`` for all of them to connect."""
     shapes = wl.shapes
     n = len(shapes)
     update = wl.server_update(n_workers)
@@ -573,7 +576,7 @@ def ps_server_tcp(bind: tuple[str, int], cc: str | None, wl: Workload, n_workers
     listener.listen(n_workers)
     if on_listening:
         on_listening(listener.getsockname())
-    listener.settimeout(timeout)
+    listener.settimeout(timeout + start_timeout)
     conns = []
     try:
         while len(conns) < n_workers:
@@ -583,7 +586,8 @@ def ps_server_tcp(bind: tuple[str, int], cc: str | None, wl: Workload, n_workers
             conn.settimeout(None)
             conns.append(conn)
     except TimeoutError:
-        raise TransportError(f"only {len(conns)} of {n_workers} workers connected within {timeout:.0f}s") from None
+        raise TransportError(f"only {len(conns)} of {n_workers} workers connected within "
+                             f"{timeout + start_timeout:.0f}s") from None
     senders = [_Sender(c, 0xFFFF) for c in conns]
     lock = threading.Condition()
     sums: dict[tuple[int, int], np.ndarray] = {}
