@@ -231,7 +231,13 @@ class StmtGen(ExprGen):
 
     def st_AssignStmt(self, s: ast.AssignStmt) -> None:
         if self.effectful(s.lhs):
-            s = ast.AssignStmt(self.lvalue(s.lhs), s.rhs, loc=s.loc)
+            lhs = self.lvalue(s.lhs)
+            rhs = s.rhs
+            if s.compound and isinstance(rhs, ast.Binary):
+                # `a[f(x)] op= v`: the lvalue's effects happen once; the read uses the same index
+                rhs = copy.copy(rhs)
+                rhs.left = lhs
+            s = ast.AssignStmt(lhs, rhs, loc=s.loc)
         rhs = self.hoist(s.rhs)
         if isinstance(s.lhs.type, ast.VarbitT) and isinstance(s.lhs, ast.Member) and isinstance(s.rhs, ast.Member):
             self.w.line(f"{self.ex(s.lhs)}_len = {self.ex(s.rhs)}_len")   # a varbit value carries its length

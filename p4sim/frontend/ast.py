@@ -378,6 +378,7 @@ class Statement(Node):
 class AssignStmt(Statement):
     lhs: Expression
     rhs: Expression
+    compound: bool = field(default=False, kw_only=True)   # `a op= b`, kept as `a = a op b`
 
 
 @dataclass(eq=False)

@@ -496,7 +496,7 @@ class AstBuilder(Transformer):
         """``a op= b`` (p4c's compound assignment) as ``a = a op b``."""
         lhs, op, rhs = ch
         value = A.Binary(str(op)[:-1], copy.deepcopy(lhs), rhs, loc=self.loc(meta))
-        return A.AssignStmt(lhs, value, loc=self.loc(meta))
+        return A.AssignStmt(lhs, value, compound=True, loc=self.loc(meta))
 
     for_compound_assign = compound_assignment
 
