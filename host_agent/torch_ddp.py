@@ -255,9 +255,9 @@ class DlcpCommState:
         rep.buckets += 1
         rep.elements += flat.size
         rep.comm_seconds += time.perf_counter() - t0
-        job.future.set_result(buf)
-        if job.is_last:
+        if job.is_last:                 # the report is in place before backward() can return
             self._finish_step()
+        job.future.set_result(buf)
 
     def _finish_step(self) -> None:
         rep = self._report

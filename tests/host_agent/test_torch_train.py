@@ -1,7 +1,7 @@
 """The DDP digits trainer (host_agent/torch_train.py) as a user runs it: 2 ranks over DLCP with
-injected non-critical loss train an epoch, give up only non-critical data; bad flags are one-line
+injected non-critical loss train 8 steps, give up only non-critical data; bad flags are one-line
 usage errors. (DLCP = gloo without loss is checked step by step in test_torch_ddp.py.)
-Budget: about 25 s (one 2-rank run of one epoch, forked from this process)."""
+Budget: about 15 s (one 2-rank run of 8 steps, forked from this process)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from host_agent.torch_train import main
 
 def test_lossy_run_gives_up_only_noncritical(capfd, tmp_path):
     steps = tmp_path / "steps"
-    assert agent_main(["torch-train", "--nproc", "2", "--epochs", "1", "--drop-noncritical", "0.05",
+    assert agent_main(["torch-train", "--nproc", "2", "--steps", "8", "--drop-noncritical", "0.05",
                        "--loss-bound", "0.1", "--steps-out", f"{steps}.{{rank}}"]) == 0
     out = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith("{")]
     done = out[-1]
