@@ -172,9 +172,29 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _iface_of(ip: str) -> str | None:
+    """The network interface holding IPv4 address ``ip`` (Linux SIOCGIFADDR), or None."""
+    import fcntl
+    import struct
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _index, name in socket.if_nameindex():
+            try:
+                res = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))  # SIOCGIFADDR
+            except OSError:
+                continue
+            if socket.inet_ntoa(res[20:24]) == ip:
+                return name
+    return None
+
+
 def _rank_main(cfg: TorchTrainConfig, rank: int, master: tuple[str, int], q: Any = None) -> dict[str, Any]:
     import torch.distributed as dist
     os.environ.update(MASTER_ADDR=master[0], MASTER_PORT=str(master[1]))
+    if cfg.bind_host and "GLOO_SOCKET_IFNAME" not in os.environ:
+        # gloo binds to what the host name resolves to (127.x on Mininet hosts sharing one name)
+        iface = _iface_of(cfg.bind_host)
+        if iface:
+            os.environ["GLOO_SOCKET_IFNAME"] = iface
     dist.init_process_group("gloo", rank=rank, world_size=cfg.world_size)
     try:
         summary = train_rank(cfg, rank)
