@@ -52,7 +52,8 @@ class SwitchSession:
         self.name = conf.name
         self.p4info = load_p4info(conf.pipeline.p4info)
         self.index = P4InfoIndex(self.p4info)
-        self.client = P4RuntimeClient(conf.name, conf.grpc, conf.device_id, election_id, role, timeout)
+        self.client = P4RuntimeClient(conf.name, conf.grpc, conf.device_id, election_id, role, timeout,
+                                      tls=getattr(conf, "tls", None))
         self._config: bytes | None = None
         self.synced = False   # True once this controller has applied the full state as primary
         self.lock = threading.Lock()

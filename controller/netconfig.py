@@ -72,6 +72,18 @@ class SwitchConf:
     thrift_port: int | None = None
     runtime_command: str | None = None
     runtime_addr: str | None = None
+    tls: TlsFiles | None = None     # P4Runtime over TLS (p4rt_client reads the files)
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """A switch's ``tls`` section: PEM paths (resolved against the YAML's directory) and an
+    optional server name override."""
+
+    ca_cert: Path | None = None
+    client_cert: Path | None = None
+    client_key: Path | None = None
+    server_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -373,11 +385,14 @@ def _loads(text: str, file: str, base_dir: Path | None) -> NetConfig:
         mac_text = raw.get("mac")
         mac = int(mac_text.replace(":", ""), 16) if mac_text else (0x02_00_00_00_00_00 | (index + 1) << 8)
         runtime = raw.get("runtime", {})
+        tls_raw = {**defaults.get("tls", {}), **raw.get("tls", {})}
+        tls = TlsFiles(*(_resolve(base, tls_raw.get(k)) for k in ("ca_cert", "client_cert", "client_key")),
+                       tls_raw.get("server_name")) if tls_raw else None
         switches[name] = SwitchConf(
             name=name, grpc=raw["grpc"], device_id=raw["device_id"], target=target, pipeline=files,
             mac=mac, ports={int(p): PortConf(**pc) for p, pc in raw.get("ports", {}).items()},
             thrift_port=runtime.get("thrift_port"), runtime_command=runtime.get("command"),
-            runtime_addr=runtime.get("addr"))
+            runtime_addr=runtime.get("addr"), tls=tls)
     seen_grpc: dict[tuple[str, int], str] = {}
     for s in switches.values():
         key = (s.grpc, s.device_id)

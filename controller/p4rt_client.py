@@ -6,6 +6,10 @@ pipelines, writes batches and reads with wildcards. A refused Write is unpacked 
 trailer (``grpc-status-details-bin``) into "At index i: CODE, message" lines naming the entry.
 When the stream breaks (switch restarted or gone) ``stream_down`` is set and ``on_stream_down``
 called, so a supervisor can reconnect and restore state.
+
+With ``tls`` (an object with ``ca_cert``, ``client_cert``, ``client_key``, ``server_name``: PEM file
+paths and an optional name to check the server certificate against, e.g. the network YAML's
+``tls`` section) the channel is TLS, mutual TLS when a client certificate is given.
 """
 
 from __future__ import annotations
@@ -121,8 +125,9 @@ class P4RuntimeClient:
     """P4Runtime client for one switch (``name`` appears in every log line and error)."""
 
     def __init__(self, name: str, address: str, device_id: int, election_id: int = 1,
-                 role: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+                 role: str | None = None, timeout: float = DEFAULT_TIMEOUT, tls: object | None = None) -> None:
         self.name, self.address, self.device_id = name, address, device_id
+        self.tls = tls
         self.election_id, self.role, self.timeout = election_id, role, timeout
         self.is_primary = False
         self.observer = False
@@ -145,6 +150,27 @@ class P4RuntimeClient:
         self._closing = False
         self._log = _SwitchLog(log, {"switch": name})
 
+    def _tls_credentials(self) -> tuple[grpc.ChannelCredentials, str | None]:
+        """Channel credentials from the ``tls`` settings' PEM files (one-line SwitchError if unreadable)."""
+        def pem(attr: str) -> bytes | None:
+            path = getattr(self.tls, attr, None)
+            if not path:
+                return None
+            try:
+                with open(path, "rb") as f:
+                    data = f.read(1 << 20)
+            except OSError as err:
+                raise SwitchError(self.name, f"tls.{attr} {path}: {err.strerror}") from None
+            if b"-----BEGIN " not in data:
+                raise SwitchError(self.name, f"tls.{attr} {path}: not a PEM file")
+            return data
+        cert, key = pem("client_cert"), pem("client_key")
+        if (cert is None) != (key is None):
+            raise SwitchError(self.name, "tls: client_cert and client_key go together")
+        creds = grpc.ssl_channel_credentials(root_certificates=pem("ca_cert"), private_key=key,
+                                             certificate_chain=cert)
+        return creds, getattr(self.tls, "server_name", None)
+
     # -- connection and arbitration ---------------------------------------------------------------
     def connect(self, timeout: float | None = None, arbitrate: bool = True) -> None:
         """Open the channel and StreamChannel, send arbitration, wait for the switch's answer.
@@ -156,13 +182,21 @@ class P4RuntimeClient:
         timeout = self.timeout if timeout is None else timeout
         options = [("grpc.max_send_message_length", MAX_MESSAGE),
                    ("grpc.max_receive_message_length", MAX_MESSAGE)]
-        self._channel = grpc.insecure_channel(self.address, options=options)
+        if self.tls is not None:
+            credentials, server_name = self._tls_credentials()
+            if server_name:
+                options.append(("grpc.ssl_target_name_override", server_name))
+            self._channel = grpc.secure_channel(self.address, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(self.address, options=options)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
             self._channel.close()
             self._channel = None
-            raise SwitchError(self.name, f"unreachable at {self.address} (no gRPC answer in {timeout:g}s)") from None
+            how = ("no TLS handshake: wrong CA, server name or client certificate, or a plaintext server"
+                   if self.tls is not None else "no gRPC answer")
+            raise SwitchError(self.name, f"unreachable at {self.address} ({how} in {timeout:g}s)") from None
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
         if not arbitrate:
             return
