@@ -174,7 +174,7 @@ class DlcpCommState:
         self.iteration = 0
         self._report = StepReport(self.rank, 0)
         self._step_start: float | None = None
-        self._previous: dict[int, np.ndarray] = {}        # bucket index -> last averaged bucket
+        self._previous: dict[tuple, np.ndarray] = {}      # (bucket index, layout) -> last average
         self._layouts: dict[tuple, tuple[tuple[int, int, int], ...]] = {}
         self._out: IO[str] | None = open(self.cfg.report_path, "a") if self.cfg.report_path else None
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
@@ -248,7 +248,7 @@ class DlcpCommState:
             self._ring(job, flat)
         flat /= self.world
         if self.cfg.lost_elements == "previous":
-            self._previous[job.bucket_index] = flat.copy()
+            self._previous[(job.bucket_index, job.layout)] = flat.copy()
         if work is not buf:
             buf.copy_(work)
         rep = self._report
@@ -288,9 +288,8 @@ class DlcpCommState:
         position = [self._chunk_position(job.layout, int(bounds[i]), int(bounds[i + 1])) for i in range(n)]
         policy = self.cfg.policy
         gather = replace(policy, loss_bound=0.0, pull_critical=True)   # all CRITICAL, fully reliable
-        previous = self._previous.get(job.bucket_index) if self.cfg.lost_elements == "previous" else None
-        if previous is not None and previous.size != flat.size:
-            previous = None                                          # buckets were rebuilt
+        # keyed by layout too: DDP rebuilds its buckets after the first step
+        previous = self._previous.get((job.bucket_index, job.layout)) if self.cfg.lost_elements == "previous" else None
         for s in range(n - 1):                                       # reduce-scatter
             send_c, recv_c = (r - s) % n, (r - s - 1) % n
             tmp = np.zeros(chunk[recv_c].size, np.float32)

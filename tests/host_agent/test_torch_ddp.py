@@ -81,12 +81,12 @@ def _scenario_lossless(rank: int, world: int) -> dict:
     return {"steps": res, "reports": reports}
 
 
-def _relay_rule(seed: int):
+def _relay_rule(seed: int, from_iteration: int = 0):
     """5 % of non-critical DATA and 3 % of first transmissions of critical DATA dropped."""
     rng = random.Random(seed)
 
     def rule(h: P.DlcpHeader) -> bool:
-        if h.msg_type != P.MSG_DATA or h.flags & P.FLAG_RETX:
+        if h.msg_type != P.MSG_DATA or h.flags & P.FLAG_RETX or h.iteration < from_iteration:
             return False
         return rng.random() < (0.03 if h.flags & P.FLAG_CRITICAL else 0.05)
     return rule
@@ -109,6 +109,32 @@ def _scenario_lossy(rank: int, world: int) -> dict:
             reports = [r.as_record() for r in state.reports]
         dropped = dict(relay.dropped)
     return {"steps": res, "reports": reports, "dropped": dropped}
+
+
+def _scenario_previous(rank: int, world: int) -> dict:
+    """Every rank the same batch, no update: each rank's gradient is the average, so
+    ``lost_elements="previous"`` (ranks x last average) repairs every lost element exactly."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from host_agent.endpoint import Endpoint, EndpointConfig
+    from host_agent.torch_ddp import DlcpHookConfig, register_dlcp_hook
+    ddp = DDP(_model(), bucket_cap_mb=0.01)
+    ep = Endpoint(EndpointConfig(job_id=4, worker_id=rank, give_up_after=PEER_TIMEOUT))
+    x, y = _batch(0, 0)
+    res = []
+    # loss from step 2 on: step 1 (after DDP's bucket rebuild) leaves an exact previous average
+    with LossyRelay(ep.address, _relay_rule(10 + rank, from_iteration=2)) as relay:
+        cfg = DlcpHookConfig(advertise=relay.address, job_id=4, peer_timeout=PEER_TIMEOUT, lost_elements="previous")
+        with register_dlcp_hook(ddp, cfg, endpoint=ep) as state:
+            for _ in range(5):
+                ddp.zero_grad()
+                torch.nn.functional.cross_entropy(ddp(x), y).backward()
+                res.append(torch.cat([p.grad.reshape(-1) for p in ddp.module.parameters()]).numpy().copy())
+            reports = [r.as_record() for r in state.reports]
+    ddp.zero_grad()
+    torch.nn.functional.cross_entropy(ddp.module(x), y).backward()
+    ref = torch.cat([p.grad.reshape(-1) for p in ddp.module.parameters()]).numpy().copy()
+    return {"got": res, "ref": ref, "reports": reports}
 
 
 def _scenario_dies(rank: int, world: int) -> dict:
@@ -145,7 +171,8 @@ def _scenario_dies(rank: int, world: int) -> dict:
             "is_dlcp": isinstance(first, DlcpCommError) or "DlcpCommError" in str(first)}
 
 
-SCENARIOS = {"lossless": _scenario_lossless, "lossy": _scenario_lossy, "dies": _scenario_dies}
+SCENARIOS = {"lossless": _scenario_lossless, "lossy": _scenario_lossy, "previous": _scenario_previous,
+             "dies": _scenario_dies}
 
 
 def _worker(rank: int, world: int, port: int, names: list[str], q) -> None:
@@ -195,7 +222,7 @@ def run_world(world: int, names: list[str], timeout: float = 120.0) -> dict[str,
 
 @pytest.fixture(scope="module")
 def world4() -> dict[str, dict[int, dict]]:
-    return run_world(4, ["lossless", "lossy", "dies"])
+    return run_world(4, ["lossless", "lossy", "previous", "dies"])
 
 
 def _check_lossless(res: dict[int, dict], world: int) -> None:
@@ -241,6 +268,17 @@ def test_ddp_through_lossy_relay_critical_arrives_loss_within_bound(world4):
             wrong = int((~np.isclose(st["got"], st["ref"], rtol=1e-5, atol=1e-7)).sum())
             n = st["ref"].size
             assert wrong <= (world - 1) * (BOUND * n + world * 362 * res[rank]["reports"][step]["buckets"])
+
+
+def test_ddp_lost_elements_previous_repairs_from_last_step(world4):
+    res = world4["previous"]
+    assert sorted(res) == [0, 1, 2, 3]
+    # DDP rebuilds its buckets after step 0; loss starts at step 2, filled from the step before
+    given_up = sum(rep["elements_given_up"] for r in res.values() for rep in r["reports"][2:])
+    assert given_up > 0
+    for r in res.values():
+        for got in r["got"][2:]:
+            np.testing.assert_allclose(got, r["ref"], rtol=1e-4, atol=1e-6)
 
 
 def test_ddp_dead_peer_fails_the_others_within_bound(world4):
