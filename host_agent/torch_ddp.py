@@ -188,6 +188,11 @@ class DlcpCommState:
             fut.set_exception(self.error)
             return fut
         buf = bucket.buffer()
+        if buf.device.type != "cpu":
+            self.error = DlcpCommError(f"rank {self.rank}: bucket {bucket.index()} is on {buf.device}; "
+                                       "the DLCP hook reduces CPU tensors only")
+            fut.set_exception(self.error)
+            return fut
         self._jobs.put(_Job(bucket.index(), bucket.is_last(), buf, self._layout(bucket, buf), fut,
                             time.perf_counter()))
         return fut
