@@ -65,7 +65,7 @@ def main() -> int:
     repeat = 1 if args.quick else 5
     n = batches * batch
 
-    dev = SwitchDevice(name="bench")
+    dev = SwitchDevice(name="bench", priority_queues=8)
     dev.load_program(program)
     sink = dev.ports[2] = SinkPort(2)
     path = dev.path

@@ -1,6 +1,7 @@
 """Traffic manager: the queues between ingress and egress, modelled on BMv2 simple_switch.
 
-Per egress port there are N strict-priority FIFO queues (BMv2 numbering: 0 lowest, N-1 highest).
+Per egress port there are N strict-priority FIFO queues (BMv2 numbering: 0 lowest, N-1 highest);
+N defaults to 1, as simple_switch's does without ``--priority-queues``.
 A packet whose priority is >= N is dropped and counted (BMv2 logs "Priority out of range"). Each
 queue holds at most ``depth`` packets (tail drop when full, counted).
 
@@ -31,7 +32,7 @@ from typing import NamedTuple
 from p4sim.errors import UserError
 
 DEFAULT_QUEUE_DEPTH = 64
-DEFAULT_PRIORITY_QUEUES = 8
+DEFAULT_PRIORITY_QUEUES = 1       # as simple_switch without --priority-queues
 # How far a link may "catch up" after the loop woke late: bounded burst instead of lost capacity.
 PORT_CATCH_UP_NS = 1_000_000
 

@@ -63,6 +63,7 @@ class SwitchProcess:
         start_with = [self.program] if self.program else ["--no-p4"]
         argv = [sys.executable, "-m", "p4sim.cli", "switch", *start_with, "--device-id", str(self.device_id),
                 "--grpc-server-addr", self.grpc_addr, "--ctl-addr", f"127.0.0.1:{self.ctl_port}",
+                "--priority-queues", "8",   # DLCP's priority map uses queues 0..7 (the default is 1, as BMv2)
                 "--packet-in", self.ipc, "--log-file", str(self.log), "--name", f"s{self.device_id}"]
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         channel = grpc.insecure_channel(self.grpc_addr)

@@ -26,7 +26,7 @@ class NetnsHarness:
         self.topo = topo
         self.hosts = {i + 1: HostSocket(h) for i, h in enumerate(topo.hosts)}
         args = [sys.executable, "-m", "p4sim.cli", "switch", "--no-grpc", "--ctl-addr", "127.0.0.1:0",
-                "--name", "s-netns", "--log-console"]
+                "--name", "s-netns", "--log-console", "--priority-queues", "8"]   # tm_probe: DSCP -> 0..7
         for i, sw in enumerate(topo.switch_ifaces):
             args += ["-i", f"{i + 1}@{sw}"]
         self.proc = subprocess.Popen(args + list(extra) + [TM_PROBE_P4], stdout=subprocess.PIPE,

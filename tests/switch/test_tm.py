@@ -40,7 +40,7 @@ def test_strict_priority_overtakes_under_port_rate():
 
 
 def test_port_rate_paces_departures():
-    tm = TrafficManager()
+    tm = TrafficManager(priority_queues=8)
     tm.set_port_rate(2, 8_000_000)
     for i in range(3):
         tm.enqueue(2, 0, Pkt(str(i)), 0)
@@ -60,7 +60,7 @@ def test_without_rate_everything_leaves_in_priority_order():
 
 
 def test_tail_drop_counted_per_queue():
-    tm = TrafficManager(queue_depth=4)
+    tm = TrafficManager(priority_queues=8, queue_depth=4)
     results = [tm.enqueue(3, 2, Pkt(str(i)), 0) for i in range(10)]
     assert results == [True] * 4 + [False] * 6
     q = tm.snapshot()["ports"]["3"]["queues"][2]
@@ -78,7 +78,7 @@ def test_priority_out_of_range_dropped_and_counted():
 
 
 def test_queue_metadata_matches_port_occupancy():
-    tm = TrafficManager()
+    tm = TrafficManager(priority_queues=8)
     tm.set_port_rate(1, 8_000_000)
     t0 = 5 * MS
     for i, prio in enumerate([0, 0, 5, 5, 0]):
@@ -95,7 +95,7 @@ def test_queue_metadata_matches_port_occupancy():
 
 def test_queue_rate_is_per_queue_not_shared():
     """BMv2 set_queue_rate: two queues at 1000 pps together send 2000 pps."""
-    tm = TrafficManager()
+    tm = TrafficManager(priority_queues=8)
     tm.set_queue_rate(1000, 1)
     for i in range(4):
         tm.enqueue(1, 0, Pkt(f"lo{i}"), 0)
@@ -105,7 +105,7 @@ def test_queue_rate_is_per_queue_not_shared():
 
 
 def test_queue_rate_strict_priority_among_due_queues():
-    tm = TrafficManager()
+    tm = TrafficManager(priority_queues=8)
     tm.set_queue_rate(1000, 1, 0)           # only queue 0 is paced
     for i in range(3):
         tm.enqueue(1, 0, Pkt(f"lo{i}"), 0)
@@ -132,7 +132,7 @@ def test_settings_apply_to_future_ports_and_validate():
 
 
 def test_clear_drops_queued_packets():
-    tm = TrafficManager()
+    tm = TrafficManager(priority_queues=8)
     tm.enqueue(1, 0, Pkt("a"), 0)
     tm.clear()
     assert tm.size == 0 and tm.dequeue_ready(10) == [] and tm.next_event_ns() is None
@@ -152,3 +152,13 @@ def test_cut_through_only_when_nothing_would_wait():
     assert not tm.cut_through(1, 3, 100, 0)          # shared link
     q3 = tm.snapshot()["ports"]["1"]["queues"][3]
     assert (q3["enqueued"], q3["dequeued"]) == (1, 1)
+
+
+def test_default_is_one_queue_as_simple_switch():
+    """simple_switch without --priority-queues has one queue per port and drops priority >= 1
+    (issue 17: STF runs passed on p4sim and lost packets on BMv2)."""
+    tm = TrafficManager()
+    assert tm.snapshot()["priority_queues"] == 1
+    assert tm.enqueue(1, 0, Pkt("low"), 0) is True
+    assert tm.enqueue(1, 1, Pkt("high"), 0) is False
+    assert tm.snapshot()["priority_drops"] == 1
