@@ -122,7 +122,9 @@ class Scenario:
     topo_params: dict = field(default_factory=dict)
     jobs: tuple[Job, ...] = ()
     flows: tuple[Flow, ...] = ()
-    link_mbps: float = 40.0     # the switches measured below 35 % of a core at this speed (docs/experiments.md)
+    # 20 Mbit/s: the Python switches and agents keep ample CPU headroom on 2 shared cores (measured
+    # 9-18 % of a core per switch at 20-40 Mbit/s); the calibration scales down further if needed.
+    link_mbps: float = 20.0
     iterations: int = 8
     compute_ratio: float = 1.0
 

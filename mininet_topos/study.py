@@ -305,7 +305,21 @@ class Study:
         return {"study": asdict(replace(self.cfg, notes=list(self.cfg.notes))), "scenario": _scenario_dict(self.scen),
                 "iterations": self.iterations, "link_mbps": self.link_mbps, "compute_ratio": self.compute_ratio,
                 "modes": {m: MODES[m].about for m in self.modes}, "python": sys.version.split()[0],
+                "git": _git_head(),
                 "started": self.run_dir.name[:15]}
+
+
+def _git_head() -> str:
+    """The commit measured (and whether the tree had local changes), for the record."""
+    repo = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return f"{head}{' (+ local changes)' if dirty else ''}" if head else "unknown"
 
 
 def shipped_policy() -> dict:

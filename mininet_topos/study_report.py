@@ -132,7 +132,7 @@ def write_study_report(run_dir: Path) -> Path:
     scen = config["scenario"]
     lines = [f"# DLCP study: scenario `{scen['name']}`", "",
              f"{scen['about']}.", "",
-             f"- started {config.get('started', '?')} (UTC stamp), machine: {platform.node()}, "
+             f"- started {config.get('started', '?')} (UTC stamp), commit {config.get('git', '?')}, machine: {platform.node()}, "
              f"{_cpu_model()}, {_ncpu()} cores, Linux {platform.release()}",
              f"- topology {scen['topo']} {scen['topo_params']}, links {config['link_mbps']:g} Mbit/s (emulated in the "
              f"switches), queue depth {config['study']['queue_depth']}, compute ratio {config['compute_ratio']:g} "
