@@ -1,6 +1,6 @@
 """Every scenario of ``dlcp-exp --scenario`` in a short form, in real Mininet through p4sim switches.
 
-Short form: one seed, 2 iterations, emulated compute at 0.2 of the link time. ``incast`` runs all
+Short form: one seed, 2 iterations, 40 Mbit/s links, emulated compute at 0.2 of the link time. ``incast`` runs all
 seven modes (so every mode is covered once); the others run DLCP against a TCP flavour. Budget:
 about 5 minutes for the whole module on 2 cores.
 """
@@ -34,7 +34,7 @@ def _read(path):
 @pytest.fixture(scope="module", params=list(SHORT))
 def study(request, tmp_path_factory):
     name = request.param
-    cfg = StudyConfig(scenario=name, modes=SHORT[name], seeds=1, iterations=2, compute_ratio=0.2, timeout_s=90,
+    cfg = StudyConfig(scenario=name, modes=SHORT[name], seeds=1, iterations=2, compute_ratio=0.2, timeout_s=90, link_mbps=40,
                       calibrate=False, out=str(tmp_path_factory.mktemp(name)))
     run_dir = Study(cfg, log=lambda line: None).run()
     scen = scenarios.get(name)
