@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"^\s*<!--\s*runnable(?::\s*(?P<opts>.*?))?\s*-->\s*$")
 FENCE = re.compile(r"^(?P<fence>```+|~~~+)\s*(?P<info>[\w+-]*)\s*$")
 EXIT = re.compile(r"^\[exit (?P<code>\d+)\]$")
-OPTION_KEYS = {"switch", "file", "requires", "root", "timeout"}
+OPTION_KEYS = {"switch", "switch-args", "file", "requires", "root", "timeout"}
 
 
 def shown(path: Path) -> str:
@@ -93,6 +93,10 @@ class Block:
                 raise DocError(f"{self.where}: switch={spec!r}: expected DEVICE_ID,GRPC_ADDR,CTL_ADDR")
             out.append(SwitchSpec(int(parts[0]), parts[1], parts[2]))
         return out
+
+    @property
+    def switch_args(self) -> list[str]:
+        return [a for v in self.options.get("switch-args", []) for a in shlex.split(v)]
 
     @property
     def requires(self) -> list[str]:
@@ -221,13 +225,13 @@ def missing_lines(expected: list[str], output: str) -> list[str]:
 class DocSwitch:
     """One ``p4sim switch --no-p4`` process on free loopback ports, started for a doc example."""
 
-    def __init__(self, spec: SwitchSpec, workdir: Path) -> None:
+    def __init__(self, spec: SwitchSpec, workdir: Path, extra: list[str]) -> None:
         self.spec = spec
         self.log = workdir / f"doc-switch-{spec.device_id}.log"
         argv = [str(Path(sys.executable).parent / "p4sim"), "switch", "--no-p4", "--device-id",
                 str(spec.device_id), "--name", f"s{spec.device_id}", "--grpc-server-addr", "127.0.0.1:0",
                 "--ctl-addr", "127.0.0.1:0", "--packet-in", f"ipc://{workdir}/s{spec.device_id}.ipc",
-                "--log-file", str(self.log)]
+                "--log-file", str(self.log), *extra]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = self.proc.stdout.readline() if self.proc.stdout else ""
         grpc = re.search(r"grpc=(\S+)", line)
@@ -296,7 +300,7 @@ class Session:
     def start_switches(self, block: Block) -> None:
         for spec in block.switches:
             if spec.device_id not in self.switches:
-                sw = DocSwitch(spec, self.workdir)
+                sw = DocSwitch(spec, self.workdir, block.switch_args)
                 self.switches[spec.device_id] = sw
                 self.substitutions[spec.grpc] = sw.grpc
                 self.substitutions[spec.ctl] = sw.ctl
