@@ -10,7 +10,10 @@
     dlcpctl -c net.yaml queues set SWITCH [--port P [--queue Q]] [--depth N] [--rate PPS]
 
 Exit codes: 0 success; 1 bad input (YAML, names, values); 2 command-line usage; 3 a switch could
-not do it (unreachable, not primary, wrong pipeline, write refused and rolled back); 130 interrupted.
+not do it (unreachable, not primary, wrong pipeline, write refused and rolled back; for commands
+over several switches: none of them could); 4 partial: a command over several switches (apply,
+status, show, entries, stats) served the reachable ones and named each other on stderr with the
+reason; 130 interrupted.
 Errors are one line on stderr. ``set`` commands change the live switch with one write; the next
 ``apply`` brings the switch back to the YAML, so persist a change by editing the YAML.
 """
@@ -28,9 +31,13 @@ from controller.cli_common import (
     EXIT_INPUT,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_PARTIAL,
     EXIT_SWITCH,
     EXIT_USAGE,
     controller_for,
+    finish,
+    forget_networks,
+    name_failure,
     s_net,
 )
 from controller.cli_tables import (
@@ -44,11 +51,12 @@ from controller.cli_tables import (
     cmd_thresholds_show,
 )
 from controller.controller import Controller, SwitchSession
-from controller.errors import ApplyFailed, ControllerError, SwitchError
+from controller.errors import ApplyFailed, ControllerError, NoSwitchReachable, SwitchError
+from controller.netconfig import MAX_ELECTION_ID
 from controller.output import emit, emit_json, table
-from p4sim.errors import UserError
 
-__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE", "EXIT_SWITCH", "EXIT_INTERRUPTED"]
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE", "EXIT_SWITCH", "EXIT_PARTIAL",
+           "EXIT_INTERRUPTED"]
 
 APPLY_LINES = 10   # diff lines per switch that `apply` prints (`apply --dry-run` prints all)
 
@@ -63,6 +71,13 @@ def _nonneg(text: str) -> int:
     return value
 
 
+def _election_id(text: str) -> int:
+    value = _nonneg(text)
+    if value > MAX_ELECTION_ID:
+        raise argparse.ArgumentTypeError(f"{value} does not fit P4Runtime's 128-bit election id")
+    return value
+
+
 def _on_off(text: str) -> bool:
     if text.lower() in ("on", "1", "true", "yes"):
         return True
@@ -73,9 +88,10 @@ def _on_off(text: str) -> bool:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dlcpctl", description="DLCP controller for network operators",
-                                epilog="exit codes: 0 ok, 1 bad input, 2 usage, 3 switch error, 130 interrupted")
+                                epilog="exit codes: 0 ok, 1 bad input, 2 usage, 3 switch error, "
+                                       "4 partial (some switches unreachable; the others served), 130 interrupted")
     p.add_argument("-c", "--config", required=True, metavar="NET.YAML", help="network description")
-    p.add_argument("--election-id", type=_nonneg, help="P4Runtime election id (default: the YAML's)")
+    p.add_argument("--election-id", type=_election_id, help="P4Runtime election id (default: the YAML's)")
     p.add_argument("--role", help="P4Runtime role name (default: the YAML's, else the default role)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("-v", "--verbose", action="count", default=0,
@@ -92,36 +108,41 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("status", help="switches, primary, pipeline, entry counts")
     s.set_defaults(func=cmd_status)
 
-    t = sub.add_parser("thresholds", help="per (queue, magnitude class) drop and ECN depths")
-    tsub = t.add_subparsers(dest="action", required=True)
-    ts = tsub.add_parser("show")
-    ts.add_argument("switch", nargs="?")
+    t = sub.add_parser("thresholds", help="per (queue, magnitude class) drop and ECN depths",
+                       description="Selective drop and ECN marking thresholds of DLCP packets, one entry "
+                                   "per (queue, magnitude class) in DlcpIngress.drop_thresholds.")
+    tsub = t.add_subparsers(dest="action", required=True, metavar="{show,set}")
+    ts = tsub.add_parser("show", help="list the thresholds of every switch (or one)",
+                         description="Read the thresholds the switches hold now (no arbitration needed).")
+    ts.add_argument("switch", nargs="?", help="only this switch (default: every switch of the YAML)")
     ts.set_defaults(func=cmd_thresholds_show)
-    tt = tsub.add_parser("set")
+    tt = tsub.add_parser("set", help="change one (queue, magnitude class) entry on one switch",
+                         description="Write one threshold entry as primary; --ecn must not exceed --drop. "
+                                     "The next 'apply' restores the YAML's value.")
     tt.add_argument("switch")
-    tt.add_argument("--queue", type=_nonneg, required=True)
-    tt.add_argument("--mag", type=_nonneg, required=True)
+    tt.add_argument("--queue", type=_nonneg, required=True, help="priority queue (0 .. policy queues - 1)")
+    tt.add_argument("--mag", type=_nonneg, required=True, help="magnitude class (0..15)")
     tt.add_argument("--drop", type=_nonneg, required=True, help="drop depth (packets)")
-    tt.add_argument("--ecn", type=_nonneg, required=True, help="ECN marking depth (packets)")
+    tt.add_argument("--ecn", type=_nonneg, required=True, help="ECN marking depth (packets), at most --drop")
     tt.set_defaults(func=cmd_thresholds_set)
 
     pr = sub.add_parser("priority", help="DLCP class -> queue mapping")
-    psub = pr.add_subparsers(dest="action", required=True)
-    ps = psub.add_parser("show")
+    psub = pr.add_subparsers(dest="action", required=True, metavar="{show,set}")
+    ps = psub.add_parser("show", help="list the priority map of every switch (or one)")
     ps.add_argument("switch", nargs="?")
     ps.set_defaults(func=cmd_priority_show)
-    pt = psub.add_parser("set")
+    pt = psub.add_parser("set", help="send one policy rule's packets to another queue on one switch")
     pt.add_argument("switch")
     pt.add_argument("rule", help="priority_map rule name from the policy (e.g. layer-7)")
     pt.add_argument("--queue", type=_nonneg, required=True)
     pt.set_defaults(func=cmd_priority_set)
 
     e = sub.add_parser("ecmp", help="ECMP groups, members, spraying")
-    esub = e.add_subparsers(dest="action", required=True)
-    es = esub.add_parser("show")
+    esub = e.add_subparsers(dest="action", required=True, metavar="{show,set}")
+    es = esub.add_parser("show", help="list groups, members and per-member packets")
     es.add_argument("switch", nargs="?")
     es.set_defaults(func=cmd_ecmp_show)
-    et = esub.add_parser("set")
+    et = esub.add_parser("set", help="turn spraying of one group on or off on one switch")
     et.add_argument("switch")
     et.add_argument("--group", type=_nonneg, required=True)
     et.add_argument("--spray", type=_on_off, required=True, metavar="on|off")
@@ -139,12 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
     st.set_defaults(func=cmd_stats)
 
     q = sub.add_parser("queues", help="queue depth/rate via the target's runtime CLI")
-    qsub = q.add_subparsers(dest="action", required=True)
-    qs = qsub.add_parser("set")
+    qsub = q.add_subparsers(dest="action", required=True, metavar="{set}")
+    qs = qsub.add_parser("set", help="queue depth and/or pacing rate of one switch",
+                         description="Checked against the switch's ports and queues first (p4sim reports "
+                                     "them; otherwise the ports the YAML attaches and the policy's queues).")
     qs.add_argument("switch")
-    qs.add_argument("--port", type=_nonneg)
-    qs.add_argument("--queue", type=_nonneg)
-    qs.add_argument("--depth", type=_nonneg)
+    qs.add_argument("--port", type=_nonneg, help="one port (default: every port)")
+    qs.add_argument("--queue", type=_nonneg, help="one priority queue of --port (default: every queue)")
+    qs.add_argument("--depth", type=_nonneg, help="queue limit (packets, at least 1)")
     qs.add_argument("--rate", type=_nonneg, help="packets per second")
     qs.set_defaults(func=cmd_queues_set)
     return p
@@ -154,7 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_apply(args: argparse.Namespace) -> int:
     ctl = controller_for(args, args.switch)
     try:
-        ctl.connect(require_primary=not args.dry_run)
+        # --watch waits for every switch; a one-shot apply serves the reachable ones (exit 4)
+        # a dry run only reads: it never joins the election (it must not demote the running primary)
+        ctl.connect(require_primary=not args.dry_run, arbitrate=not args.dry_run, partial=not args.watch)
+        for err in ctl.unreachable.values():
+            name_failure(err)
         reports = ctl.apply(dry_run=args.dry_run, force_pipeline=args.force_pipeline)
         if args.json:
             emit_json({name: {"pipeline": r.pipeline, "changes": r.plan.counts(),
@@ -181,7 +208,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             signal.signal(signal.SIGTERM, lambda *_: stop.set())
             ctl.supervise(stop, on_restore=lambda n, r: emit(
                 f"{n}: restored (pipeline {r.pipeline}, {r.plan.counts()})"))
-        return EXIT_OK
+        return finish(ctl)
     finally:
         ctl.close()
 
@@ -192,7 +219,8 @@ def _apply_queues(ctl: Controller, quiet: bool) -> None:
     for name, s in ctl.sessions.items():
         if not has_runtime(s.conf):
             continue
-        for text in apply_queue_config(s.conf, ctl.net.queues):
+        for text in apply_queue_config(s.conf, ctl.net.queues, yaml_ports=ctl.net.switch_ports(name),
+                                       queues=ctl.net.policy.queues):
             if not quiet:
                 emit(f"{name}: queues: {text}")
 
@@ -232,13 +260,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         for i in data.values():
             if "error" in i:
                 emit(i["error"])
-    return EXIT_OK if all(i["reachable"] for i in data.values()) else EXIT_SWITCH
+    reachable = [i["reachable"] for i in data.values()]
+    return EXIT_OK if all(reachable) else EXIT_PARTIAL if any(reachable) else EXIT_SWITCH
 
 
 def cmd_queues_set(args: argparse.Namespace) -> int:
     from controller.runtime_cli import set_queues
     net = s_net(args)
-    done = set_queues(net.switch(args.switch), args.port, args.queue, args.depth, args.rate)
+    done = set_queues(net.switch(args.switch), args.port, args.queue, args.depth, args.rate,
+                      yaml_ports=net.switch_ports(args.switch), queues=net.policy.queues)
     for text in done:
         emit(f"{args.switch}: {text}")
     return EXIT_OK
@@ -247,6 +277,7 @@ def cmd_queues_set(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    forget_networks()          # each run reads its YAML afresh (main may run many times in-process)
     level = [logging.ERROR, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
@@ -254,10 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     except SwitchError as err:
         print(f"dlcpctl: {err}", file=sys.stderr)
         return EXIT_SWITCH
-    except ApplyFailed as err:
+    except (ApplyFailed, NoSwitchReachable) as err:
         print(f"dlcpctl: {err}", file=sys.stderr)
         return EXIT_SWITCH
-    except UserError as err:
+    except ControllerError as err:
         print(f"dlcpctl: {err}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:

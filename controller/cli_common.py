@@ -1,17 +1,24 @@
 """Helpers shared by the ``dlcpctl`` command modules: the loaded network, controllers for reading
-(no arbitration), a session for writing one switch (as primary), and entry field access."""
+(no arbitration), a session for writing one switch (as primary), entry field access, and the
+partial-failure rule of commands that span several switches: the reachable switches' output is
+shown, each switch that failed is named on stderr with its reason, and the exit code is
+``EXIT_PARTIAL`` (``EXIT_SWITCH`` when none could be reached)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 from p4.v1 import p4runtime_pb2
 
 from controller import netconfig, reconcile, wire
 from controller.controller import Controller, SwitchSession
-from controller.errors import SwitchError
+from controller.errors import ControllerError, SwitchError
 
-EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_SWITCH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_SWITCH, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+T = TypeVar("T")
 
 _NETS: dict[str, netconfig.NetConfig] = {}
 
@@ -20,6 +27,11 @@ def s_net(args: argparse.Namespace) -> netconfig.NetConfig:
     if args.config not in _NETS:
         _NETS[args.config] = netconfig.load(args.config)
     return _NETS[args.config]
+
+
+def forget_networks() -> None:
+    """Drop the loaded network YAMLs (the next ``s_net`` reads the file again)."""
+    _NETS.clear()
 
 
 def controller_for(args: argparse.Namespace, switches: list[str] | None = None) -> Controller:
@@ -37,8 +49,39 @@ def open_reader(args: argparse.Namespace, switch: str | list[str] | None, table_
     if table_name is not None:
         for s in ctl.sessions.values():
             s.index.table(table_name)
-    ctl.connect(require_primary=False, arbitrate=False)
+    try:
+        ctl.connect(require_primary=False, arbitrate=False, partial=True)
+    except ControllerError:
+        ctl.close()
+        raise
+    for err in ctl.unreachable.values():
+        name_failure(err)
     return ctl
+
+
+def name_failure(err: ControllerError) -> None:
+    """One switch left out of a multi-switch command: one line on stderr, as it happens."""
+    print(f"dlcpctl: {err}", file=sys.stderr, flush=True)
+
+
+def per_switch(ctl: Controller, fn: Callable[[SwitchSession], T]) -> dict[str, T]:
+    """``fn`` on each connected switch in order; a switch whose ``fn`` fails joins ``ctl.unreachable``."""
+    results: dict[str, T] = {}
+    for name, s in list(ctl.sessions.items()):
+        try:
+            results[name] = fn(s)
+        except SwitchError as err:
+            ctl.unreachable[name] = err
+            ctl.sessions.pop(name).close()
+            name_failure(err)
+    return results
+
+
+def finish(ctl: Controller) -> int:
+    """The exit code of a multi-switch command: ok, partial (some switches failed) or none answered."""
+    if not ctl.unreachable:
+        return EXIT_OK
+    return EXIT_PARTIAL if ctl.sessions else EXIT_SWITCH
 
 
 def writer_session(args: argparse.Namespace, switch: str) -> SwitchSession:

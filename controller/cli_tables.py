@@ -2,7 +2,8 @@
 ``thresholds``, ``priority``, ``ecmp`` (show | set), ``entries`` and ``stats``.
 
 ``set`` commands write one entry (MODIFY when it exists, else INSERT) as the primary; show
-commands read without arbitrating.
+commands read without arbitrating. Show commands and ``stats`` over several switches print what
+the reachable ones hold and name the others (``cli_common.finish``: exit 4 for a partial answer).
 """
 
 from __future__ import annotations
@@ -20,34 +21,36 @@ from controller.cli_common import (
     connect_writer,
     entry_match,
     entry_params,
+    finish,
     open_reader,
+    per_switch,
     s_net,
     table_entries,
     write_one,
     writer_session,
 )
 from controller.controller import SwitchSession
-from controller.errors import SwitchError
+from controller.errors import SwitchError, ValueError_
 from controller.output import emit, emit_json, table
 
 
 def _show(args: argparse.Namespace, table_name: str, render, reverse: bool = False) -> int:
     ctl = open_reader(args, args.switch, table_name)
     try:
-        rows, data = [], {}
-        for name, s in ctl.sessions.items():
+        def read(s: SwitchSession) -> list[dict]:
             items = [render(s, e) for e in table_entries(s, table_name)]
             items.sort(key=lambda d: tuple(d.values()), reverse=reverse)
-            data[name] = items
-            rows.extend((name, *d.values()) for d in items)
+            return items
+        data = per_switch(ctl, read)
+        rows = [(name, *d.values()) for name, items in data.items() for d in items]
         if args.json:
             emit_json(data)
         elif rows:
             first = next(d for items in data.values() for d in items)
             emit(table(("switch", *first.keys()), rows))
-        else:
+        elif data:
             emit("(no entries)")
-        return EXIT_OK
+        return finish(ctl)
     finally:
         ctl.close()
 
@@ -60,7 +63,18 @@ def cmd_thresholds_show(args: argparse.Namespace) -> int:
     return _show(args, api.DROP_THRESHOLDS, render)
 
 
+def check_queue(args: argparse.Namespace, queue: int) -> None:
+    """A queue the switches of this network have (the policy's ``queues``), before any connection."""
+    queues = s_net(args).policy.queues
+    if not 0 <= queue < queues:
+        raise ValueError_(f"--queue {queue}: the switches have queues 0..{queues - 1} (policy 'queues: {queues}')")
+
+
 def cmd_thresholds_set(args: argparse.Namespace) -> int:
+    if args.ecn > args.drop:
+        raise ValueError_(f"--ecn {args.ecn} is above --drop {args.drop}: packets would be dropped before any "
+                          "is marked; give an ECN depth at most the drop depth")
+    check_queue(args, args.queue)
     session = writer_session(args, args.switch)
     try:
         entry = api.threshold(session.index, args.queue, args.mag, args.drop, args.ecn)
@@ -85,6 +99,7 @@ def cmd_priority_show(args: argparse.Namespace) -> int:
 
 
 def cmd_priority_set(args: argparse.Namespace) -> int:
+    check_queue(args, args.queue)
     session = writer_session(args, args.switch)
     try:
         rule = s_net(args).policy.rule(args.rule)
@@ -100,9 +115,10 @@ def cmd_priority_set(args: argparse.Namespace) -> int:
 def cmd_ecmp_show(args: argparse.Namespace) -> int:
     ctl = open_reader(args, args.switch)
     try:
-        rows, data = [], {}
-        for name, s in ctl.sessions.items():
-            groups = {}
+        rows = []
+
+        def read(s: SwitchSession) -> dict:
+            groups: dict = {}
             for e in table_entries(s, api.ECMP_GROUPS):
                 p = entry_params(s, e)
                 groups[int(entry_match(s, e)["group_id"])] = {"members": p.get("num_members"),
@@ -112,15 +128,17 @@ def cmd_ecmp_show(args: argparse.Namespace) -> int:
                 g = groups.setdefault(int(m["group_id"]), {"members": None, "spray": None, "nexthops": {}})
                 g["nexthops"][int(m["member_index"])] = {"nexthop": entry_params(s, e).get("nexthop_id"),
                                                          "packets": e.counter_data.packet_count}
-            data[name] = groups
+            return groups
+        data = per_switch(ctl, read)
+        for name, groups in data.items():
             for gid, g in sorted(groups.items()):
                 for idx, member in sorted(g["nexthops"].items()):
                     rows.append((name, gid, "on" if g["spray"] else "off", idx, member["nexthop"], member["packets"]))
         if args.json:
             emit_json(data)
-        else:
+        elif data:
             emit(table(("switch", "group", "spray", "member", "nexthop", "packets"), rows) if rows else "(no groups)")
-        return EXIT_OK
+        return finish(ctl)
     finally:
         ctl.close()
 
@@ -146,22 +164,18 @@ def cmd_ecmp_set(args: argparse.Namespace) -> int:
 def cmd_entries(args: argparse.Namespace) -> int:
     ctl = open_reader(args, args.switch, args.table)
     try:
-        rows, data = [], {}
-        headers: tuple = ()
-        for name, s in ctl.sessions.items():
+        def read(s: SwitchSession) -> list[dict]:
             tname = s.index.table(args.table).preamble.name
-            items = []
-            for e in table_entries(s, tname):
-                fields = entry_match(s, e)
-                headers = ("switch", *fields.keys(), "priority", "action")
-                items.append({**fields, "priority": e.priority, "action": s.index.action_text(e)})
-                rows.append((name, *fields.values(), e.priority, s.index.action_text(e)))
-            data[name] = items
+            return [{**entry_match(s, e), "priority": e.priority, "action": s.index.action_text(e)}
+                    for e in table_entries(s, tname)]
+        data = per_switch(ctl, read)
+        rows = [(name, *item.values()) for name, items in data.items() for item in items]
+        headers = next((("switch", *item.keys()) for items in data.values() for item in items), ())
         if args.json:
             emit_json(data)
-        else:
+        elif data:
             emit(table(headers, rows) if rows else "(no entries)")
-        return EXIT_OK
+        return finish(ctl)
     finally:
         ctl.close()
 
@@ -198,14 +212,14 @@ def cmd_stats(args: argparse.Namespace) -> int:
         prev = None
         rounds = 0
         while True:
-            snaps = {name: stats_mod.snapshot(s.client, s.index) for name, s in ctl.sessions.items()}
+            snaps = per_switch(ctl, lambda s: stats_mod.snapshot(s.client, s.index))
             if args.json:
                 emit_json({n: s.as_json() for n, s in snaps.items()})
-            else:
-                emit(_render_stats(snaps, prev))
+            elif snaps:
+                emit(_render_stats(snaps, {n: p for n, p in prev.items() if n in snaps} if prev else None))
             rounds += 1
-            if not args.watch or (args.count and rounds >= args.count):
-                return EXIT_OK
+            if not args.watch or (args.count and rounds >= args.count) or not ctl.sessions:
+                return finish(ctl)
             prev = snaps
             time.sleep(args.watch)
             if not args.json:

@@ -19,7 +19,7 @@ from p4.config.v1 import p4info_pb2
 
 from controller import desired as desired_mod
 from controller import gc_pause, reconcile
-from controller.errors import ApplyFailed, ControllerError, PipelineMismatch
+from controller.errors import ApplyFailed, ControllerError, NoSwitchReachable, PipelineMismatch
 from controller.netconfig import NetConfig, SwitchConf
 from controller.p4info_index import P4InfoIndex, load_p4info
 from controller.p4rt_client import P4RuntimeClient
@@ -115,6 +115,8 @@ class Controller:
         self._stop = threading.Event()
         self._restored = threading.Condition()
         self.restore_count: dict[str, int] = {n: 0 for n in names}
+        # switches left out by connect(partial=True), with the reason (e.g. unreachable)
+        self.unreachable: dict[str, ControllerError] = {}
 
     def _each(self, fn: Callable[[SwitchSession], object]) -> dict[str, object]:
         """Run ``fn`` on every session in parallel; the first ControllerError (by switch order) is raised."""
@@ -144,12 +146,26 @@ class Controller:
                 raise err
         return results, errors
 
-    def connect(self, require_primary: bool = True, arbitrate: bool = True) -> None:
+    def connect(self, require_primary: bool = True, arbitrate: bool = True, partial: bool = False) -> None:
+        """Connect every switch in parallel; the first failure (by switch order) is raised.
+
+        With ``partial`` the switches that fail are left out instead (closed, dropped from
+        ``sessions``, the reason kept in ``unreachable``) and the rest carry on; only when every
+        switch fails is an error raised, naming each one.
+        """
         def one(s: SwitchSession) -> None:
             s.connect(arbitrate=arbitrate)
             if require_primary:
                 s.client.require_primary()
-        self._each(one)
+        if not partial:
+            self._each(one)
+            return
+        _, errors = self._each_all(one)
+        for name, err in errors.items():
+            self.sessions.pop(name).close()
+            self.unreachable[name] = err
+        if not self.sessions and errors:
+            raise NoSwitchReachable(list(errors.values()))
 
     def desired(self, session: SwitchSession) -> desired_mod.SwitchDesired:
         """The entries ``session``'s switch should hold (built once per controller, then cached)."""
@@ -269,7 +285,8 @@ class Controller:
         if not has_runtime(s.conf):
             return
         try:
-            apply_queue_config(s.conf, self.net.queues)
+            apply_queue_config(s.conf, self.net.queues, yaml_ports=self.net.switch_ports(s.name),
+                               queues=self.net.policy.queues)
         except ControllerError as err:
             log.warning("switch %s: queue settings not restored: %s", s.name, err)
 

@@ -1,17 +1,16 @@
 """Errors the controller reports to operators: one line each, naming switch, table and field.
 
-All derive from ``p4sim.errors.UserError`` so every DLCP command prints them the same way
-(one line, non-zero exit, no traceback).
+All derive from ``ControllerError``, the controller's own base (the controller never imports a
+target's code, p4sim included), so ``dlcpctl`` prints every one the same way: one line,
+non-zero exit, no traceback.
 """
 
 from __future__ import annotations
 
 import difflib
 
-from p4sim.errors import UserError
 
-
-class ControllerError(UserError):
+class ControllerError(Exception):
     """Base class of every controller error shown to an operator."""
 
 
@@ -46,6 +45,14 @@ class SwitchError(ControllerError):
     def __init__(self, switch: str, message: str) -> None:
         self.switch, self.message = switch, message
         super().__init__(f"switch {switch}: {message}")
+
+
+class NoSwitchReachable(ControllerError):
+    """Every switch a command needed failed to connect: one line naming each with its reason."""
+
+    def __init__(self, errors: list[ControllerError]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(str(e) for e in errors))
 
 
 class NotPrimaryError(SwitchError):

@@ -6,6 +6,11 @@ to free ports, routes leave through connected ports). Every problem is one ``Con
 ``net.yaml:12: switches.s1.grpc: 'x' does not match ...``. Paths inside the YAML (pipeline files,
 a policy file) are relative to the YAML's directory. The DLCP policy defaults to the shipped
 ``data/default_policy.yaml`` (or a built-in equivalent); an inline ``policy`` overrides it key by key.
+
+Hostile or careless files get the same one-line errors: text that is not UTF-8 (or UTF-16/32 with
+a byte order mark), integers the schema calls integers but YAML spelled as floats (``1e23``),
+identifiers wider than P4Runtime's (device id 64 bits, election id 128), values the switch would
+refuse (a queue depth of 0), and a policy path naming some other file (its content is never echoed).
 """
 
 from __future__ import annotations
@@ -25,6 +30,12 @@ from controller.targets import PipelineFiles
 from controller.yaml_lines import line_of, load_with_lines
 
 DEFAULT_POLICY_FILE = Path(__file__).parent / "data" / "default_policy.yaml"
+MAX_DEVICE_ID = (1 << 64) - 1        # P4Runtime device_id is a uint64
+MAX_ELECTION_ID = (1 << 128) - 1     # P4Runtime election_id is a Uint128
+MAX_QUEUE_DEPTH = (1 << 31) - 1      # packets; simple_switch_CLI parses an int32, p4sim wants >= 1
+MAX_TIMEOUT = 3600.0                 # s; a longer gRPC deadline is a mistake, not a wish
+MAX_CONFIG_BYTES = 64 << 20          # a network YAML or policy file larger than this is refused
+_MESSAGE_VALUE_CHARS = 60            # longest value quoted back in an error message
 
 # Used only when data/default_policy.yaml is missing: same format, minimal content.
 BUILTIN_POLICY: dict[str, object] = {
@@ -160,6 +171,17 @@ class NetConfig:
             raise NameNotFound("switch", name, list(self.switches), str(self.path))
         return self.switches[name]
 
+    def switch_ports(self, switch: str) -> list[int]:
+        """The ports of ``switch`` the YAML knows: attached hosts, links and ``ports`` settings."""
+        ports = {h.port for h in self.hosts.values() if h.switch == switch}
+        for a, ap, b, bp in self.links:
+            if a == switch:
+                ports.add(ap)
+            if b == switch:
+                ports.add(bp)
+        ports.update(self.switches[switch].ports)
+        return sorted(ports)
+
     def peer(self, switch: str, port: int) -> tuple[str, str, int | None] | None:
         """What is at the other end of (switch, port): ``("host", name, None)`` or ``("switch", s, p)``."""
         for host in self.hosts.values():
@@ -173,10 +195,80 @@ class NetConfig:
         return None
 
 
+def _is_integer(_checker: object, value: object) -> bool:
+    """JSON Schema "integer", minus what YAML makes of ``1e23`` or ``2.0`` (floats) and booleans."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+
+
+def _short(value: object) -> str:
+    """``repr(value)``, cut so an error message never carries a whole file or a huge number."""
+    text = repr(value)
+    return text if len(text) <= _MESSAGE_VALUE_CHARS else text[:_MESSAGE_VALUE_CHARS - 3] + "..."
+
+
+_TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
+               "number": "a number", "boolean": "true or false", "null": "null"}
+
+
+def _kind(value: object) -> str:
+    """What a value is, for "expected X, got Y": containers by kind, scalars with a short repr."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    name = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(type(value),
+                                                                                         type(value).__name__)
+    return f"{name} ({_short(value)})"
+
+
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+         (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def decode_text(data: bytes, file: str) -> str:
+    """File bytes as text: UTF-8 (BOM optional), or UTF-16/UTF-32 with a BOM; ConfigError otherwise."""
+    codec = next((c for bom, c in _BOMS if data.startswith(bom)), "utf-8")
+    try:
+        return data.decode(codec)
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1 if codec == "utf-8" else None
+        name = codec.upper().replace("-SIG", "")
+        raise ConfigError(file, line, "", f"not {name} text (byte {data[err.start]:#04x} at offset {err.start}); "
+                          "save the file as UTF-8") from None
+
+
+def read_config_text(path: Path, key: str, what: str) -> str:
+    """Read and decode one YAML file; one-line ConfigError when it cannot be read or is not text."""
+    file = str(path)
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as err:
+        raise ConfigError(file, None, key, f"cannot read {what}: {err.strerror or err}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(file, None, key, f"{what} is larger than {MAX_CONFIG_BYTES >> 20} MB")
+    return decode_text(data, file)
+
+
 @cache
 def schema() -> dict:
     text = (Path(__file__).parent / "data" / "netconfig.schema.json").read_text()
     return json.loads(text)
+
+
+def _check_depth(conf: dict, file: str, lines: dict, where: tuple) -> None:
+    """A queue depth the switch would refuse (0, or beyond its CLI's int32) is refused here."""
+    depth = conf.get("depth")
+    if depth is not None and not 1 <= depth <= MAX_QUEUE_DEPTH:
+        raise ConfigError(file, line_of(lines, (*where, "depth")), _dotted((*where, "depth")),
+                          f"queue depth {_short(depth)} is not in 1..{MAX_QUEUE_DEPTH} packets")
 
 
 def _dotted(path: tuple) -> str:
@@ -225,7 +317,7 @@ def _validate(data: object, lines: dict, file: str, sch: dict) -> None:
         index_map = dict(enumerate(suspects))
     else:
         index_map = None
-    validator = jsonschema.Draft202012Validator(sch)
+    validator = _Validator(sch)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if index_map is not None:
         for e in errors:   # map indexes in the filtered route list back to the file's
@@ -246,7 +338,12 @@ def _validate(data: object, lines: dict, file: str, sch: dict) -> None:
         allowed = ", ".join(sorted(best.schema.get("properties", {})))
         message = f"unknown key (allowed: {allowed})"
     elif best.validator == "oneOf":
-        message = f"{best.instance!r} is not valid here ({best.schema.get('description', 'see the schema')})"
+        message = f"{_short(best.instance)} is not valid here ({best.schema.get('description', 'see the schema')})"
+    elif best.validator == "type":
+        want = best.validator_value if isinstance(best.validator_value, list) else [best.validator_value]
+        message = f"expected {' or '.join(_TYPE_NAMES.get(w, w) for w in want)}, got {_kind(best.instance)}"
+    elif len(message) > 2 * _MESSAGE_VALUE_CHARS:
+        message = f"{_short(best.instance)} is not valid here ({best.validator}: {_short(best.validator_value)})"
     raise ConfigError(file, line_of(lines, path), _dotted(path), message)
 
 
@@ -308,15 +405,25 @@ def _threshold_values(item: dict, file: str, lines: dict, where: tuple) -> tuple
     return given[0], item[drop_key], item[ecn_key]
 
 
-def _load_policy_file(path: Path) -> tuple[dict, dict, str]:
+def _load_policy_file(path: Path, ref: tuple[str, int | None] | None = None) -> tuple[dict, dict, str]:
+    """Load a policy file; ``ref`` is the (file, line) of the ``policy:`` key that named it."""
+    ref_file, ref_line = ref or (str(path), None)
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise ConfigError(str(path), None, "policy", f"cannot read policy file: {err.strerror}") from None
+        text = read_config_text(path, "policy", "policy file")
+    except ConfigError as err:
+        raise ConfigError(ref_file, ref_line, "policy", f"{path}: {err.message}") from None
     data, lines = load_with_lines(text, str(path))
+    if data is not None and not isinstance(data, dict):
+        # never quote it: the path may name any file on this host (policy: /etc/passwd)
+        raise ConfigError(ref_file, ref_line, "policy", f"{path} is not a DLCP policy file (expected a "
+                          f"mapping, got {'a list' if isinstance(data, list) else 'a scalar'})")
     if isinstance(data, dict) and "policy" in data and isinstance(data["policy"], dict):
         data = data["policy"]
         lines = {k[1:]: v for k, v in lines.items() if k[:1] == ("policy",)}
+    known = schema()["$defs"]["policy"].get("properties", {})
+    if isinstance(data, dict) and data and not set(data) & set(known):
+        raise ConfigError(ref_file, ref_line, "policy", f"{path} is not a DLCP policy file (none of its keys "
+                          f"is a policy key: {', '.join(sorted(known))})")
     _validate(data, lines, str(path), {"$defs": schema()["$defs"], "$ref": "#/$defs/policy"})
     return data or {}, lines, str(path)
 
@@ -343,12 +450,7 @@ def _endpoint(text: str) -> tuple[str, int]:
 
 def load(path: str | Path) -> NetConfig:
     path = Path(path)
-    file = str(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ConfigError(file, None, "", f"cannot read: {err.strerror}") from None
-    return loads(text, file, path.parent)
+    return loads(read_config_text(path, "", "the network YAML"), str(path), path.parent)
 
 
 def loads(text: str, file: str = "<net.yaml>", base_dir: Path | None = None) -> NetConfig:
@@ -393,6 +495,19 @@ def _loads(text: str, file: str, base_dir: Path | None) -> NetConfig:
             mac=mac, ports={int(p): PortConf(**pc) for p, pc in raw.get("ports", {}).items()},
             thrift_port=runtime.get("thrift_port"), runtime_command=runtime.get("command"),
             runtime_addr=runtime.get("addr"), tls=tls)
+        if raw["device_id"] > MAX_DEVICE_ID:
+            raise ConfigError(file, line_of(lines, ("switches", name, "device_id")), f"switches.{name}.device_id",
+                              f"{_short(raw['device_id'])} does not fit P4Runtime's 64-bit device_id")
+        for port, pc in raw.get("ports", {}).items():
+            _check_depth(pc, file, lines, ("switches", name, "ports", port))
+    _check_depth(data.get("queues", {}), file, lines, ("queues",))
+    ctl_raw = data.get("controller", {})
+    if ctl_raw.get("election_id", 1) > MAX_ELECTION_ID:
+        raise ConfigError(file, line_of(lines, ("controller", "election_id")), "controller.election_id",
+                          f"{_short(ctl_raw['election_id'])} does not fit P4Runtime's 128-bit election_id")
+    if float(ctl_raw.get("timeout", 10.0)) > MAX_TIMEOUT:
+        raise ConfigError(file, line_of(lines, ("controller", "timeout")), "controller.timeout",
+                          f"{_short(ctl_raw['timeout'])} s is longer than {MAX_TIMEOUT:.0f} s")
     seen_grpc: dict[tuple[str, int], str] = {}
     for s in switches.values():
         key = (s.grpc, s.device_id)
@@ -455,7 +570,8 @@ def _loads(text: str, file: str, base_dir: Path | None) -> NetConfig:
     base_path: tuple = ()
     user_policy = data.get("policy")
     if isinstance(user_policy, str):
-        policy_raw, policy_lines, policy_file = _load_policy_file(_resolve(base, user_policy))
+        policy_raw, policy_lines, policy_file = _load_policy_file(_resolve(base, user_policy),
+                                                                  (file, line_of(lines, ("policy",))))
         policy_raw = {**BUILTIN_POLICY, **policy_raw}
     elif isinstance(user_policy, dict):
         policy_raw = {**policy_raw, **user_policy}

@@ -1,9 +1,12 @@
 """Queue depth and rate through the target's runtime interface (not P4Runtime, which has no queues).
 
-p4sim: ``p4sim ctl`` (library ``p4sim.switch.ctl.CtlClient`` at ``runtime.addr``, default
-``127.0.0.1:<thrift_port>``). BMv2: ``simple_switch_CLI --thrift-port N`` fed the same commands
-on stdin (``set_queue_depth DEPTH PORT [PRIO]``, ``set_queue_rate PPS PORT [PRIO]``). Tofino has
-no such CLI here. This is the one module to adapt if those interfaces change.
+p4sim: its ctl channel, spoken by the controller's own client (``controller.p4sim_ctl``, wire
+protocol in docs/p4sim.md) at ``runtime.addr``, default ``127.0.0.1:<thrift_port>``. BMv2:
+``simple_switch_CLI --thrift-port N`` fed the same commands on stdin (``set_queue_depth DEPTH PORT
+[PRIO]``, ``set_queue_rate PPS PORT [PRIO]``). Tofino has no such CLI here. Every request is checked
+against the switch's real limits first (its ports and priority queues as p4sim reports them, else
+the ports the network YAML attaches and the policy's queue count), so nothing is half applied.
+This is the one module to adapt if those interfaces change.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import shlex
 import subprocess
 
 from controller.errors import SwitchError
-from controller.netconfig import PortConf, SwitchConf
+from controller.netconfig import MAX_QUEUE_DEPTH, PortConf, SwitchConf
+from controller.p4sim_ctl import P4simCtl
 
 
 def _commands(port: int | None, queue: int | None, depth: int | None, rate_pps: int | None) -> list[tuple]:
@@ -24,9 +28,26 @@ def _commands(port: int | None, queue: int | None, depth: int | None, rate_pps: 
     return cmds
 
 
+def check_request(switch: str, port: int | None, queue: int | None, depth: int | None,
+                  ports: list[int], queues: int, source: str) -> None:
+    """Refuse what the switch would refuse or silently misapply; ``source`` says where limits came from."""
+    if depth is not None and not 1 <= depth <= MAX_QUEUE_DEPTH:
+        raise SwitchError(switch, f"queues set: depth {depth} is not in 1..{MAX_QUEUE_DEPTH} packets")
+    if port is not None and port not in ports:
+        known = ", ".join(map(str, ports)) or "none"
+        raise SwitchError(switch, f"queues set: port {port} does not exist ({source} ports: {known})")
+    if queue is not None and not 0 <= queue < queues:
+        raise SwitchError(switch, f"queues set: queue {queue} does not exist ({source}: queues 0..{queues - 1})")
+
+
 def set_queues(conf: SwitchConf, port: int | None = None, queue: int | None = None,
-               depth: int | None = None, rate_pps: int | None = None, timeout: float = 5.0) -> list[str]:
-    """Apply depth/rate to one port (all ports when None) and queue (all when None); returns commands."""
+               depth: int | None = None, rate_pps: int | None = None, timeout: float = 5.0, *,
+               yaml_ports: list[int] | None = None, queues: int = 8) -> list[str]:
+    """Apply depth/rate to one port (all ports when None) and queue (all when None); returns commands.
+
+    ``yaml_ports``/``queues``: the limits the network YAML gives, used where the switch cannot
+    report its own (BMv2); p4sim's own report wins.
+    """
     if depth is None and rate_pps is None:
         raise SwitchError(conf.name, "queues set: give --depth and/or --rate")
     if queue is not None and port is None:
@@ -34,8 +55,9 @@ def set_queues(conf: SwitchConf, port: int | None = None, queue: int | None = No
     cmds = _commands(port, queue, depth, rate_pps)
     texts = [" ".join(str(x) for x in cmd if x is not None) for cmd in cmds]
     if conf.target == "p4sim":
-        _p4sim(conf, cmds, timeout)
+        _p4sim(conf, cmds, timeout, sorted(yaml_ports or []))
     elif conf.target == "bmv2":
+        check_request(conf.name, port, queue, depth, sorted(yaml_ports or []), queues, "the network YAML's")
         _bmv2(conf, texts, timeout)
     else:
         raise SwitchError(conf.name, f"queues set: not supported for target {conf.target}")
@@ -50,21 +72,25 @@ def _addr(conf: SwitchConf) -> str:
     raise SwitchError(conf.name, "queues set: no runtime.addr or runtime.thrift_port in the network YAML")
 
 
-def _p4sim(conf: SwitchConf, cmds: list[tuple], timeout: float) -> None:
-    try:
-        from p4sim.switch.ctl import CtlClient
-    except ImportError as err:
-        raise SwitchError(conf.name, f"p4sim ctl is not available: {err}") from None
-    from p4sim.errors import UserError
-    try:
-        with CtlClient(_addr(conf), timeout=timeout) as ctl:
-            for name, value, port, prio in cmds:
-                if name == "set_queue_depth":
-                    ctl.set_queue_depth(value, port, prio)
-                else:
-                    ctl.set_queue_rate(value, port, prio)
-    except UserError as err:
-        raise SwitchError(conf.name, f"queues set: {err}") from None
+def _p4sim(conf: SwitchConf, cmds: list[tuple], timeout: float, yaml_ports: list[int]) -> None:
+    """Check every command against the switch's limits, then send them all (nothing half applied).
+
+    Ports: the switch's attached interfaces; a switch without interfaces of its own (nanomsg
+    packet ports) cannot list them, so the ports the network YAML attaches count instead.
+    """
+    with P4simCtl(conf.name, _addr(conf), timeout=timeout) as ctl:
+        queues, ports = ctl.limits()
+        source = "the switch's"
+        if not ports:
+            ports, source = yaml_ports, "the network YAML's"
+        for name, value, port, prio in cmds:
+            check_request(conf.name, port, prio, value if name == "set_queue_depth" else None, ports, queues,
+                          source)
+        for name, value, port, prio in cmds:
+            if name == "set_queue_depth":
+                ctl.set_queue_depth(value, port, prio)
+            else:
+                ctl.set_queue_rate(value, port, prio)
 
 
 def _bmv2(conf: SwitchConf, texts: list[str], timeout: float) -> None:
@@ -88,15 +114,17 @@ def has_runtime(conf: SwitchConf) -> bool:
     return bool(conf.runtime_addr or conf.thrift_port)
 
 
-def apply_queue_config(conf: SwitchConf, defaults: PortConf, timeout: float = 5.0) -> list[str]:
+def apply_queue_config(conf: SwitchConf, defaults: PortConf, timeout: float = 5.0, *,
+                       yaml_ports: list[int] | None = None, queues: int = 8) -> list[str]:
     """Push the YAML's queue depths/rates (network-wide ``queues``, then per-port ``ports``).
 
     Returns the commands sent; nothing when the YAML sets no queue parameters for this switch.
     """
     done: list[str] = []
+    limits = {"yaml_ports": yaml_ports, "queues": queues}
     if defaults.depth is not None or defaults.rate_pps is not None:
-        done += set_queues(conf, None, None, defaults.depth, defaults.rate_pps, timeout)
+        done += set_queues(conf, None, None, defaults.depth, defaults.rate_pps, timeout, **limits)
     for port, pc in sorted(conf.ports.items()):
         if pc.depth is not None or pc.rate_pps is not None:
-            done += set_queues(conf, port, None, pc.depth, pc.rate_pps, timeout)
+            done += set_queues(conf, port, None, pc.depth, pc.rate_pps, timeout, **limits)
     return done
