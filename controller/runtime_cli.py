@@ -14,7 +14,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 
-from controller.errors import SwitchError
+from controller.errors import SwitchError, ValueError_
 from controller.netconfig import MAX_QUEUE_DEPTH, PortConf, SwitchConf
 from controller.p4sim_ctl import P4simCtl
 
@@ -29,15 +29,17 @@ def _commands(port: int | None, queue: int | None, depth: int | None, rate_pps: 
 
 
 def check_request(switch: str, port: int | None, queue: int | None, depth: int | None,
-                  ports: list[int], queues: int, source: str) -> None:
-    """Refuse what the switch would refuse or silently misapply; ``source`` says where limits came from."""
+                  ports: list[int], queues: int, port_source: str, queue_source: str) -> None:
+    """Refuse what the switch would refuse or silently misapply (a bad value: exit 1, not 3);
+    the sources say where the limits came from (the switch's own report, the network YAML's)."""
+    where = f"switch {switch}: queues set"
     if depth is not None and not 1 <= depth <= MAX_QUEUE_DEPTH:
-        raise SwitchError(switch, f"queues set: depth {depth} is not in 1..{MAX_QUEUE_DEPTH} packets")
+        raise ValueError_(f"{where}: depth {depth} is not in 1..{MAX_QUEUE_DEPTH} packets")
     if port is not None and port not in ports:
         known = ", ".join(map(str, ports)) or "none"
-        raise SwitchError(switch, f"queues set: port {port} does not exist ({source} ports: {known})")
+        raise ValueError_(f"{where}: port {port} does not exist ({port_source} ports: {known})")
     if queue is not None and not 0 <= queue < queues:
-        raise SwitchError(switch, f"queues set: queue {queue} does not exist ({source}: queues 0..{queues - 1})")
+        raise ValueError_(f"{where}: queue {queue} does not exist ({queue_source} queues: 0..{queues - 1})")
 
 
 def set_queues(conf: SwitchConf, port: int | None = None, queue: int | None = None,
@@ -57,7 +59,8 @@ def set_queues(conf: SwitchConf, port: int | None = None, queue: int | None = No
     if conf.target == "p4sim":
         _p4sim(conf, cmds, timeout, sorted(yaml_ports or []))
     elif conf.target == "bmv2":
-        check_request(conf.name, port, queue, depth, sorted(yaml_ports or []), queues, "the network YAML's")
+        check_request(conf.name, port, queue, depth, sorted(yaml_ports or []), queues, "the network YAML's",
+                      "the policy's")
         _bmv2(conf, texts, timeout)
     else:
         raise SwitchError(conf.name, f"queues set: not supported for target {conf.target}")
@@ -85,7 +88,7 @@ def _p4sim(conf: SwitchConf, cmds: list[tuple], timeout: float, yaml_ports: list
             ports, source = yaml_ports, "the network YAML's"
         for name, value, port, prio in cmds:
             check_request(conf.name, port, prio, value if name == "set_queue_depth" else None, ports, queues,
-                          source)
+                          source, "the switch's")
         for name, value, port, prio in cmds:
             if name == "set_queue_depth":
                 ctl.set_queue_depth(value, port, prio)
