@@ -11,16 +11,13 @@ same election id. simple_switch_grpc accepts all of that; so must p4sim.
 from __future__ import annotations
 
 import queue
-import re
-import signal
-import subprocess
-import sys
 
 import grpc
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from tests.p4runtime.switch_process import start_switch, stop_switch
 from tests.p4runtime.test_p4runtime_shell import _compile
 
 _CLOSE = object()
@@ -92,19 +89,11 @@ def program():
 
 @pytest.fixture
 def switch_addr():
-    proc = subprocess.Popen([sys.executable, "-m", "p4sim.cli", "switch", "--no-p4", "--device-id", "1",
-                             "--grpc-server-addr", "127.0.0.1:0", "--ctl-addr", "127.0.0.1:0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    match = re.search(r"grpc=(\S+)", line)
+    proc, address = start_switch("--no-p4", "--device-id", "1")
     try:
-        assert match, (line, proc.stderr.read() if proc.poll() is not None else "")
-        yield match.group(1)
+        yield address
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=15)
-        proc.stdout.close()
-        proc.stderr.close()
+        stop_switch(proc)
 
 
 def test_tutorial_style_client_runs_test_after_test(program, switch_addr):

@@ -15,16 +15,13 @@ from __future__ import annotations
 import os
 import queue
 import random
-import re
-import signal
-import subprocess
-import sys
 import time
 
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from tests.p4runtime.switch_process import close, start_switch, stop_switch
 from tests.p4runtime.test_p4runtime_shell import PROGRAM
 
 MINIMUM = 10_000
@@ -223,24 +220,18 @@ class Fuzzer:
 def test_fuzz_p4runtime_against_a_switch_process():
     seconds = float(os.environ.get("DLCP_FUZZ_SECONDS", "0"))
     rng = random.Random(int(os.environ.get("DLCP_FUZZ_SEED", "1111")))
-    proc = subprocess.Popen([sys.executable, "-m", "p4sim.cli", "switch", PROGRAM, "--device-id", str(DEVICE_ID),
-                             "--cpu-port", "64", "--grpc-server-addr", "127.0.0.1:0", "--ctl-addr", "127.0.0.1:0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, address = start_switch(PROGRAM, "--device-id", str(DEVICE_ID), "--cpu-port", "64")
     try:
-        line = proc.stdout.readline()
-        match = re.search(r"grpc=(\S+)", line)
-        if not match:
-            pytest.fail(f"switch did not start: {line!r} {proc.stderr.read()[-2000:]}")
         primary = p4runtime_pb2.StreamMessageRequest()
         primary.arbitration.device_id = DEVICE_ID
         primary.arbitration.election_id.low = ELECTION_ID
-        channel = grpc.insecure_channel(match.group(1))
+        channel = grpc.insecure_channel(address)
         stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
         outbox: queue.Queue = queue.Queue()
         outbox.put(primary)
         stream = stub.StreamChannel(iter(outbox.get, None))
         assert next(stream).arbitration.status.code == 0        # primary for the whole run
-        fz = Fuzzer(match.group(1), proc.pid, rng)
+        fz = Fuzzer(address, proc.pid, rng)
         start = time.monotonic()
         rss_warm = None
         while fz.requests < MINIMUM or time.monotonic() - start < seconds:
@@ -269,12 +260,6 @@ def test_fuzz_p4runtime_against_a_switch_process():
         stream.cancel()
         channel.close()
         fz.channel.close()
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0
-        assert "Traceback" not in proc.stderr.read()
+        assert "Traceback" not in stop_switch(proc)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+        close(proc)

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 import grpc
@@ -26,6 +24,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4sim.p4runtime_server import server as server_mod
 from tests.p4runtime.client import StreamClient
+from tests.p4runtime.switch_process import start_switch
 from tests.p4runtime.test_entities import LPM_ENTRY, update
 
 switch_device = pytest.importorskip("p4sim.switch.device", reason="p4sim.switch.device not built yet")
@@ -224,14 +223,8 @@ def _free_port() -> int:
 
 
 def _start_switch(port: int, program: str | None = None) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "p4sim.cli", "switch", program or "--no-p4", "--device-id", "1",
-                             "--grpc-server-addr", f"127.0.0.1:{port}", "--ctl-addr", "127.0.0.1:0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if "ready" not in line:
-        proc.kill()
-        raise AssertionError(f"switch did not start: {line!r} {proc.stderr.read()}")
-    assert re.search(rf"grpc=127\.0\.0\.1:{port}\b", line), line
+    proc, address = start_switch(program or "--no-p4", "--device-id", "1", "--grpc-server-addr", f"127.0.0.1:{port}")
+    assert address == f"127.0.0.1:{port}", address
     return proc
 
 

@@ -8,8 +8,6 @@ client, and a client that does not trust the server's CA. Flag mistakes are one-
 
 from __future__ import annotations
 
-import re
-import signal
 import subprocess
 import sys
 import textwrap
@@ -20,6 +18,8 @@ import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from tests.p4runtime.certs import Pki, make_pki
+from tests.p4runtime.switch_process import start_switch as start
+from tests.p4runtime.switch_process import stop_switch as stop
 
 ROOT = Path(__file__).resolve().parents[2]
 DLCP_P4 = ROOT / "p4src" / "bmv2" / "dlcp.p4"
@@ -31,27 +31,7 @@ def pki(tmp_path_factory) -> Pki:
 
 
 def start_switch(*flags: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "p4sim.cli", "switch", "--no-p4", "--device-id", "1",
-                             "--grpc-server-addr", "127.0.0.1:0", "--ctl-addr", "127.0.0.1:0", *flags],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    match = re.search(r"grpc=(\S+)", line)
-    if not match:
-        proc.kill()
-        raise AssertionError(f"switch did not start: {line!r} {proc.stderr.read()}")
-    return proc, match.group(1)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        assert proc.wait(timeout=15) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+    return start("--no-p4", "--device-id", "1", *flags)
 
 
 def mtls_flags(pki: Pki) -> list[str]:
@@ -117,18 +97,8 @@ def test_tls_flag_mistakes_are_one_line_errors(flags, message):
 
 
 def test_plaintext_on_a_non_loopback_address_warns():
-    proc = subprocess.Popen([sys.executable, "-m", "p4sim.cli", "switch", "--no-p4", "--grpc-server-addr",
-                             "0.0.0.0:0", "--ctl-addr", "127.0.0.1:0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert "ready" in proc.stdout.readline()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=15)
-    err = proc.stderr.read()
-    proc.stdout.close()
-    proc.stderr.close()
-    assert "P4Runtime on 0.0.0.0:0 without TLS" in err
+    proc, _ = start("--no-p4", "--grpc-server-addr", "0.0.0.0:0")
+    assert "P4Runtime on 0.0.0.0:0 without TLS" in stop(proc)
 
 
 @pytest.fixture(scope="module")
