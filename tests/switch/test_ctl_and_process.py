@@ -326,3 +326,34 @@ def test_pipeline_pushed_over_p4runtime_then_forwards(tmp_path):
         ptf.close()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0
+
+
+def test_show_queues_prints_every_queue_of_every_attached_port(capsys):
+    """issue 16: show_queues promised per-queue depth, limit and rate but printed only port lines
+    for a switch whose queues were idle (and nothing for ports no packet had used)."""
+    from p4sim.cli import main
+    dev = SwitchDevice(priority_queues=3, name="s-show")
+    dev.add_virtual_port(1)
+    dev.add_virtual_port(2)
+    dev.start()
+    ctl = CtlServer(dev, "127.0.0.1:0")
+    ctl.start()
+    try:
+        with CtlClient(ctl.address) as c:
+            c.set_queue_rate(250, 2, 1)
+        assert main(["ctl", "--addr", ctl.address, "show_queues"]) == 0
+    finally:
+        ctl.stop()
+        dev.stop()
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split(":")[0] for ln in lines[1:]] == ["port 1", "  prio 0", "  prio 1", "  prio 2",
+                                                      "port 2", "  prio 0", "  prio 1", "  prio 2"]
+    assert "  prio 1: depth 0/64 rate 250 pps enq 0 deq 0 tail_drops 0" in lines
+    assert "  prio 0: depth 0/64 rate unlimited enq 0 deq 0 tail_drops 0" in lines
+
+
+def test_ctl_help_has_no_rest_markup():
+    for argv in (["ctl", "--help"], ["switch", "--help"]):
+        r = subprocess.run([PY, "-m", "p4sim.cli", *argv], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "``" not in r.stdout, r.stdout
+        assert "p4sim" in r.stdout
