@@ -101,6 +101,7 @@ class StepReport:
     packets_given_up: int = 0
     elements_given_up: int = 0
     given_up_by_layer_class: dict[str, int] = field(default_factory=dict)   # elements
+    packets_given_up_by_layer_class: dict[str, int] = field(default_factory=dict)
     packets_by_layer_class: dict[str, int] = field(default_factory=dict)    # received-side packets
     critical_given_up: int = 0                  # always 0: critical packets are always repaired
     comm_seconds: float = 0.0                   # ring time summed over buckets
@@ -347,6 +348,8 @@ class DlcpCommState:
                     rep.packets_given_up += lost
                     rep.elements_given_up += elems
                     rep.given_up_by_layer_class[cls] = rep.given_up_by_layer_class.get(cls, 0) + elems
+                    pg = rep.packets_given_up_by_layer_class
+                    pg[cls] = pg.get(cls, 0) + lost
                 rep.critical_given_up += st.missing_critical
             else:
                 rep.bytes_sent += h.stats.bytes

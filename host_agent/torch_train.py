@@ -84,7 +84,7 @@ def _step_record(cfg: TorchTrainConfig, rank: int, epoch: int, iteration: int, s
         rep = state.reports[-1]
         rec.update(bytes_sent=rep.bytes_sent, retransmissions=rep.retransmissions,
                    elements_given_up=rep.elements_given_up, critical_given_up=rep.critical_given_up,
-                   loss_by_class={c: rep.given_up_by_layer_class.get(c, 0) / n
+                   loss_by_class={c: rep.packets_given_up_by_layer_class.get(c, 0) / n   # share of packets
                                   for c, n in sorted(rep.packets_by_layer_class.items()) if n},
                    dlcp=rep.as_record())
     return rec

@@ -27,6 +27,7 @@ def test_lossy_run_gives_up_only_noncritical(capfd, tmp_path):
         assert [r["iteration"] for r in recs] == list(range(done["steps"]))
         assert all(r["iteration_seconds"] > 0 and r["critical_given_up"] == 0 and r["bytes_sent"] > 0 for r in recs)
         assert recs[-1]["accuracy"] == done["accuracy"]
+        assert all(0.0 <= v <= 0.1 for r in recs for v in r["loss_by_class"].values())   # packets, within p
     given_up = sum(r["elements_given_up"] for r in recs)
     assert given_up > 0 and given_up <= 0.1 * sum(r["dlcp"]["elements"] for r in recs)
 
