@@ -182,6 +182,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         ctl.connect(require_primary=not args.dry_run, arbitrate=not args.dry_run, partial=not args.watch)
         for err in ctl.unreachable.values():
             name_failure(err)
+        _check_queues(ctl)
         reports = ctl.apply(dry_run=args.dry_run, force_pipeline=args.force_pipeline)
         if args.json:
             emit_json({name: {"pipeline": r.pipeline, "changes": r.plan.counts(),
@@ -211,6 +212,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
         return finish(ctl)
     finally:
         ctl.close()
+
+
+def _check_queues(ctl: Controller) -> None:
+    """The YAML's per-port queue settings name ports each switch has: checked before any write."""
+    from controller.runtime_cli import check_queue_config, has_runtime
+    for s in ctl.sessions.values():
+        if has_runtime(s.conf):
+            check_queue_config(s.conf)
 
 
 def _apply_queues(ctl: Controller, quiet: bool) -> None:

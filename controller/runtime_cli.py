@@ -117,6 +117,22 @@ def has_runtime(conf: SwitchConf) -> bool:
     return bool(conf.runtime_addr or conf.thrift_port)
 
 
+def check_queue_config(conf: SwitchConf, timeout: float = 5.0) -> None:
+    """Before ``apply`` writes anything: every port the YAML gives queue settings for must exist on
+    the switch (p4sim reports its interfaces; elsewhere the YAML's own ports are all there is)."""
+    configured = sorted(p for p, pc in conf.ports.items() if pc.depth is not None or pc.rate_pps is not None)
+    if conf.target != "p4sim" or not configured:
+        return
+    with P4simCtl(conf.name, _addr(conf), timeout=timeout) as ctl:
+        _queues, ports = ctl.limits()
+    if not ports:
+        return
+    for port in configured:
+        if port not in ports:
+            raise ValueError_(f"switch {conf.name}: ports.{port}: port {port} does not exist (the switch's "
+                              f"ports: {', '.join(map(str, ports))}); nothing was written")
+
+
 def apply_queue_config(conf: SwitchConf, defaults: PortConf, timeout: float = 5.0, *,
                        yaml_ports: list[int] | None = None, queues: int = 8) -> list[str]:
     """Push the YAML's queue depths/rates (network-wide ``queues``, then per-port ``ports``).

@@ -192,6 +192,22 @@ def test_queues_set_checked_against_the_switch_ports_and_queues(tmp_path, capsys
         assert sorted(_show_queues(ctl_port)["ports"]) == ["1", "2"]
         assert main(["-c", str(path), "queues", "set", "s1", "--port", "2", "--depth", "9"]) == EXIT_OK
         assert _show_queues(ctl_port)["ports"]["2"]["queues"][0]["limit"] == 9
+        capsys.readouterr()
+        # the YAML's own per-port setting for the missing port: refused before any table is written
+        path.write_text(_queues_yaml(grpc_port, ctl_port, [1, 7]).replace(
+            "device_id: 1, ", "device_id: 1, ports: {7: {depth: 16}}, "))
+        code, out, err = _run(capsys, "-c", str(path), "apply")
+        assert code == EXIT_INPUT and out == ""
+        assert err == ("dlcpctl: switch s1: ports.7: port 7 does not exist (the switch's ports: 1, 2); "
+                       "nothing was written\n")
+        from controller import netconfig
+        from controller.controller import Controller
+        probe = Controller(netconfig.load(path))
+        probe.connect(require_primary=False, arbitrate=False)
+        try:
+            assert probe.sessions["s1"].client.get_pipeline()[0] is None      # not even the pipeline
+        finally:
+            probe.close()
     finally:
         if proc is not None:
             proc.terminate()
