@@ -8,8 +8,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The reference p4c/BMv2 build sits beside the project on developers' machines and in CI (never copied
 # into it). Where it exists, `make test` installs its libraries and puts it on PATH so the BMv2-marked
 # tests run; elsewhere p4c/BMv2 come from the user's PATH, and those tests skip with the reason.
+# Its lib/ holds the versioned sonames (libbmall.so.0 …) as small text files naming their targets
+# instead of symlinks (they were lost in the copy), so the loader fails with "file too short";
+# `make p4ref` links them, pointing into ../shared (nothing is copied), under $(VENV)/p4ref-lib.
 P4REF := $(wildcard $(CURDIR)/../shared/p4ref/env.sh)
-WITH_P4REF := $(if $(P4REF),. $(P4REF) &&,)
+P4REF_LINKS := $(CURDIR)/$(VENV)/p4ref-lib
+WITH_P4REF := $(if $(P4REF),. $(P4REF) && export LD_LIBRARY_PATH=$(P4REF_LINKS):$$LD_LIBRARY_PATH &&,)
 
 .PHONY: setup p4ref test test-fast lint demo bmv2 tofino bench fuzz clean
 
@@ -31,6 +35,12 @@ $(STAMP): pyproject.toml Makefile
 
 p4ref:
 	@if [ -n "$(P4REF)" ]; then bash $(dir $(P4REF))install-deps.sh; \
+	  lib=$(dir $(P4REF))lib; mkdir -p $(P4REF_LINKS); \
+	  for f in $$lib/*.so.*; do \
+	    if [ ! -L "$$f" ] && [ "$$(head -c 4 "$$f" | od -An -c | tr -d ' ')" != '177ELF' ]; then \
+	      target=$$(head -c 255 "$$f"); [ -f "$$lib/$$target" ] && ln -sfn "$$lib/$$target" $(P4REF_LINKS)/$$(basename "$$f"); \
+	    fi; done; \
+	  $(WITH_P4REF) simple_switch --version >/dev/null && echo "p4ref: simple_switch runs"; \
 	else echo "p4ref: ../shared/p4ref not found; BMv2 tests use p4c/simple_switch_grpc from PATH or skip"; fi
 
 test: setup p4ref
