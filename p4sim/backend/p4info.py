@@ -77,11 +77,13 @@ def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
     out, as p4c does: the control plane cannot see them)."""
     man = Manifest(tables=[t for t in man.tables if not _hidden(t.annotations)], externs=man.externs,
                    value_sets=man.value_sets, actions=man.actions, action_order=man.action_order,
-                   digests=man.digests, controller_headers=man.controller_headers)
+                   digests=man.digests, controller_headers=man.controller_headers,
+                   called_actions=man.called_actions)
     alloc = ids.IdAllocator()
     referenced: set[str] = set()
     for t in man.tables:
         referenced.update(t.dispatch or [a.name for a in t.actions])
+    referenced.update(a for a in man.called_actions if a in man.actions)   # p4c lists them too
     used_actions = [a for a in man.action_order if a in referenced]
     used_actions += sorted(referenced - set(used_actions))
     kinds = {"counter": ids.COUNTER, "direct_counter": ids.DIRECT_COUNTER, "meter": ids.METER,
@@ -135,10 +137,14 @@ def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
             if t.default_is_const:
                 pt.const_default_action_id = alloc.get(ids.ACTION, t.default_action[0])
             pt.initial_default_action.action_id = alloc.get(ids.ACTION, t.default_action[0])
+            widths = [w for _, w, _ in man.actions[t.default_action[0]].params] \
+                if t.default_action[0] in man.actions else []
             for i, value in enumerate(t.default_action[1], 1):
                 arg = pt.initial_default_action.arguments.add()
                 arg.param_id = i
-                arg.value = value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+                # p4c writes every byte of the parameter's width
+                nbytes = (widths[i - 1] + 7) // 8 if i <= len(widths) else (value.bit_length() + 7) // 8
+                arg.value = value.to_bytes(max(1, nbytes, (value.bit_length() + 7) // 8), "big")
         if t.implementation:
             x = ext_by_name[t.implementation]
             pt.implementation_id = alloc.get(kinds[x.kind], x.name)
@@ -148,10 +154,8 @@ def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
                 pt.direct_resource_ids.append(alloc.get(kinds[x.kind], x.name))
         pt.size = t.size
         if t.entries:
-            if t.entries_const:
-                pt.is_const_table = True
-            else:
-                pt.has_initial_entries = True
+            pt.is_const_table = bool(t.entries_const)
+            pt.has_initial_entries = True      # p4c sets it for const entries too
     for name in used_actions:
         desc = man.actions[name]
         pa = info.actions.add()
@@ -236,5 +240,7 @@ def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
 
 
 def to_text(info: p4info_pb2.P4Info) -> str:
-    """The text format p4c writes with ``--p4runtime-files x.p4info.txtpb``."""
-    return text_format.MessageToString(info)
+    """The text format p4c writes with ``--p4runtime-files x.p4info.txtpb`` (its two header
+    comment lines included)."""
+    return ("# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
+            + text_format.MessageToString(info))

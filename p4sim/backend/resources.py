@@ -102,3 +102,4 @@ class Manifest:
     action_order: list[str] = field(default_factory=list)   # P4Info order (as p4c lists them)
     digests: dict[str, DigestDesc] = field(default_factory=dict)
     controller_headers: list[Any] = field(default_factory=list)
+    called_actions: list[str] = field(default_factory=list)  # actions called directly (P4Info lists them)

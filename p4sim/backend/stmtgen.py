@@ -445,6 +445,9 @@ class StmtGen(ExprGen):
         if kind == "builtin":
             return self.builtin(call)
         if kind == "action":
+            name = self.action_name(call.decl)
+            if name not in self.manifest.called_actions:
+                self.manifest.called_actions.append(name)
             self.inline_action(call.decl, call.args, None)
             return None
         if kind == "function":

@@ -42,6 +42,8 @@ def key_source(e: ast.Expression) -> str:
     if isinstance(e, ast.Slice):
         return f"{key_source(e.expr)}[{e.hi.value}:{e.lo.value}]"
     if isinstance(e, ast.MethodCall) and e.target is not None:
+        if e.method == "isValid":     # p4c names a validity key after the hidden field
+            return f"{key_source(e.target)}.$valid$"
         return f"{key_source(e.target)}.{e.method}()"
     if isinstance(e, ast.Cast):
         return key_source(e.expr)
