@@ -126,7 +126,7 @@ class Fuzzer:
                 for _ in self.raw[method](payload, timeout=10):
                     pass
             else:
-                self.raw[method](payload, timeout=10)
+                self.raw[method](payload, timeout=60 if method == "SetForwardingPipelineConfig" else 10)   # VERIFY compiles
             code = "OK"
         except grpc.RpcError as err:
             code = err.code().name
