@@ -467,6 +467,14 @@ def _loads(text: str, file: str, base_dir: Path | None) -> NetConfig:
     base = base_dir or Path(".")
 
     defaults = data.get("defaults", {})
+    # file names go to the OS: a NUL inside one is an error here, not a ValueError from open()
+    named_files = [(("defaults", "pipeline", k), v) for k, v in defaults.get("pipeline", {}).items()]
+    named_files += [(("switches", n, "pipeline", k), v) for n, raw in data["switches"].items()
+                    for k, v in raw.get("pipeline", {}).items()]
+    named_files += [(("policy",), data["policy"])] if isinstance(data.get("policy"), str) else []
+    for where, value in named_files:
+        if isinstance(value, str) and "\x00" in value:
+            raise ConfigError(file, line_of(lines, where), _dotted(where), "a file name cannot contain a NUL character")
     switches: dict[str, SwitchConf] = {}
     for index, (name, raw) in enumerate(data["switches"].items()):
         target = raw.get("target", defaults.get("target", "p4sim"))

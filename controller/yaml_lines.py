@@ -52,11 +52,22 @@ def load_with_lines(text: str, file: str) -> tuple[object, dict[Path_, int]]:
                 raise ConfigError(file, n.start_mark.line + 1, ".".join(map(str, path[:3])) + "...",
                                   f"values nested more than {MAX_DEPTH} deep")
 
+        def construct(n: yaml.Node) -> object:
+            """PyYAML's constructor; its own bugs on odd tagged values (``!!timestamp 2001-12-14x``
+            raises AttributeError, ``!!int x`` ValueError) become one-line errors too."""
+            try:
+                return loader.construct_object(n, deep=True)
+            except yaml.YAMLError:
+                raise
+            except (ValueError, TypeError, AttributeError, OverflowError, KeyError, IndexError) as err:
+                raise ConfigError(file, n.start_mark.line + 1, "", f"cannot read the {n.tag.rsplit(':', 1)[-1]} "
+                                  f"value {str(n.value)[:40]!r} ({type(err).__name__})") from None
+
         def scalar(n: yaml.Node) -> object:
             # plain strings (most keys and values) skip the constructor's bookkeeping
             if n.tag == _STR and type(n) is yaml.ScalarNode:
                 return n.value
-            return loader.construct_object(n, deep=True)
+            return construct(n)
 
         def convert(n: yaml.Node, path: Path_) -> object:
             if path not in lines:
@@ -81,7 +92,7 @@ def load_with_lines(text: str, file: str) -> tuple[object, dict[Path_, int]]:
                 return out
             if isinstance(n, yaml.SequenceNode):
                 return [convert(item, (*path, i)) for i, item in enumerate(n.value)]
-            return loader.construct_object(n, deep=True)
+            return construct(n)
 
         data = convert(node, ()), lines
         ok = True

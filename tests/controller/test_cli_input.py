@@ -163,6 +163,24 @@ def test_queue_depth_the_switch_refuses_is_refused_before_anything_is_written(tm
         sw.stop()
 
 
+@pytest.mark.parametrize("value", ["!!timestamp 2001-12-14x", "!!int abc", "!!float x", "!!bool maybe",
+                                   "!!timestamp 2001-13-45"])
+def test_tagged_values_pyyaml_cannot_construct(tmp_path, net_text, value):
+    """Found by the fuzz test: PyYAML raises AttributeError/ValueError/KeyError on these."""
+    path = tmp_path / "net.yaml"
+    path.write_text(net_text.replace("device_id: 1}", f"device_id: {value}}}"))
+    code, _, err = _run(path, "status")
+    assert code == EXIT_INPUT and _one_line(err) and err.startswith(f"dlcpctl: {path}:5: cannot read the ")
+
+
+def test_nul_in_a_file_name(tmp_path, net_text):
+    """Found by the fuzz test: open() raises ValueError on a NUL in a path."""
+    path = tmp_path / "net.yaml"
+    path.write_text(net_text + 'policy: "pol\\u0000icy.yaml"\n')
+    code, _, err = _run(path, "status")
+    assert code == EXIT_INPUT and err == f"dlcpctl: {path}:15: policy: a file name cannot contain a NUL character\n"
+
+
 # --- fuzzing ----------------------------------------------------------------------------------
 
 HOSTILE_SCALARS = [
