@@ -24,7 +24,7 @@ abstract extern methods, constructs BMv2 refuses to load (``HashAlgorithm.random
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from p4sim.frontend import ast
 
@@ -32,7 +32,7 @@ __all__ = ["ast", "load_program", "parse_source", "check_source"]
 
 
 def parse_source(text: str, filename: str = "<string>", include_dirs: Sequence[str] = (),
-                 confine_to: Sequence[str] | None = None) -> ast.Program:
+                 confine_to: Sequence[str] | None = None, defines: Mapping[str, str] | None = None) -> ast.Program:
     """Preprocess and parse ``text`` (no type checking). ``confine_to``: see ``preprocess``.
     The program's ``source_files`` lists every file the preprocessor read."""
     from p4sim.errors import P4CompileError, SourceLocation
@@ -40,7 +40,7 @@ def parse_source(text: str, filename: str = "<string>", include_dirs: Sequence[s
     from p4sim.frontend.preprocessor import preprocess
 
     try:
-        pre = preprocess(text, filename, include_dirs, confine_to)
+        pre = preprocess(text, filename, include_dirs, confine_to, defines)
         program = parse_program(pre)
         program.source_files = list(pre.files)
         return program
@@ -54,15 +54,15 @@ def parse_source(text: str, filename: str = "<string>", include_dirs: Sequence[s
 
 
 def check_source(text: str, filename: str = "<string>", include_dirs: Sequence[str] = (),
-                 confine_to: Sequence[str] | None = None) -> ast.Program:
+                 confine_to: Sequence[str] | None = None, defines: Mapping[str, str] | None = None) -> ast.Program:
     """Preprocess, parse and type-check ``text``."""
     from p4sim.frontend.typecheck import check_program
 
-    return check_program(parse_source(text, filename, include_dirs, confine_to))
+    return check_program(parse_source(text, filename, include_dirs, confine_to, defines))
 
 
 def load_program(path: str, include_dirs: Sequence[str] = (),
-                 confine_to: Sequence[str] | None = None) -> ast.Program:
+                 confine_to: Sequence[str] | None = None, defines: Mapping[str, str] | None = None) -> ast.Program:
     """Load, preprocess, parse and type-check the P4 file at ``path``. With ``confine_to``
     (programs from the wire), includes resolve only inside those directories and the shipped
     architecture files."""
@@ -73,4 +73,4 @@ def load_program(path: str, include_dirs: Sequence[str] = (),
         text = read_source(path)
     except OSError as err:
         raise P4CompileError(SourceLocation(path, 1, 1), f"cannot read file: {err.strerror}") from None
-    return check_source(text, path, include_dirs, confine_to)
+    return check_source(text, path, include_dirs, confine_to, defines)

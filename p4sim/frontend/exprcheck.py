@@ -87,6 +87,11 @@ class ExprChecker(TypeResolver):
         if isinstance(e, A.DontCare):
             e.type = target
             return e
+        if isinstance(src, A.ExternT) and isinstance(target, A.ExternT) and src.name == target.name and \
+                len(src.type_args) == len(target.type_args) and \
+                all(t == s or isinstance(t, (A.DontCareT, A.TypeVarT))
+                    for s, t in zip(src.type_args, target.type_args, strict=True)):
+            return e       # Register<bit<32>, bit<8>> where Register<_, _> is expected (TNA)
         if isinstance(target, A.BitT) and isinstance(src, A.InfIntT):
             if isinstance(e, A.IntLiteral):
                 return CF.literal(e.value, target, e.loc)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from p4sim.errors import P4CompileError, P4UnsupportedError, SourceLocation
@@ -247,14 +247,16 @@ class _CondEval:
 class Preprocessor:
     """Runs the preprocessor over one top-level file and its includes."""
 
-    def __init__(self, include_dirs: Sequence[str] = (), confine_to: Sequence[str] | None = None) -> None:
+    def __init__(self, include_dirs: Sequence[str] = (), confine_to: Sequence[str] | None = None,
+                 defines: Mapping[str, str] | None = None) -> None:
         self.include_dirs = [str(d) for d in include_dirs]
         # a program from the wire (a pushed device config) may include only its own files and the
         # shipped architecture files: every include must resolve (symlinks followed) inside these
         self.confine: list[str] | None = None
         if confine_to is not None:
             self.confine = [os.path.realpath(d) for d in [*confine_to, P4INCLUDE_DIR]]
-        self.macros: dict[str, Macro] = {}
+        # predefined object-like macros (a compiler's -D, e.g. __TARGET_TOFINO__ for TNA)
+        self.macros: dict[str, Macro] = {k: Macro(None, str(v)) for k, v in (defines or {}).items()}
         self.out_lines: list[str] = []
         self.line_map: list[tuple[str, int]] = []
         self.files: list[str] = []
@@ -500,9 +502,9 @@ class Preprocessor:
 
 
 def preprocess(text: str, filename: str = "<string>", include_dirs: Sequence[str] = (),
-               confine_to: Sequence[str] | None = None) -> Preprocessed:
+               confine_to: Sequence[str] | None = None, defines: Mapping[str, str] | None = None) -> Preprocessed:
     """Preprocess ``text`` (the contents of ``filename``). With ``confine_to``, ``#include``
     resolves only to files inside those directories or the shipped ``p4include``."""
-    pp = Preprocessor(include_dirs, confine_to)
+    pp = Preprocessor(include_dirs, confine_to, defines)
     pp.run_file(filename, text)
     return Preprocessed("\n".join(pp.out_lines) + "\n", pp.line_map, pp.files)

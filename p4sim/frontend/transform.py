@@ -338,6 +338,15 @@ class AstBuilder(Transformer):
         annos, typ, args, name = ch
         return A.Instantiation(name, typ, args, annotations=self._annos(annos), loc=self.loc(meta))
 
+    def instantiation_init(self, meta: Any, ch: list[Any]) -> A.Declaration:
+        annos, typ, args, name, functions = ch
+        inst = A.Instantiation(name, typ, args, annotations=self._annos(annos), loc=self.loc(meta))
+        inst.initializer = functions    # type: ignore[attr-defined]  # abstract methods' bodies
+        return inst
+
+    def obj_initializer(self, meta: Any, ch: list[Any]) -> list[A.FunctionDecl]:
+        return list(ch)
+
     def value_set_decl(self, meta: Any, ch: list[Any]) -> A.Declaration:
         annos, typ, size, name = ch
         return A.ValueSetDecl(name, typ, size, annotations=self._annos(annos), loc=self.loc(meta))

@@ -141,8 +141,6 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
     def extern_decl(self, d: A.ExternDecl) -> None:
         inner = self.type_param_scope(self.global_scope, d.type_params)
         for m in d.methods:
-            if m.is_abstract:
-                raise self.unsupported(m, f"abstract method '{m.name}' in extern '{d.name}'")
             if m.is_constructor and m.name != d.name:
                 raise self.err(m, f"constructor '{m.name}' does not match extern '{d.name}'")
             mscope = self.type_param_scope(inner, m.type_params)
@@ -191,6 +189,7 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
             self._bind(mc, scope, ctor.params, subst, A.VoidT(), [])
             d.args = mc.args
             d.ctor = ctor
+            self.object_initializer(d, decl, scope)
             self.check_instantiation(d)  # v1model load checks
         elif isinstance(decl, (A.ParserDecl, A.ControlDecl)):
             self._refuse_self_instantiation(d, decl, scope)
@@ -201,6 +200,27 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
             self.package_args(d, scope)
         else:
             raise self.err(d, f"cannot instantiate {type_str(t)}")
+
+    def object_initializer(self, d: A.Instantiation, decl: A.ExternDecl, scope: Scope) -> None:
+        """``Ext(args) name = { methods };``: the bodies of the extern's abstract methods (TNA's
+        RegisterAction.apply), checked as functions in the scope of the instantiation."""
+        abstract = {m.name: m for m in decl.methods if m.is_abstract}
+        given = getattr(d, "initializer", None)
+        if given is None:
+            if abstract:
+                raise self.err(d, f"instance '{d.name}' of '{decl.name}' must implement "
+                                  f"{', '.join(sorted(abstract))} in an initializer {{ ... }}")
+            return
+        if not abstract:
+            raise self.err(d, f"extern '{decl.name}' has no abstract methods to implement")
+        for f in given:
+            if f.name not in abstract:
+                raise self.err(f, f"'{f.name}' is not an abstract method of '{decl.name}'")
+            self.function_decl(f, scope.child("block"))
+        missing = sorted(set(abstract) - {f.name for f in given})
+        if missing:
+            raise self.err(d, f"instance '{d.name}' of '{decl.name}' does not implement "
+                              f"{', '.join(missing)}")
 
     def _refuse_self_instantiation(self, d: A.Instantiation, decl: Any, scope: Scope | None) -> None:
         """A parser/control that instantiates itself would be infinitely large (p4c: "Self-referencing
@@ -215,13 +235,16 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
 
     def package_args(self, d: A.Instantiation, scope: Scope) -> None:
         pkg: A.PackageTypeDecl = d.decl
-        if len(d.args) != len(pkg.params):
+        required = len(pkg.params)
+        while required and pkg.params[required - 1].optional:   # trailing @optional blocks
+            required -= 1
+        if not required <= len(d.args) <= len(pkg.params):
             raise self.err(d, f"package '{pkg.name}' expects {len(pkg.params)} arguments, got "
                               f"{len(d.args)}")
         blocks = []
         if d.name == "main":
             self.program.main_instances = {}  # type: ignore[attr-defined]
-        for p, a in zip(pkg.params, d.args, strict=True):
+        for p, a in zip(pkg.params, d.args, strict=False):
             v = a.value
             if isinstance(v, A.MethodCall) and isinstance(v.func, A.TypeExpr):
                 v = self.call(v, scope, None)
@@ -256,10 +279,13 @@ class Checker(TableChecker, V1ModelChecks, CallChecker):
         proto = getattr(want, "decl", None)
         if not isinstance(proto, (A.ParserTypeDecl, A.ControlTypeDecl)):
             return
-        if len(proto.params) != len(target.params):
+        required = len(proto.params)
+        while required and proto.params[required - 1].optional:   # TNA's @optional parameters
+            required -= 1
+        if not required <= len(target.params) <= len(proto.params):
             raise self.err(where, f"'{target.name}' has {len(target.params)} parameters but "
                                   f"{proto.name} needs {len(proto.params)}")
-        for want_p, got_p in zip(proto.params, target.params, strict=True):
+        for want_p, got_p in zip(proto.params, target.params, strict=False):
             # p4c accepts a narrower direction ('in' or 'out' for an 'inout' parameter, as in
             # `control vc(in H hdr, inout M meta)` for VerifyChecksum); anything else differs.
             narrower = want_p.direction == "inout" and got_p.direction in ("in", "out")
