@@ -1,0 +1,218 @@
+"""Generated Python for TNA/T2NA programs: ``Pipeline(...)`` blocks and the Tofino externs.
+
+Why it exists: the v1model generator (``p4sim.backend.codegen.BlockGen``) already turns parsers,
+controls, actions and tables into Python; a TNA program differs in its package (six blocks,
+plus Tofino2's ghost control, inside ``Switch(Pipeline(...))``) and its externs (``Hash``,
+``Checksum``, ``Register`` with ``RegisterAction``, ``Counter``, ``Random``). This subclass
+adds exactly those; everything else is shared. Externs it does not model are refused at
+compile time as ``unsupported: extern instance of X`` with the instance's location.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from p4sim.backend import resources as res
+from p4sim.backend.codegen import PRELUDE, BlockGen, GeneratedModule
+from p4sim.backend.exprgen import width_of
+from p4sim.backend.externgen import enum_member
+from p4sim.backend.tablegen import control_plane_name
+from p4sim.backend.typegen import mask
+from p4sim.backend.writer import Env
+from p4sim.errors import P4CompileError, P4UnsupportedError
+from p4sim.frontend import ast
+
+ROLES = ("ingress_parser", "ingress", "ingress_deparser", "egress_parser", "egress", "egress_deparser", "ghost")
+
+# HashAlgorithm_t -> p4sim.runtime.hashes algorithm (same CRC parameters as bf-p4c's defaults:
+# CRC16 = poly 0x8005 reflected, init 0; CRC32 = the IEEE CRC-32)
+HASH_ALGORITHMS = {"CRC16": "crc16", "CRC32": "crc32", "IDENTITY": "identity", "XOR16": "xor16"}
+
+# parser, control and deparser prototypes: the architecture's types for each role's parameters
+PROTOTYPES = {"ingress_parser": "IngressParserT", "ingress": "IngressT", "ingress_deparser": "IngressDeparserT",
+              "egress_parser": "EgressParserT", "egress": "EgressT", "egress_deparser": "EgressDeparserT",
+              "ghost": "GhostT"}
+
+
+@dataclass
+class RegisterActionDesc:
+    register: str                   # Python global of the Register
+    apply: ast.FunctionDecl
+
+
+class TnaGen(BlockGen):
+    """``BlockGen`` for a ``Switch(Pipeline(...))`` program."""
+
+    def __init__(self, program: ast.Program) -> None:
+        self.reg_actions: dict[int, RegisterActionDesc] = {}
+        self.stateless: dict[int, tuple[str, Any]] = {}
+        super().__init__(program)
+
+    # ---- externs -------------------------------------------------------------------------
+    def instantiate_extern(self, inst: ast.Instantiation, prefix: str) -> None:
+        ext = inst.decl.name
+        t = inst.type
+        targs = t.type_args if isinstance(t, ast.ExternT) else ()
+        args = inst.args
+        fq = control_plane_name(prefix, inst)
+        py = self.gname(inst.name)
+        if ext == "Counter":
+            params = {"size": self.const_value(args[0]), "kind": enum_member(args[1]).lower()}
+            self.manifest.externs.append(res.ExternDesc("counter", py, fq, params, inst.annotations, inst))
+        elif ext == "Register":
+            if len(args) > 1 and args[1] is not None and self.const_value(args[1]) != 0:
+                raise P4UnsupportedError(inst.loc, f"Register {inst.name} with an initial value")
+            params = {"size": self.const_value(args[0]), "bitwidth": width_of(targs[0])}
+            self.manifest.externs.append(res.ExternDesc("register", py, fq, params, inst.annotations, inst))
+        elif ext == "RegisterAction":
+            reg = self.env.lookup(args[0].decl) if isinstance(args[0], ast.PathExpr) else None
+            if reg is None:
+                raise P4UnsupportedError(inst.loc, f"RegisterAction {inst.name}: its Register here")
+            apply = next(f for f in inst.initializer if f.name == "apply")
+            self.reg_actions[id(inst)] = RegisterActionDesc(reg, apply)
+        elif ext == "Hash":
+            algo = enum_member(args[0])
+            if algo not in HASH_ALGORITHMS or (len(args) > 1 and args[1] is not None):
+                raise P4UnsupportedError(inst.loc, f"Hash {inst.name} with algorithm {algo}")
+            self.stateless[id(inst)] = ("hash", (HASH_ALGORITHMS[algo], width_of(targs[0])))
+        elif ext == "Random":
+            self.stateless[id(inst)] = ("random", width_of(targs[0]))
+        elif ext == "Checksum":
+            self.stateless[id(inst)] = ("checksum", None)
+            self.w.line(f"{py} = []")        # the fields added in this parser/deparser run
+        else:
+            raise P4UnsupportedError(inst.loc, f"extern instance of {ext}")
+        size = self.manifest.externs[-1].params.get("size") if ext in ("Counter", "Register") else None
+        if isinstance(size, int) and not 0 <= size <= (1 << 22):
+            raise P4UnsupportedError(inst.loc, f"{ext} {inst.name} of size {size}")
+        self.env.bind(inst, py)
+
+    def extern_method(self, call: ast.MethodCall) -> str | None:
+        target = call.target
+        ext = target.type.name if isinstance(target.type, ast.ExternT) else None
+        m, a = call.method, call.args
+        if ext in ("packet_in", "packet_out"):
+            return super().extern_method(call)
+        inst = getattr(target, "decl", None)
+        obj = self.ex(target)
+        if ext == "Counter" and m == "count":
+            if len(a) > 1 and a[1] is not None:
+                raise P4UnsupportedError(call.loc, "Counter.count with adjust_byte_count")
+            return f"{obj}.count({self.as_int(a[0])}, _CTX.length)"
+        if ext == "Register" and m == "read":
+            return f"{obj}.read({self.as_int(a[0])})"
+        if ext == "Register" and m == "write":
+            return f"{obj}.write({self.as_int(a[0])}, {self.as_int(a[1])})"
+        if ext == "RegisterAction" and m == "execute":
+            return self.register_action_execute(call, self.reg_actions[id(inst)])
+        kind = self.stateless.get(id(inst))
+        if ext == "Hash" and m == "get":
+            algo, width = kind[1]
+            fields = self.bind_common(self.flatten(a[0]))
+            listed = "[" + ", ".join(f"({c}, {w})" for c, w in fields) + "]"
+            return f"(_hash_compute({algo!r}, _pack_fields({listed})) & {hex(mask(width))})"
+        if ext == "Random" and m == "get":
+            return f"_randint(0, {hex(mask(kind[1]))})"
+        if ext == "Checksum":
+            if m == "add":
+                fields = self.flatten(a[0])
+                _cond, fields = self.guarded(a[0], fields)
+                self.w.line(f"{obj}.extend([{', '.join(f'({c}, {w})' for c, w in fields)}])")
+                return None
+            if m == "verify":
+                return f"(_compute_checksum('csum16', {obj}) == 0)"
+            if m == "get":
+                return f"_compute_checksum('csum16', {obj})"
+            if m == "update":
+                if len(a) > 1 and a[1] is not None:
+                    raise P4UnsupportedError(call.loc, "Checksum.update with zeros_as_ones")
+                fields = self.flatten(a[0])
+                _cond, fields = self.guarded(a[0], fields)
+                return f"_compute_checksum('csum16', [{', '.join(f'({c}, {w})' for c, w in fields)}])"
+        raise P4UnsupportedError(call.loc, f"method {m} of extern {ext}")
+
+    def register_action_execute(self, call: ast.MethodCall, desc: RegisterActionDesc) -> str:
+        """``ra.execute(i)``: read the cell, run the apply body inline (it may read the enclosing
+        control's values), write the cell back; the expression is the ``rv`` out value."""
+        f = desc.apply
+        if any(isinstance(s, ast.ReturnStmt) for s in _walk(f.body)):
+            raise P4UnsupportedError(call.loc, "return inside a RegisterAction apply body")
+        idx, value, rv = self.w.tmp("ri"), self.w.tmp("rval"), self.w.tmp("rv")
+        self.w.line(f"{idx} = {self.as_int(call.args[0])}")
+        self.w.line(f"{value} = {desc.register}.read({idx})")
+        self.w.line(f"{rv} = 0")
+        outer = self.env
+        self.env = Env(outer)
+        try:
+            for p, name in zip(f.params, (value, rv), strict=False):
+                self.env.bind(p, name)
+            self.stmts(f.body.stmts)
+        finally:
+            self.env = outer
+        self.w.line(f"{desc.register}.write({idx}, {value})")
+        return rv
+
+    # ---- module --------------------------------------------------------------------------
+    def generate(self) -> GeneratedModule:
+        main = self.program.main
+        pipes = [d for d in self.program.decls if isinstance(d, ast.Instantiation)
+                 and isinstance(d.decl, ast.PackageTypeDecl) and d.decl.name == "Pipeline"]
+        if len(pipes) != 1 or len(main.args) != 1:
+            raise P4UnsupportedError(main.loc, "a Switch of more than one Pipeline (p4sim runs one pipe)")
+        pipe = pipes[0]
+        decls = list(pipe.args)
+        blocks: dict[str, str] = {}
+        for role, d in zip(ROLES, decls, strict=False):
+            prefix = control_plane_name("", d)
+            if isinstance(d, ast.ParserDecl):
+                blocks[role] = self.gen_parser(d, prefix)
+            else:
+                blocks[role] = self.gen_control(d, prefix)
+        tail = []
+        arg_types: dict[str, list[str]] = {}
+        for role, d in zip(ROLES, decls, strict=False):
+            proto = self.program.find(PROTOTYPES[role])
+            names = []
+            for i, p in enumerate(proto.params):
+                if i < len(d.params) and not isinstance(p.type, ast.ExternT):
+                    t = d.params[i].type
+                elif isinstance(p.type, (ast.StructT, ast.HeaderT)):
+                    t = p.type
+                else:
+                    names.append(None)
+                    continue
+                names.append(self.classes.name(t) if isinstance(t, (ast.StructT, ast.HeaderT)) else None)
+            arg_types[role] = names
+        for role, fn in blocks.items():
+            tail.append(f"_BLOCK_{role} = {fn}")
+            tail.append(f"_NEW_{role} = ({', '.join(n or 'None' for n in arg_types[role])},)")
+            tail.append(f"_NPARAMS_{role} = {len(decls[ROLES.index(role)].params)}")
+        src = "\n".join([PRELUDE, self.classes.source(), *self.functions, *tail]) + "\n"
+        if self.may_exit:
+            raise P4UnsupportedError(main.loc, "exit in a TNA program")
+        return GeneratedModule(src, self.manifest, blocks, {}, list(self.program.errors),
+                               aliases={}, empty_blocks=frozenset(), uses_ctx=True, sm_aliases={})
+
+    def bind_params(self, params: list[ast.Param]) -> list[str]:
+        names = super().bind_params(params)
+        if self.in_parser:
+            self.sm_expr = "_CTX"      # a parser error is recorded in _CTX.parser_error
+        return names
+
+
+def _walk(node: Any):
+    yield node
+    for s in getattr(node, "stmts", None) or []:
+        yield from _walk(s)
+    for attr in ("then", "otherwise", "body"):
+        child = getattr(node, attr, None)
+        if isinstance(child, ast.Statement):
+            yield from _walk(child)
+
+
+def generate(program: ast.Program) -> GeneratedModule:
+    """Generate the Python module for a checked TNA/T2NA program."""
+    if program.arch != "Switch":
+        raise P4CompileError(getattr(program.main, "loc", None), "not a TNA program (main is not a Switch)")
+    return TnaGen(program).generate()
