@@ -1,0 +1,65 @@
+"""Topologies, routing plan, policy loading and CLI errors of dlcp-sim (no ns-3 needed).
+
+Why this exists: the fabric and the policy are the inputs every simulated number depends on;
+bad input must be a one-line error naming what and where.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from simulation import cli
+from simulation.policy import load_policy, thresholds_for_rate
+from simulation.topology import fat_tree, leaf_spine, next_hops, preset
+
+
+def test_paper_preset_is_144_hosts_non_oversubscribed() -> None:
+    t = preset("paper-144")
+    assert len(t.hosts) == 144 and len(t.switches) == 13
+    assert "oversubscription 1:1" in t.description
+    plan = next_hops(t)
+    assert plan["leaf0"]["h143"] == ["spine0", "spine1", "spine2", "spine3"]    # 4 equal-cost paths
+    assert plan["leaf8"]["h143"] == ["h143"]
+    assert plan["spine2"]["h20"] == ["leaf1"]
+
+
+def test_fat_tree_paths() -> None:
+    t = fat_tree(4, 10**9)
+    assert (len(t.hosts), len(t.switches)) == (16, 20)
+    plan = next_hops(t)
+    assert plan["edge0_0"]["h15"] == ["agg0_0", "agg0_1"]
+    assert plan["agg0_0"]["h15"] == ["core0", "core1"]
+    assert plan["core3"]["h15"] == ["agg3_1"]
+    assert plan["edge0_0"]["h2"] == ["agg0_0", "agg0_1"]       # same pod, other edge: via aggregation
+    with pytest.raises(ValueError, match="even"):
+        fat_tree(3, 10**9)
+
+
+def test_leaf_spine_oversubscription_and_bad_sizes() -> None:
+    assert "oversubscription 2:1" in leaf_spine(4, 2, 4, 10**10, 10**10).description
+    with pytest.raises(ValueError, match="at least one"):
+        leaf_spine(0, 2, 2, 1, 1)
+
+
+def test_policy_is_the_controllers_and_delay_thresholds_scale_with_rate(tmp_path) -> None:
+    p = load_policy()
+    assert p.thresholds[(6, 0)] == (16, 8) and p.thresholds[(1, 15)] == (524287, 32)
+    assert [r.queue for r in p.priority_map][:3] == [7, 7, 7]
+    f = tmp_path / "delay.yaml"
+    f.write_text("version: 1\nqueues: 8\nqueue_depth: 64\ndlcp_udp_ports: [9290]\npriority_map: []\n"
+                 "thresholds:\n  - queues: [1]\n    mag_classes: [0]\n    drop_delay_us: 12\n    ecn_delay_us: 6\n")
+    d = load_policy(f)
+    assert thresholds_for_rate(d, 10_000_000_000) == {(1, 0): (10, 5)}      # 12 µs at 10G = 10 full packets
+
+
+def test_cli_bad_input_is_one_line(capsys, tmp_path) -> None:
+    assert cli.main(["--preset", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown preset 'nope'" in err and "paper-144" in err
+    bad = tmp_path / "p.yaml"
+    bad.write_text("version: 1\nqueues: 8\nthresholds:\n  - queues: [1]\n    mag_classes: [0]\n    drop_depth: x\n")
+    assert cli.main(["--policy", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{bad}:" in err
+    assert cli.main(["--modes", "dlcp,quic"]) == 2
+    assert "unknown mode 'quic'" in capsys.readouterr().err
