@@ -1,8 +1,11 @@
-"""Packet tests of dlcp.p4 on p4sim's v1model path (Contract 3), packets built with scapy.
+"""Packet tests of both DLCP programs on p4sim (p4src/bmv2/dlcp.p4 on the v1model path,
+p4src/tofino/dlcp.p4 on the TNA path for Tofino1 and Tofino2), packets built with scapy.
 
 What the STF files cannot show: the queue a packet is handed to the traffic manager with
-(standard_metadata.priority on the QueuedPacket), the member a sprayed packet takes, and
-many-packet statistics (chi-square uniformity of spraying).
+(priority on BMv2, qid on Tofino: the QueuedPacket's queue), the member a sprayed packet takes,
+and many-packet statistics (chi-square uniformity of spraying). Every test runs on every
+program (``target``, tests/dataplane/targets.py hides the target differences docs/dataplane.md
+names).
 """
 
 from __future__ import annotations
@@ -11,81 +14,68 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from tests.dataplane.packets import dlcp_packet, host_ip, tcp_packet, udp_packet
+from tests.dataplane.packets import dlcp_packet, tcp_packet, udp_packet
 from tests.dataplane.tables import DlcpTables
+from tests.dataplane.targets import DlcpTarget, ip_int
 
 # Chi-square critical value, 3 degrees of freedom (4 members), significance 0.001.
 CHI2_3DOF_P001 = 16.266
 
 
-def ip_int(addr: str) -> int:
-    a, b, c, d = (int(x) for x in addr.split("."))
-    return (a << 24) | (b << 16) | (c << 8) | d
+@pytest.fixture(params=["bmv2", "tna", "t2na"])
+def target(request) -> DlcpTarget:
+    """A fresh pipeline of one program with routes 10.0.<p>.0/24 -> port p for p = 2..6."""
+    return DlcpTarget(request.param)
 
 
-@pytest.fixture
-def switch(dlcp_program):
-    """(path, tables): a fresh pipeline with routes 10.0.<p>.0/24 -> port p for p = 2..6."""
-    from p4sim.v1model.pipeline import V1ModelPath
-
-    pipeline = dlcp_program.instantiate()
-    tables = DlcpTables(pipeline)
-    for port in range(2, 7):
-        tables.nexthop(port, port)
-        tables.route(ip_int(host_ip(port)) & 0xFFFFFF00, 24, port)
-    return V1ModelPath(pipeline), tables
+def queued(target: DlcpTarget, data: bytes, port: int = 1):
+    return target.queued(data, port)
 
 
-def queued(path, data: bytes, port: int = 1):
-    return path.ingress(data, port, 0)
-
-
-def test_priority_table_puts_each_tag_in_the_queue_it_names(switch) -> None:
-    path, tables = switch
+def test_priority_table_puts_each_tag_in_the_queue_it_names(target) -> None:
+    tables = target.tables
     # One rule per layer class, queue = layer class; control messages to 7 above them.
     tables.priority_rule(7, 100, is_dlcp=(1, 1), msg_type=(4, 0xF))
     for layer in range(8):
         tables.priority_rule(layer, 10, is_dlcp=(1, 1), layer_class=(layer, 7))
     for layer in range(8):
-        out = queued(path, dlcp_packet(layer_class=layer, mag_class=3))
+        out = queued(target, dlcp_packet(layer_class=layer, mag_class=3))
         assert [(q.egress_port, q.priority) for q in out] == [(2, layer)]
-    out = queued(path, dlcp_packet(msg_type=4, layer_class=0, payload=b"x"))
+    out = queued(target, dlcp_packet(msg_type=4, layer_class=0, payload=b"x"))
     assert [q.priority for q in out] == [7]
     # non-DLCP traffic: table default, queue 0
-    assert [q.priority for q in queued(path, udp_packet())] == [0]
-    assert [q.priority for q in queued(path, tcp_packet())] == [0]
+    assert [q.priority for q in queued(target, udp_packet())] == [0]
+    assert [q.priority for q in queued(target, tcp_packet())] == [0]
 
 
-def test_mag_class_and_flags_keys_select_queues(switch) -> None:
-    path, tables = switch
+def test_mag_class_and_flags_keys_select_queues(target) -> None:
+    tables = target.tables
     tables.priority_rule(5, 50, is_dlcp=(1, 1), flags=(0x10, 0x10))          # PULL
     tables.priority_rule(3, 20, is_dlcp=(1, 1), mag_class=(12, 0xC))         # mag 12..15
     tables.priority_rule(1, 10, is_dlcp=(1, 1))
-    assert [q.priority for q in queued(path, dlcp_packet(mag_class=13, flags=0x10))] == [5]
-    assert [q.priority for q in queued(path, dlcp_packet(mag_class=13))] == [3]
-    assert [q.priority for q in queued(path, dlcp_packet(mag_class=11))] == [1]
+    assert [q.priority for q in queued(target, dlcp_packet(mag_class=13, flags=0x10))] == [5]
+    assert [q.priority for q in queued(target, dlcp_packet(mag_class=13))] == [3]
+    assert [q.priority for q in queued(target, dlcp_packet(mag_class=11))] == [1]
 
 
-def test_critical_packets_are_never_selectively_dropped(switch) -> None:
-    path, tables = switch
+def test_critical_packets_are_never_selectively_dropped(target) -> None:
+    tables = target.tables
     tables.priority_rule(4, 10, is_dlcp=(1, 1))
     for mag in range(16):
         tables.thresholds(4, mag, 0, 0)                   # drop at any depth above 0
-    for mag in range(16):                                 # ingress runs at t=0: records are fresh
-        tables.queue_depth(2, 4, 1000)
-        assert queued(path, dlcp_packet(mag_class=mag, seq=mag)) == []            # dropped
-        tables.queue_depth(2, 4, 1000)
+    target.set_depth(2, 4, 1000)
+    for mag in range(16):          # BMv2 drops in ingress (fresh record), Tofino1 in egress (enq_qdepth)
+        assert target.forwarded(dlcp_packet(mag_class=mag, seq=mag)) == []            # dropped
         for flags in (0x80, 0x80 | 0x20, 0x80 | 0x10 | 0x40):
-            out = queued(path, dlcp_packet(mag_class=mag, flags=flags, seq=mag))
-            assert [(q.egress_port, q.priority) for q in out] == [(2, 4)], (mag, flags)
-    counters = tables.pipeline.counters["DlcpIngress.selective_drops"]
-    assert sum(counters.cells[4 * 16 + mag][0] for mag in range(16)) == 16
+            out = target.forwarded(dlcp_packet(mag_class=mag, flags=flags, seq=mag))
+            assert out == [(2, 4)], (mag, flags)
+    assert sum(target.counter("DlcpIngress.selective_drops", 4 * 16 + mag) for mag in range(16)) == 16
 
 
-def members_hit(path, packets: list[bytes]) -> dict[int, int]:
+def members_hit(target, packets: list[bytes]) -> dict[int, int]:
     hits: dict[int, int] = {}
     for data in packets:
-        out = queued(path, data)
+        out = queued(target, data)
         assert len(out) == 1
         hits[out[0].egress_port] = hits.get(out[0].egress_port, 0) + 1
     return hits
@@ -96,47 +86,47 @@ def chi_square(counts: list[int]) -> float:
     return sum((c - expected) ** 2 / expected for c in counts)
 
 
-def test_dlcp_data_is_sprayed_over_all_members_tcp_stays_on_one(switch) -> None:
-    path, tables = switch
+def test_dlcp_data_is_sprayed_over_all_members_tcp_stays_on_one(target) -> None:
+    tables = target.tables
     tables.group(1, [3, 4, 5, 6], spray=True)
     tables.route_group(ip_int("10.0.9.0"), 24, 1)
     n = 800
-    sprayed = members_hit(path, [dlcp_packet(dst_port=9, seq=i, offset=i * 256, count=4)
+    sprayed = members_hit(target, [dlcp_packet(dst_port=9, seq=i, offset=i * 256, count=4)
                                  for i in range(n)])
     assert set(sprayed) == {3, 4, 5, 6}
     stat = chi_square([sprayed[p] for p in (3, 4, 5, 6)])
     assert stat < CHI2_3DOF_P001, (sprayed, stat)
-    tcp = members_hit(path, [tcp_packet(dst_port=9, seq=1000 + i * 1460) for i in range(200)])
+    tcp = members_hit(target, [tcp_packet(dst_port=9, seq=1000 + i * 1460) for i in range(200)])
     assert len(tcp) == 1
     # DLCP control messages are not sprayed either: per flow
-    ctl = members_hit(path, [dlcp_packet(dst_port=9, msg_type=4, seq=i, payload=b"c") for i in range(50)])
+    ctl = members_hit(target, [dlcp_packet(dst_port=9, msg_type=4, seq=i, payload=b"c") for i in range(50)])
     assert len(ctl) == 1
-    members = list(tables.pipeline.tables["DlcpIngress.ecmp_members"])
-    assert sum(e.packets for e in members) == n + 200 + 50     # direct counter ecmp_member_packets
-    assert all(e.packets > 0 for e in members)
+    members = target.member_packets(1, 4)      # direct (BMv2) or indexed (Tofino) member counter
+    assert sum(members) == n + 200 + 50
+    assert all(c > 0 for c in members)
 
 
-def test_group_without_spray_keeps_dlcp_per_flow(switch) -> None:
-    path, tables = switch
+def test_group_without_spray_keeps_dlcp_per_flow(target) -> None:
+    tables = target.tables
     tables.group(1, [3, 4, 5, 6], spray=False)
     tables.route_group(ip_int("10.0.9.0"), 24, 1)
-    hits = members_hit(path, [dlcp_packet(dst_port=9, seq=i, offset=i) for i in range(100)])
+    hits = members_hit(target, [dlcp_packet(dst_port=9, seq=i, offset=i) for i in range(100)])
     assert len(hits) == 1
 
 
-def test_group_membership_changes_apply_to_the_next_packet(switch) -> None:
-    path, tables = switch
+def test_group_membership_changes_apply_to_the_next_packet(target) -> None:
+    tables = target.tables
     tables.group(1, [3, 4, 5, 6], spray=True)
     tables.route_group(ip_int("10.0.9.0"), 24, 1)
-    assert set(members_hit(path, [dlcp_packet(dst_port=9, seq=i) for i in range(200)])) == {3, 4, 5, 6}
+    assert set(members_hit(target, [dlcp_packet(dst_port=9, seq=i) for i in range(200)])) == {3, 4, 5, 6}
     tables.group(1, [5, 6], spray=True)
-    assert set(members_hit(path, [dlcp_packet(dst_port=9, seq=i) for i in range(200)])) == {5, 6}
+    assert set(members_hit(target, [dlcp_packet(dst_port=9, seq=i) for i in range(200)])) == {5, 6}
     tables.group(1, [4], spray=True)
-    assert set(members_hit(path, [dlcp_packet(dst_port=9, seq=i) for i in range(20)])) == {4}
+    assert set(members_hit(target, [dlcp_packet(dst_port=9, seq=i) for i in range(20)])) == {4}
 
 
-def test_routed_packet_bytes_through_egress(switch) -> None:
-    path, tables = switch
+def test_routed_packet_bytes_through_egress(target) -> None:
+    path, tables = target.path, target.tables
     tables.priority_rule(6, 10, is_dlcp=(1, 1))
     sent = path.process(dlcp_packet(layer_class=7, ttl=9, ecn=1), 1)
     assert len(sent) == 1
@@ -165,8 +155,8 @@ def install_default_policy(tables: DlcpTables) -> None:
                 tables.thresholds(q, c, block["drop_depth"], block["ecn_depth"])
 
 
-def test_default_policy_gives_the_documented_queues_and_dscp(switch) -> None:
-    path, tables = switch
+def test_default_policy_gives_the_documented_queues_and_dscp(target) -> None:
+    path, tables = target.path, target.tables
     install_default_policy(tables)
     assert len(tables.pipeline.tables["DlcpIngress.drop_thresholds"]) == 96
     # docs/protocol.md, "DSCP mirror of the queue", default mapping table
@@ -178,25 +168,25 @@ def test_default_policy_gives_the_documented_queues_and_dscp(switch) -> None:
         sent = path.process(dlcp_packet(dscp=0, **fields), 1)
         assert len(sent) == 1, fields
         assert Ether(sent[0][1])[IP].tos >> 2 == queue << 3, (fields, queue)
-        assert [q.priority for q in queued(path, dlcp_packet(dscp=0, **fields))] == [queue]
+        assert [q.priority for q in queued(target, dlcp_packet(dscp=0, **fields))] == [queue]
     sent = path.process(udp_packet(dscp=10), 1)
     assert Ether(sent[0][1])[IP].tos >> 2 == 10
     # the top magnitude band is never dropped, the lowest is above 16 packets
-    tables.queue_depth(2, 6, 17)
-    assert queued(path, dlcp_packet(layer_class=7, mag_class=0)) == []
-    tables.queue_depth(2, 6, 500_000)
-    assert len(queued(path, dlcp_packet(layer_class=7, mag_class=15))) == 1
+    target.set_depth(2, 6, 17)
+    assert target.forwarded(dlcp_packet(layer_class=7, mag_class=0)) == []
+    target.set_depth(2, 6, 200_000)
+    assert target.forwarded(dlcp_packet(layer_class=7, mag_class=15)) == [(2, 6)]
 
 
-def test_controller_installed_udp_port_carries_dlcp(switch) -> None:
-    path, tables = switch
+def test_controller_installed_udp_port_carries_dlcp(target) -> None:
+    tables = target.tables
     tables.priority_rule(6, 10, is_dlcp=(1, 1))
     other = 9400
     # before: a DLCP header on port 9400 is plain UDP (queue 0, DSCP kept)
-    assert [q.priority for q in queued(path, dlcp_packet(udp_dport=other, layer_class=7))] == [0]
+    assert [q.priority for q in queued(target, dlcp_packet(udp_dport=other, layer_class=7))] == [0]
     tables.dlcp_port(other)
-    assert [q.priority for q in queued(path, dlcp_packet(udp_dport=other, layer_class=7))] == [6]
+    assert [q.priority for q in queued(target, dlcp_packet(udp_dport=other, layer_class=7))] == [6]
     # the built-in default port keeps working, and a malformed DLCP packet on the new port is dropped
-    assert [q.priority for q in queued(path, dlcp_packet(layer_class=7))] == [6]
-    assert queued(path, dlcp_packet(udp_dport=other, count=4, payload=bytes(3))) == []
+    assert [q.priority for q in queued(target, dlcp_packet(layer_class=7))] == [6]
+    assert queued(target, dlcp_packet(udp_dport=other, count=4, payload=bytes(3))) == []
     assert tables.pipeline.counters["DlcpIngress.malformed"].cells[1][0] == 1
