@@ -86,7 +86,10 @@ def pipeline_paths() -> tuple[Path, str]:
 
 def net_yaml(ports: list[int], routes: int) -> str:
     p4info, config = pipeline_paths()
-    lines = ["defaults:", f"  pipeline: {{p4info: {p4info}, config: {config}}}", "switches:"]
+    # a generous RPC timeout: pushing the pipeline to 10 switches at once (set-up, not measured)
+    # recompiles it in every switch process, which takes more than the default 10 s on a loaded machine
+    lines = ["defaults:", f"  pipeline: {{p4info: {p4info}, config: {config}}}", "controller: {timeout: 120}",
+             "switches:"]
     lines += [f'  s{i + 1}: {{grpc: "127.0.0.1:{p}", device_id: {i + 1}}}' for i, p in enumerate(ports)]
     lines += ["hosts:", '  h1: {ip: 10.255.0.1, mac: "00:00:00:00:00:01", switch: s1, port: 1}']
     lines += ['  h2: {ip: 10.255.0.2, mac: "00:00:00:00:00:02", switch: s1, port: 2}']
