@@ -1,0 +1,51 @@
+"""The DLCP switch model in ns-3: compiles dlcp_switch.h once through cppyy and fills its policy.
+
+Why this exists: every per-packet decision (priority map, per-(queue, magnitude) drop/ECN,
+critical never selectively dropped, spraying vs per-flow ECMP) runs in C++ inside ns-3
+(dlcp_switch.h); Python only builds the objects, from the controller's parsed Policy
+(simulation/policy.py), before the simulation starts.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from controller.netconfig import Policy
+
+HEADER = Path(__file__).with_name("dlcp_switch.h")
+KEYS = ("is_dlcp", "msg_type", "layer_class", "mag_class", "flags")
+
+
+@lru_cache(maxsize=1)
+def ns3():
+    """``(ns, cppyy.gbl.dlcpsim)``: ns-3 imported (20-60 s the first time) and the model compiled."""
+    from ns import ns as ns_module   # noqa: I001  (the wheel's module layout)
+    import cppyy
+
+    if not hasattr(cppyy.gbl, "dlcpsim"):
+        if not cppyy.cppdef(HEADER.read_text()):
+            raise RuntimeError(f"{HEADER}: cppyy could not compile the switch model")
+    cppyy.gbl.dlcpsim.DlcpQueueDisc.GetTypeId()      # register the TypeIds
+    cppyy.gbl.dlcpsim.DlcpRouting.GetTypeId()
+    cppyy.gbl.dlcpsim.DlcpSender.GetTypeId()
+    return ns_module, cppyy.gbl.dlcpsim
+
+
+def cpp_policy(policy: Policy, thresholds: dict[tuple[int, int], tuple[int, int]] | None = None):
+    """A ``dlcpsim::DlcpPolicy`` holding what the controller would install from ``policy``
+    (``thresholds`` in packets, default the policy's own)."""
+    _, sim = ns3()
+    pol = sim.DlcpPolicy()
+    pol.queueDepth = policy.queue_depth
+    for rule in sorted(policy.priority_map, key=lambda r: -r.priority):      # first match wins
+        args: list[int] = []
+        for key in KEYS:
+            value, mask = rule.match.get(key, (0, 0))
+            args += [value, mask]
+        pol.AddRule(*args, rule.queue)
+    for (queue, mag), (drop, ecn) in (thresholds if thresholds is not None else policy.thresholds).items():
+        pol.SetThreshold(queue, mag, drop, ecn)
+    for port in policy.udp_ports:
+        pol.AddUdpPort(port)
+    return pol
