@@ -56,12 +56,25 @@ def _layout(program: Any, name: str) -> list[tuple[str, int]]:
     return [(f.name, width_of(f.type)) for f in decl.fields]
 
 
-def _pack(layout: list[tuple[str, int]], values: dict[str, int]) -> bytes:
-    acc = bits = 0
-    for fname, width in layout:
-        acc = (acc << width) | (values.get(fname, 0) & ((1 << width) - 1))
-        bits += width
-    return acc.to_bytes(bits // 8, "big")
+class _Packer:
+    """Packs named fields of a header layout into bytes (fields not given are 0)."""
+
+    def __init__(self, layout: list[tuple[str, int]]) -> None:
+        total = sum(w for _, w in layout)
+        self.nbytes = total // 8
+        self.shifts: dict[str, tuple[int, int]] = {}
+        pos = total
+        for fname, width in layout:
+            pos -= width
+            self.shifts[fname] = (pos, (1 << width) - 1)
+
+    def pack(self, **values: int) -> bytes:
+        acc = 0
+        shifts = self.shifts
+        for fname, value in values.items():
+            shift, fmask = shifts[fname]
+            acc |= (value & fmask) << shift
+        return acc.to_bytes(self.nbytes, "big")
 
 
 class TnaPath:
@@ -79,22 +92,24 @@ class TnaPath:
         self._pre = pipeline.pre
         self._errors = list(program.module.errors)
         ast_program = program.ast
-        self._ig_layout = _layout(ast_program, "ingress_intrinsic_metadata_t")
-        self._eg_layout = _layout(ast_program, "egress_intrinsic_metadata_t")
+        self._ig = _Packer(_layout(ast_program, "ingress_intrinsic_metadata_t"))
+        eg_layout = _layout(ast_program, "egress_intrinsic_metadata_t")
+        self._eg = _Packer(eg_layout)
         size = ast_program.find("PORT_METADATA_SIZE")
         self._port_md = bytes(int(size.value.value) // 8)
-        self._qmask = (1 << dict(self._eg_layout)["egress_qid"]) - 1
+        self._qmask = (1 << dict(eg_layout)["egress_qid"]) - 1
+        # the classes of each block's arguments (None: packet_in/packet_out)
+        self._ig_new = ns["_NEW_ingress_parser"][1:] + (ns["_NEW_ingress"][4],)
+        self._eg_new = ns["_NEW_egress_parser"][1:] + (ns["_NEW_egress"][5],)
+        self._blocks = {role[7:]: ns[role] for role in ns if role.startswith("_BLOCK_")}
+        self._nparams = {role[9:]: ns[role] for role in ns if role.startswith("_NPARAMS_")}
 
     # ---- helpers ---------------------------------------------------------------------------
-    def _objects(self, role: str) -> list[Any]:
-        return [cls() if cls is not None else None for cls in self._ns[f"_NEW_{role}"]]
-
     def _parse(self, role: str, data: bytes, objs: list[Any]) -> tuple[int, int]:
         """Run a parser over ``data``; (payload offset, parser_err bits)."""
         ctx = self._ctx
         ctx.parser_error = None
-        n = self._ns[f"_NPARAMS_{role}"]
-        off = self._ns[f"_BLOCK_{role}"](data, *objs[: n - 1])
+        off = self._blocks[role](data, *objs[: self._nparams[role] - 1])
         code = ctx.parser_error
         if code is None:
             return off, 0
@@ -112,19 +127,17 @@ class TnaPath:
         ctx = self._ctx
         ctx.length = len(data)
         ctx.now = now_us
-        h, m, ig, tm, prs = self._objects("ingress_parser")[1:]
-        _, _, _, _, dpr, _ = self._objects("ingress")
-        prefix = _pack(self._ig_layout, {"ingress_port": port, "ingress_mac_tstamp": (now_us * 1000) & _M48})
+        h, m, ig, tm, prs, dpr = (cls() for cls in self._ig_new)
+        full = self._ig.pack(ingress_port=port, ingress_mac_tstamp=now_us * 1000) + self._port_md + data
+        nparams = self._nparams
         try:
-            off, err = self._parse("ingress_parser", prefix + self._port_md + data, [h, m, ig, tm, prs])
+            off, err = self._parse("ingress_parser", full, [h, m, ig, tm, prs])
             prs.parser_err = err
             prs.global_tstamp = (now_us * 1000) & _M48
-            payload = (prefix + self._port_md + data)[off:]
-            n = self._ns["_NPARAMS_ingress"]
-            self._ns["_BLOCK_ingress"](*[h, m, ig, prs, dpr, tm][:n])
+            payload = full[off:]
+            self._blocks["ingress"](*[h, m, ig, prs, dpr, tm][:nparams["ingress"]])
             parts: list[bytes] = []
-            n = self._ns["_NPARAMS_ingress_deparser"]
-            self._ns["_BLOCK_ingress_deparser"](*[parts, h, m, dpr, ig][:n])
+            self._blocks["ingress_deparser"](*[parts, h, m, dpr, ig][:nparams["ingress_deparser"]])
         except (AssertionFailed, UserError) as err:
             self._failed(err)
             return []
@@ -160,22 +173,19 @@ class TnaPath:
         ctx = self._ctx
         ctx.length = len(tp.data)
         ctx.now = now_us
-        values = {"egress_port": port, "enq_qdepth": qmeta.enq_qdepth, "deq_qdepth": qmeta.deq_qdepth,
-                  "enq_tstamp": qmeta.enq_timestamp, "deq_timedelta": qmeta.deq_timedelta,
-                  "egress_rid": tp.rid, "egress_qid": tp.qid, "pkt_length": len(tp.data)}
-        full = _pack(self._eg_layout, values) + tp.data
-        h, m, eg, eprs, edpr = self._objects("egress_parser")[1:]
-        oport = self._objects("egress")[5]
+        full = self._eg.pack(egress_port=port, enq_qdepth=qmeta.enq_qdepth, deq_qdepth=qmeta.deq_qdepth,
+                             enq_tstamp=qmeta.enq_timestamp, deq_timedelta=qmeta.deq_timedelta,
+                             egress_rid=tp.rid, egress_qid=tp.qid, pkt_length=len(tp.data)) + tp.data
+        h, m, eg, eprs, edpr, oport = (cls() for cls in self._eg_new)
+        nparams = self._nparams
         try:
             off, err = self._parse("egress_parser", full, [h, m, eg, eprs, edpr])
             eprs.parser_err = err
             eprs.global_tstamp = (now_us * 1000) & _M48
             payload = full[off:]
-            n = self._ns["_NPARAMS_egress"]
-            self._ns["_BLOCK_egress"](*[h, m, eg, eprs, edpr, oport][:n])
+            self._blocks["egress"](*[h, m, eg, eprs, edpr, oport][:nparams["egress"]])
             parts: list[bytes] = []
-            n = self._ns["_NPARAMS_egress_deparser"]
-            self._ns["_BLOCK_egress_deparser"](*[parts, h, m, edpr, eg, eprs][:n])
+            self._blocks["egress_deparser"](*[parts, h, m, edpr, eg, eprs][:nparams["egress_deparser"]])
         except (AssertionFailed, UserError) as err:
             self._failed(err)
             return []
@@ -186,12 +196,13 @@ class TnaPath:
 
     def ghost(self, qid: int, qlength: int, pipe_id: int = 0) -> None:
         """Tofino2's ghost thread: report queue ``qid``'s length (no-op without a ghost block)."""
-        if "_BLOCK_ghost" not in self._ns:
+        block = self._blocks.get("ghost")
+        if block is None:
             return
-        (gh,) = self._objects("ghost")
+        gh = self._ns["_NEW_ghost"][0]()
         gh.qid, gh.qlength, gh.pipe_id = qid & 0x7FF, qlength & 0x3FFFF, pipe_id & 3
         gh._v = True
-        self._ns["_BLOCK_ghost"](gh)
+        block(gh)
 
     # ---- convenience -----------------------------------------------------------------------
     def process(self, data: bytes, port: int, now_us: int = 0, qdepth: int = 0,
