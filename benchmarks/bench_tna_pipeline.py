@@ -49,12 +49,12 @@ def setup(name: str) -> DlcpTarget:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--packets", type=int, default=None, help="packets per case (default 3000)")
+    parser.add_argument("--packets", type=int, default=None, help="packets per case (default 2000)")
     add_quick_flag(parser)
     args = parser.parse_args()
     announce(args.quick)
-    n = args.packets if args.packets is not None else (100 if args.quick else 3000)
-    trials = 1 if args.quick else 3
+    n = args.packets if args.packets is not None else (100 if args.quick else 2000)
+    trials = 1 if args.quick else 5
     cases = {
         "plain UDP, routed": [udp_packet(sport=i % 1000) for i in range(n)],
         "TCP, routed": [tcp_packet(seq=i) for i in range(n)],
@@ -64,10 +64,12 @@ def main() -> int:
     }
     targets = {name: setup(name) for name in ("bmv2", "tna", "t2na")}
     for case, frames in cases.items():
-        rates = {}
-        for name, t in targets.items():
+        rates = dict.fromkeys(targets, 0.0)
+        for t in targets.values():
             rate(t, frames[: max(n // 10, 1)], 1)        # warm up
-            rates[name] = rate(t, frames, trials)
+        for _ in range(trials):          # interleaved, best of: load from other processes cancels
+            for name, t in targets.items():
+                rates[name] = max(rates[name], rate(t, frames, 1))
         base = rates["bmv2"]
         print(f"{case:40s} v1model {base:,.0f} pkt/s = 1.00; "
               + "; ".join(f"{k} {v:,.0f} pkt/s = {v / base:.2f}" for k, v in rates.items() if k != "bmv2"))
