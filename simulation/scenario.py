@@ -1,0 +1,284 @@
+"""One simulated run: a topology, a transport mode, a set of flows -> per-flow results and counters.
+
+Why this exists: it is the plain script every preset runs (no Python in the per-packet path:
+switches use the C++ model of simulation/switch_model, senders are ns-3 applications or the C++
+DlcpSender). Modes:
+
+* ``dlcp``: gradient flows are DLCP-tagged UDP (DlcpSender: paced at the host's line rate,
+  magnitude class per packet, classes >= 12 and the last packet CRITICAL, no retransmission);
+  switch ports run DlcpQueueDisc from the policy;
+* ``tcp-newreno`` / ``tcp-cubic``: gradient flows over TCP, switch ports one FIFO holding the same
+  total buffer as a DLCP port (queues x queue_depth packets);
+* ``dctcp``: TcpDctcp with ECN, switch ports RED marking at K = 65 packets per 10 Gbit/s
+  (the DCTCP paper's guideline, at least 20), same total buffer.
+
+Every switch forwards with DlcpRouting (per-flow ECMP, plus per-packet spraying of DLCP DATA).
+Background flows are TCP in every mode (the mode's TCP variant; NewReno for ``dlcp``).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import asdict, dataclass, field
+
+from controller.netconfig import Policy
+from simulation import switch_model
+from simulation.policy import thresholds_for_rate
+from simulation.topology import Topology, next_hops
+
+MODES = ("dlcp", "tcp-newreno", "tcp-cubic", "dctcp")
+TCP_TYPE = {"dlcp": "TcpNewReno", "tcp-newreno": "TcpNewReno", "tcp-cubic": "TcpCubic", "dctcp": "TcpDctcp"}
+DLCP_PORT = 9290
+PAYLOAD = 1448               # bytes of DLCP payload / TCP segment: 1500-byte IP packets
+TCP_MIN_RTO_US = 1000        # same for every TCP variant
+HOST_QUEUE_PACKETS = 100_000
+
+
+@dataclass
+class Flow:
+    src: str
+    dst: str
+    bytes: int
+    start_s: float
+    kind: str                  # "gradient" | "background"
+    layer_class: int = 7
+
+
+@dataclass
+class FlowResult:
+    mode: str
+    flow: int
+    kind: str
+    src: str
+    dst: str
+    bytes: int
+    start_s: float
+    fct_s: float | None
+    delivered_bytes: int
+    completed: bool
+    tx_packets: int
+    rx_packets: int
+
+
+@dataclass
+class RunResult:
+    mode: str
+    flows: list[FlowResult]
+    sim_time_s: float
+    wall_s: float
+    events: int
+    counters: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"mode": self.mode, "sim_time_s": self.sim_time_s, "wall_s": self.wall_s,
+                "events": self.events, "counters": self.counters}
+
+
+def ps_incast(topo: Topology, gradient_bytes: int, background: int, background_bytes: int,
+              seed: int) -> list[Flow]:
+    """Every host but h0 sends one gradient flow to the parameter server h0 at t = 0 (jitter up to
+    10 µs), plus ``background`` TCP flows between random other pairs."""
+    rng = random.Random(seed)
+    size = gradient_bytes - gradient_bytes % 4          # whole fp32 elements
+    flows = [Flow(h, topo.hosts[0], size, rng.uniform(0, 10e-6), "gradient", 7 - i % 8)
+             for i, h in enumerate(topo.hosts[1:])]
+    others = topo.hosts[1:]
+    for _ in range(background):
+        src, dst = rng.sample(others, 2)
+        flows.append(Flow(src, dst, background_bytes, rng.uniform(0, 100e-6), "background"))
+    return flows
+
+
+def _rate(bps: int) -> str:
+    return f"{bps}bps"
+
+
+def run(topo: Topology, policy: Policy, mode: str, flows: list[Flow], sim_time_s: float) -> RunResult:
+    """Build the network in ns-3, run ``sim_time_s`` simulated seconds, collect results."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode '{mode}' (known: {', '.join(MODES)})")
+    ns, sim = switch_model.ns3()
+    ns.Simulator.Destroy()                      # a fresh simulator for every run in this process
+    ns.Config.Reset()
+    ns.Config.SetDefault("ns3::DropTailQueue<Packet>::MaxSize", ns.QueueSizeValue(ns.QueueSize("1p")))
+    ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType",
+                         ns.TypeIdValue(ns.TypeId.LookupByName(f"ns3::{TCP_TYPE[mode]}")))
+    ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(PAYLOAD))
+    ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(1 << 24))
+    ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(1 << 24))
+    ns.Config.SetDefault("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))
+    ns.Config.SetDefault("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.MicroSeconds(TCP_MIN_RTO_US)))
+    ns.Config.SetDefault("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MicroSeconds(10)))
+    if mode == "dctcp":
+        ns.Config.SetDefault("ns3::TcpSocketBase::UseEcn", ns.StringValue("On"))
+
+    nodes = {name: ns.CreateObject[ns.Node]() for name in topo.hosts + topo.switches}
+    stack = ns.InternetStackHelper()
+    for node in nodes.values():
+        stack.Install(node)
+    p2p = ns.PointToPointHelper()
+    addr = ns.Ipv4AddressHelper()
+    tch = ns.TrafficControlHelper()
+    ends: dict[tuple[str, str], tuple[int, int]] = {}      # (node, neighbour) -> (interface, neighbour's address)
+    host_ip: dict[str, int] = {}
+    qdiscs: list = []
+    total_buffer = policy.queues * policy.queue_depth
+    for i, link in enumerate(topo.links):
+        p2p.SetDeviceAttribute("DataRate", ns.StringValue(_rate(link.rate_bps)))
+        p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(link.delay_ns)))
+        devs = p2p.Install(nodes[link.a], nodes[link.b])
+        addr.SetBase(ns.Ipv4Address(f"10.{1 + i // 256}.{i % 256}.0"), ns.Ipv4Mask("255.255.255.0"))
+        ifaces = addr.Assign(devs)
+        for side, (name, other) in enumerate(((link.a, link.b), (link.b, link.a))):
+            dev = devs.Get(side)
+            ipv4 = nodes[name].GetObject[ns.Ipv4]()
+            ends[(name, other)] = (ipv4.GetInterfaceForDevice(dev), ifaces.GetAddress(1 - side).Get())
+            tch.Uninstall(dev)
+            if name in topo.switches:
+                qdiscs.append(_install_switch_qdisc(ns, sim, dev, policy, mode, link.rate_bps, total_buffer))
+            else:
+                host_ip[name] = ifaces.GetAddress(side).Get()
+                fifo = ns.TrafficControlHelper()
+                fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
+                                      ns.QueueSizeValue(ns.QueueSize(f"{HOST_QUEUE_PACKETS}p")))
+                fifo.Install(dev)
+
+    static = ns.Ipv4StaticRoutingHelper()
+    for host in topo.hosts:
+        sw = topo.host_switch(host)
+        iface, gw = ends[(host, sw)]
+        static.GetStaticRouting(nodes[host].GetObject[ns.Ipv4]()).SetDefaultRoute(ns.Ipv4Address(gw), iface)
+    routers = {}
+    cpol = switch_model.cpp_policy(policy)
+    for sw, plan in next_hops(topo).items():
+        r = sim.AttachRouting(nodes[sw], cpol, policy.spray)
+        routers[sw] = r
+        for host, neighbours in plan.items():
+            for n in neighbours:
+                iface, gw = ends[(sw, n)]
+                r.AddMember(host_ip[host], iface, gw)
+
+    sinks = []
+    senders = []
+    for i, f in enumerate(flows):
+        dst_node, src_node = nodes[f.dst], nodes[f.src]
+        if f.kind == "gradient" and mode == "dlcp":
+            snd = sim.NewSender()
+            rate = next(lk.rate_bps for lk in topo.links if lk.a == f.src)
+            snd.Configure(host_ip[f.dst], DLCP_PORT, f.bytes, PAYLOAD, rate, f.layer_class, 12, 1, i, i + 1)
+            src_node.AddApplication(snd)
+            snd.SetStartTime(ns.Seconds(f.start_s))
+            senders.append(snd)
+            sinks.append(None)
+            continue
+        port = 10000 + i
+        sink = ns.PacketSinkHelper("ns3::TcpSocketFactory",
+                                   ns.InetSocketAddress(ns.Ipv4Address.GetAny(), port).ConvertTo())
+        sapps = sink.Install(dst_node)
+        sapps.Start(ns.Seconds(0))
+        sinks.append(sapps.Get(0))
+        bulk = ns.BulkSendHelper("ns3::TcpSocketFactory",
+                                 ns.InetSocketAddress(ns.Ipv4Address(host_ip[f.dst]), port).ConvertTo())
+        bulk.SetAttribute("MaxBytes", ns.UintegerValue(f.bytes))
+        bulk.SetAttribute("SendSize", ns.UintegerValue(PAYLOAD))
+        bapps = bulk.Install(src_node)
+        bapps.Start(ns.Seconds(f.start_s))
+    if mode == "dlcp":
+        udp_sink = ns.PacketSinkHelper("ns3::UdpSocketFactory",
+                                       ns.InetSocketAddress(ns.Ipv4Address.GetAny(), DLCP_PORT).ConvertTo())
+        for host in {f.dst for f in flows if f.kind == "gradient"}:
+            udp_sink.Install(nodes[host]).Start(ns.Seconds(0))
+
+    fmh = ns.FlowMonitorHelper()
+    hosts = ns.NodeContainer()
+    for h in topo.hosts:
+        hosts.Add(nodes[h])
+    monitor = fmh.Install(hosts)
+
+    ns.Simulator.Stop(ns.Seconds(sim_time_s))
+    t0 = time.perf_counter()
+    ns.Simulator.Run()
+    wall = time.perf_counter() - t0
+    events = int(ns.Simulator.GetEventCount())
+
+    results = _flow_results(ns, fmh, monitor, flows, mode, host_ip, sinks)
+    counters = _counters(mode, qdiscs, routers)
+    ns.Simulator.Destroy()
+    return RunResult(mode, results, sim_time_s, wall, events, counters)
+
+
+def _install_switch_qdisc(ns, sim, dev, policy: Policy, mode: str, rate_bps: int, total_buffer: int):
+    tch = ns.TrafficControlHelper()
+    if mode == "dlcp":
+        tch.SetRootQueueDisc("dlcpsim::DlcpQueueDisc")
+    elif mode == "dctcp":
+        k = max(20, round(65 * rate_bps / 10e9))
+        tch.SetRootQueueDisc("ns3::RedQueueDisc", "MinTh", ns.DoubleValue(k), "MaxTh", ns.DoubleValue(k),
+                             "QW", ns.DoubleValue(1.0), "UseEcn", ns.BooleanValue(True),
+                             "UseHardDrop", ns.BooleanValue(False), "MeanPktSize", ns.UintegerValue(1500),
+                             "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{total_buffer}p")))
+    else:
+        tch.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{total_buffer}p")))
+    tch.Install(dev)
+    tc = dev.GetNode().GetObject[ns.TrafficControlLayer]()
+    qd = tc.GetRootQueueDiscOnDevice(dev)
+    if mode == "dlcp":
+        qd = ns.DynamicCast[sim.DlcpQueueDisc](qd)
+        qd.SetPolicy(switch_model.cpp_policy(policy, thresholds_for_rate(policy, rate_bps)))
+    return qd
+
+
+def _flow_results(ns, fmh, monitor, flows: list[Flow], mode: str, host_ip: dict[str, int], sinks: list
+                  ) -> list[FlowResult]:
+    monitor.CheckForLostPackets()
+    classifier = ns.DynamicCast[ns.Ipv4FlowClassifier](fmh.GetClassifier())
+    by_key = {}
+    for item in monitor.GetFlowStats():
+        t = classifier.FindFlow(item.first)
+        by_key[(t.sourceAddress.Get(), t.destinationAddress.Get(), int(t.protocol), int(t.destinationPort))] = item.second
+    out = []
+    for i, f in enumerate(flows):
+        dlcp = f.kind == "gradient" and mode == "dlcp"
+        key = (host_ip[f.src], host_ip[f.dst], 17 if dlcp else 6, DLCP_PORT if dlcp else 10000 + i)
+        st = by_key.get(key)
+        tx = int(st.txPackets) if st is not None else 0
+        rx = int(st.rxPackets) if st is not None else 0
+        if dlcp:
+            delivered = int(st.rxBytes) - rx * 52 if st is not None else 0     # IP+UDP+DLCP headers
+            completed = st is not None and tx > 0 and rx > 0
+        else:
+            delivered = int(sinks[i].GetTotalRx())
+            completed = delivered >= f.bytes
+        fct = None
+        if completed and st is not None:
+            fct = st.timeLastRxPacket.GetSeconds() - f.start_s
+        out.append(FlowResult(mode, i, f.kind, f.src, f.dst, f.bytes, f.start_s, fct, delivered, completed, tx, rx))
+    return out
+
+
+def _counters(mode: str, qdiscs: list, routers: dict) -> dict:
+    c: dict = {"sprayed_packets": sum(int(r.Sprayed()) for r in routers.values()),
+               "pinned_packets": sum(int(r.Pinned()) for r in routers.values())}
+    if mode == "dlcp":
+        sel: dict[str, int] = {}
+        marks: dict[str, int] = {}
+        tail: dict[str, int] = {}
+        for qd in qdiscs:
+            for q in range(8):
+                if int(qd.TailDrops(q)):
+                    tail[f"q{q}"] = tail.get(f"q{q}", 0) + int(qd.TailDrops(q))
+                for m in range(16):
+                    if int(qd.SelectiveDrops(q, m)):
+                        sel[f"q{q}/m{m}"] = sel.get(f"q{q}/m{m}", 0) + int(qd.SelectiveDrops(q, m))
+                    if int(qd.EcnMarks(q, m)):
+                        marks[f"q{q}/m{m}"] = marks.get(f"q{q}/m{m}", 0) + int(qd.EcnMarks(q, m))
+        c.update(selective_drops=sel, ecn_marks=marks, tail_drops=tail)
+    else:
+        c["drops"] = sum(int(qd.GetStats().nTotalDroppedPackets) for qd in qdiscs)
+        c["ecn_marks"] = sum(int(qd.GetStats().nTotalMarkedPackets) for qd in qdiscs)
+    return c
+
+
+def flow_dict(r: FlowResult) -> dict:
+    return asdict(r)
