@@ -164,7 +164,9 @@ class TnaGen(BlockGen):
         decls = list(pipe.args)
         blocks: dict[str, str] = {}
         for role, d in zip(ROLES, decls, strict=False):
-            prefix = control_plane_name("", d)
+            # bf-p4c qualifies control-plane names with the Pipeline instance (pipe.Ingress.t);
+            # absolute @name(".x") names stay as written
+            prefix = f"{pipe.name}.{control_plane_name('', d)}"
             if isinstance(d, ast.ParserDecl):
                 blocks[role] = self.gen_parser(d, prefix)
             else:

@@ -83,7 +83,7 @@ class DlcpTarget:
             base = port * GHOST_QUEUES_PER_PORT
             table = self.pipeline.tables["DlcpIngress.ghost_queue_base"]
             entry = rt.TableEntry(match=(rt.Exact(port),),
-                                  action=rt.ActionCall("DlcpIngress.selective_drop.set_ghost_queue_base", (base,)))
+                                  action=rt.ActionCall("pipe.DlcpIngress.selective_drop.set_ghost_queue_base", (base,)))
             if table.find(entry.match, 0) is None:
                 table.insert(entry)
             self.path.ghost(base + queue, depth)

@@ -104,7 +104,7 @@ def test_threshold_drop_and_ecn_never_critical(switch, program) -> None:
     tables.thresholds(4, 2, 10, 5)
     if program.arch == "t2na":      # Tofino2: ingress reads the ghost thread's queue length
         tables._insert("DlcpIngress.ghost_queue_base", (tables.rt.Exact(2),),
-                       "DlcpIngress.selective_drop.set_ghost_queue_base", (16,))
+                       "pipe.DlcpIngress.selective_drop.set_ghost_queue_base", (16,))
         path.ghost(16 + 4, 50)
     assert path.process(dlcp_packet(mag_class=2), 1, qdepth=50) == []
     (port, data), = path.process(dlcp_packet(mag_class=2, flags=0x80), 1, qdepth=50)   # critical
@@ -117,3 +117,32 @@ def test_threshold_drop_and_ecn_never_critical(switch, program) -> None:
         path.ghost(16 + 4, 1)
     (port, data), = path.process(dlcp_packet(mag_class=2, flags=0x08, ecn=1), 1, qdepth=1)
     assert Ether(data)[IP].tos & 3 == 1
+
+
+def test_p4info_names_are_bf_p4c_style_and_match_the_bmv2_contract(program) -> None:
+    """Absolute @name(".x") names as written, others pipe-qualified (pipe.DlcpIngress...); every
+    table the controller installs on BMv2 exists on Tofino with the same keys and actions."""
+    from tests.dataplane.targets import compiled
+
+    tna = program.p4info
+    names = {t.preamble.name for t in tna.tables}
+    assert "pipe.DlcpIngress.routing.ecmp_member_select" in names        # not annotated: qualified
+    assert "pipe.DlcpIngress.selective_drop.set_ghost_queue_base" in {a.preamble.name for a in tna.actions} \
+        or program.arch == "tna"
+
+    def shape(info, table):
+        actions = {a.preamble.id: a for a in info.actions}
+        keys = [(m.name, m.bitwidth, m.match_type) for m in table.match_fields]
+        acts = sorted((actions[r.id].preamble.name, tuple((p.name, p.bitwidth) for p in actions[r.id].params))
+                      for r in table.action_refs)
+        return keys, acts
+
+    bmv2 = compiled("bmv2").p4info
+    tna_tables = {t.preamble.name: t for t in tna.tables}
+    shared = [t for t in bmv2.tables if t.preamble.name in tna_tables]
+    assert {t.preamble.name for t in shared} >= {
+        "DlcpIngress.ipv4_routes", "DlcpIngress.ecmp_groups", "DlcpIngress.ecmp_members", "DlcpIngress.nexthops",
+        "DlcpIngress.priority_map", "DlcpIngress.drop_thresholds", "DlcpIngress.dlcp_udp_ports",
+        "DlcpIngress.depth_settings", "DlcpEgress.port_drain"}
+    for t in shared:
+        assert shape(tna, tna_tables[t.preamble.name]) == shape(bmv2, t), t.preamble.name
