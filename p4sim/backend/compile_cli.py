@@ -20,6 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="add DIR to the #include search path (repeatable)")
     p.add_argument("--p4runtime-files", metavar="FILE", default=None,
                    help="also write the P4Info to FILE (text format; .json/.bin by extension as p4c)")
+    p.add_argument("--arch", choices=("v1model", "tna", "t2na"), default="v1model",
+                   help="v1model (default), tna (Tofino1) or t2na (Tofino2): p4sim's Tofino model")
     p.set_defaults(func=run)
 
 
@@ -29,7 +31,11 @@ def run(args: argparse.Namespace) -> int:
     from p4sim.backend.p4info import to_text
     from p4sim.backend.program import compile_file
 
-    program = compile_file(args.program, args.include_dirs)
+    if getattr(args, "arch", "v1model") in ("tna", "t2na"):
+        from p4sim.tna.program import compile_tna
+        program = compile_tna(args.program, args.include_dirs, args.arch)
+    else:
+        program = compile_file(args.program, args.include_dirs)
     try:
         os.makedirs(args.out_dir, exist_ok=True)
         info_path = os.path.join(args.out_dir, f"{program.name}.p4info.txtpb")

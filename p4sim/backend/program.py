@@ -202,6 +202,9 @@ class CompiledProgram:
                                             f"(a name used as both file and directory?)") from None
             inc = sorted({os.path.dirname(os.path.join(tmp, r)) for r in sources})
             try:
+                if doc.get("arch") in ("tna", "t2na"):      # a Tofino program (p4sim/tna)
+                    from p4sim.tna.program import compile_tna
+                    return compile_tna(os.path.join(tmp, main), inc, doc["arch"], name=name, confine_to=[tmp])
                 return _compile(os.path.join(tmp, main), inc, name=name, confine_to=[tmp])
             except P4CompileError as err:
                 raise _relative_to(err, tmp) from None

@@ -46,22 +46,24 @@ class TnaCompiledProgram(CompiledProgram):
         return TnaPipeline(self)
 
 
-def compile_tna(path: str, include_dirs: Sequence[str] = (), arch: str = "tna") -> TnaCompiledProgram:
-    """Compile the TNA program at ``path`` for ``arch`` (``tna``: Tofino1, ``t2na``: Tofino2)."""
+def compile_tna(path: str, include_dirs: Sequence[str] = (), arch: str = "tna", name: str | None = None,
+                confine_to: Sequence[str] | None = None) -> TnaCompiledProgram:
+    """Compile the TNA program at ``path`` for ``arch`` (``tna``: Tofino1, ``t2na``: Tofino2).
+    ``confine_to``: as for v1model programs from the wire (includes stay inside)."""
     from p4sim.backend.p4info import build_p4info
     from p4sim.frontend import load_program
     from p4sim.tna.codegen import generate
 
     if arch not in ARCHES:
         raise UserError(f"--arch {arch!r}: expected one of {', '.join(ARCHES)}")
-    program = load_program(path, include_dirs, defines={"__TARGET_TOFINO__": str(ARCHES[arch])})
+    program = load_program(path, include_dirs, confine_to, defines={"__TARGET_TOFINO__": str(ARCHES[arch])})
     where = getattr(program.main, "loc", None) or SourceLocation(path, 1, 1)
     try:
         module = generate(program)
         p4info = build_p4info(program, module.manifest)
         p4info.pkg_info.arch = arch
         sources, main = _collect_sources(program.source_files, path)
-        name = os.path.splitext(os.path.basename(path))[0]
+        name = name or os.path.splitext(os.path.basename(path))[0]
         compiled = TnaCompiledProgram(name, module, p4info, sources, main, include_dirs, arch=arch)
         compiled.ast = program      # the architecture's metadata layouts, for TnaPath
         compiled.instantiate()
