@@ -90,6 +90,8 @@ def register(subparsers) -> None:
                    help="mutual TLS: refuse clients without a certificate signed by --grpc-server-cacert")
     p.add_argument("--no-grpc", action="store_true", help="do not start the P4Runtime server")
     p.add_argument("--cpu-port", type=_int_arg(0, 510), help="port that carries packet-in/packet-out")
+    p.add_argument("--arch", choices=("v1model", "tna", "t2na"), default="v1model",
+                   help="architecture of a .p4 program: v1model (default), tna (Tofino1) or t2na (Tofino2)")
     p.add_argument("--priority-queues", type=_int_arg(1, 32), default=DEFAULT_PRIORITY_QUEUES,
                    help=f"strict-priority queues per egress port (default {DEFAULT_PRIORITY_QUEUES}, as "
                         "simple_switch; a packet with priority >= N is dropped)")
@@ -136,8 +138,9 @@ def _setup_logging(args: argparse.Namespace) -> None:
     root.setLevel(min(level, logging.WARNING))
 
 
-def load_program_file(path: str, include_dirs: list[str]):
-    """A compiled program file (device config bytes) or a .p4 source compiled on the spot."""
+def load_program_file(path: str, include_dirs: list[str], arch: str = "v1model"):
+    """A compiled program file (device config bytes) or a .p4 source compiled on the spot for
+    ``arch`` (v1model, or tna/t2na: the Tofino model, __TARGET_TOFINO__ 1 or 2)."""
     if not os.path.isfile(path):
         raise UserError(f"{path}: no such program file")
     try:
@@ -145,6 +148,9 @@ def load_program_file(path: str, include_dirs: list[str]):
     except ImportError as err:
         raise UserError(f"{path}: the p4sim backend is not available ({err})") from err
     if path.endswith(".p4"):
+        if arch in ("tna", "t2na"):
+            from p4sim.tna.program import compile_tna
+            return compile_tna(path, include_dirs, arch)
         return compile_file(path, include_dirs)
     with open(path, "rb") as f:
         return CompiledProgram.from_device_config(f.read())
@@ -193,7 +199,7 @@ def build_switch(args: argparse.Namespace):
     if not args.program and not args.no_p4:
         raise UserError("no program: give OUT/<name>.p4sim.json (or a .p4) or --no-p4")
     specs = [parse_interface_spec(s) for s in args.interface]
-    program = load_program_file(args.program, args.include_dir) if args.program else None
+    program = load_program_file(args.program, args.include_dir, args.arch) if args.program else None
     device = SwitchDevice(device_id=args.device_id, cpu_port=args.cpu_port,
                           priority_queues=args.priority_queues, queue_depth=args.queue_depth,
                           name=args.name, pcap_dir=args.pcap, drop_port=getattr(args, "drop_port", None) or 511)

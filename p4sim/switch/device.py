@@ -114,7 +114,11 @@ class SwitchDevice:
         pipeline = program.instantiate()
         pipeline.digest_sink = self._on_digest
         pipeline.log = self._on_log_msg
-        path = v1.V1ModelPath(pipeline, cpu_port=self.cpu_port, drop_port=self.drop_port)
+        if getattr(program, "arch", "v1model") in ("tna", "t2na"):     # Tofino programs (p4sim/tna)
+            from p4sim.tna.pipeline import TnaPath
+            path = TnaPath(pipeline, cpu_port=self.cpu_port, drop_port=self.drop_port)
+        else:
+            path = v1.V1ModelPath(pipeline, cpu_port=self.cpu_port, drop_port=self.drop_port)
         with self.lock:
             self._v1 = v1
             self.program, self.pipeline, self.path = program, pipeline, path
