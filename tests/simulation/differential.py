@@ -139,8 +139,8 @@ def p4sim_outcome(path, pipeline, tables: DlcpTables, frame: bytes, dst: int, de
     return Outcome(q.priority, "mark" if marked else "forward", ports.index(q.egress_port))
 
 
-def model_outcome(sim, cpol, frame: bytes, dst: int, depths: list[int]) -> tuple[Outcome, bool]:
-    """(outcome, sprayed) from dlcpsim::DecideRaw on the frame's IPv4 fields and L4 bytes."""
+def model_outcome(sim, cpol, frame: bytes, dst: int, depths: list[int]) -> tuple[Outcome, bool, int]:
+    """(outcome, sprayed, the queue it chose even when it dropped) from dlcpsim::DecideRaw on the frame's IPv4 fields and L4 bytes."""
     ports, spray = GROUPS[dst]
     ihl = (frame[14] & 0x0F) * 4
     l4 = frame[14 + ihl:]
@@ -149,5 +149,5 @@ def model_outcome(sim, cpol, frame: bytes, dst: int, depths: list[int]) -> tuple
                       bool(spray), len(ports))
     action = ACTIONS[int(d.action)]
     if action == "drop":
-        return Outcome(None, "drop", None), bool(d.sprayed)
-    return Outcome(int(d.queue), action, int(d.member)), bool(d.sprayed)
+        return Outcome(None, "drop", None), bool(d.sprayed), int(d.queue)
+    return Outcome(int(d.queue), action, int(d.member)), bool(d.sprayed), int(d.queue)
