@@ -1,14 +1,17 @@
 """Random DLCP-shaped packets against an oracle written from docs/protocol.md
 ("Well-formedness and what the switch does"): every packet is either forwarded or dropped
-exactly as the table says, the malformed counter counts each reason, and nothing raises.
+exactly as the table says, the malformed counter counts each reason, and nothing raises. Both
+programs (BMv2, and the Tofino one on p4sim's TNA model for Tofino1 and Tofino2).
 """
 
 from __future__ import annotations
 
 import random
 
+import pytest
+
 from tests.dataplane.packets import ELEM_SIZE, dlcp_header, udp_packet
-from tests.dataplane.tables import DlcpTables
+from tests.dataplane.targets import DlcpTarget
 
 TRUNCATED, BAD_LENGTH, BAD_DTYPE = 0, 1, 2
 
@@ -43,14 +46,13 @@ def random_payload(rng: random.Random) -> bytes:
     return header + bytes(rng.getrandbits(8) for _ in range(body))
 
 
-def test_random_dlcp_packets_follow_the_spec(dlcp_program) -> None:
-    from p4sim.v1model.pipeline import V1ModelPath
+@pytest.fixture(params=["bmv2", "tna", "t2na"])
+def target(request) -> DlcpTarget:
+    return DlcpTarget(request.param)
 
-    pipeline = dlcp_program.instantiate()
-    tables = DlcpTables(pipeline)
-    tables.nexthop(2, 2)
-    tables.route(int.from_bytes(bytes([10, 0, 2, 0]), "big"), 24, 2)
-    path = V1ModelPath(pipeline)
+
+def test_random_dlcp_packets_follow_the_spec(target) -> None:
+    pipeline, path = target.pipeline, target.path
     rng = random.Random(4242)
     expected_counts = [0, 0, 0]
     for i in range(600):
@@ -67,18 +69,13 @@ def test_random_dlcp_packets_follow_the_spec(dlcp_program) -> None:
     assert all(expected_counts), expected_counts             # the generator reached every reason
 
 
-def test_random_ipv4_headers_follow_the_spec(dlcp_program) -> None:
+def test_random_ipv4_headers_follow_the_spec(target) -> None:
     """Issue 11: IPv4 with options and a correct checksum (over the whole header) is ordinary
     IPv4 (options leave unchanged); version != 4 or IHL < 5 is dropped and counted in
     malformed[3]; a checksum over the base header only is corrupt and dropped uncounted."""
-    from p4sim.v1model.pipeline import V1ModelPath
     from tests.dataplane.packets import routed, with_ipv4_fields
 
-    pipeline = dlcp_program.instantiate()
-    tables = DlcpTables(pipeline)
-    tables.nexthop(2, 2)
-    tables.route(int.from_bytes(bytes([10, 0, 2, 0]), "big"), 24, 2)
-    path = V1ModelPath(pipeline)
+    pipeline, path = target.pipeline, target.path
     rng = random.Random(1111)
     bad_ipv4 = forwarded = 0
     for i in range(400):
