@@ -1,7 +1,8 @@
 """The P4Info p4sim produces for dlcp.p4 is exactly the control API of docs/contracts-dlcp.md:
 table keys (name, width, match kind), actions and parameter widths, defaults, counters and
 their sizes, the direct counter, the register, the UDP-port table and the controller headers. The
-controller engineer codes against these names; this test is what keeps them stable.
+controller engineer codes against these names; this test is what keeps them stable, for the BMv2
+program and the Tofino one (Tofino1, Tofino2) alike; the few inherent differences are named.
 """
 
 from __future__ import annotations
@@ -44,9 +45,19 @@ COUNTERS = {
 }
 
 
-@pytest.fixture(scope="module")
-def p4info(dlcp_program):
-    return dlcp_program.p4info
+@pytest.fixture(scope="module", params=["bmv2", "tna", "t2na"])
+def p4info(request):
+    """The P4Info of each program: the BMv2 one and the Tofino one (p4sim's TNA model, named
+    as bf-p4c names objects) carry the same control API."""
+    from tests.dataplane.targets import compiled
+
+    return compiled(request.param).p4info
+
+
+def program_of(p4info):
+    from tests.dataplane.targets import compiled
+
+    return compiled({"v1model": "bmv2"}.get(p4info.pkg_info.arch, p4info.pkg_info.arch))
 
 
 def by_name(items) -> dict:
@@ -69,9 +80,9 @@ def test_action_parameters(p4info) -> None:
         assert [(p.name, p.bitwidth) for p in actions[name].params] == params, name
 
 
-def test_default_actions(dlcp_program) -> None:
+def test_default_actions(p4info) -> None:
     """Contract defaults: drop for routing tables, set_queue(0), and no thresholds."""
-    pipeline = dlcp_program.instantiate()
+    pipeline = program_of(p4info).instantiate()
     defaults = {name: pipeline.tables[name].default_action for name in TABLES}
     for name in ("DlcpIngress.ipv4_routes", "DlcpIngress.nexthops", "DlcpIngress.ecmp_groups",
                  "DlcpIngress.ecmp_members"):
@@ -90,12 +101,16 @@ def test_counters_direct_counter_register_value_set(p4info) -> None:
     for name, size in COUNTERS.items():
         assert counters[name].size == size, name
         assert counters[name].spec.unit == p4info_pb2.CounterSpec.BOTH, name
-    direct = by_name(p4info.direct_counters)["DlcpIngress.ecmp_member_packets"]
-    assert direct.spec.unit == p4info_pb2.CounterSpec.BOTH
-    tables = {t.preamble.id: t.preamble.name for t in p4info.tables}
-    assert tables[direct.direct_table_id] == "DlcpIngress.ecmp_members"
     reg = by_name(p4info.registers)["queue_depth_reg"]
-    assert reg.size == 512 * 8 and reg.type_spec.bitstring.bit.bitwidth == 19
+    if p4info.pkg_info.arch == "v1model":
+        direct = by_name(p4info.direct_counters)["DlcpIngress.ecmp_member_packets"]
+        assert direct.spec.unit == p4info_pb2.CounterSpec.BOTH
+        tables = {t.preamble.id: t.preamble.name for t in p4info.tables}
+        assert tables[direct.direct_table_id] == "DlcpIngress.ecmp_members"
+        assert reg.size == 512 * 8 and reg.type_spec.bitstring.bit.bitwidth == 19
+    else:   # Tofino (docs/dataplane.md): an indexed member counter, 32-bit depth cells
+        assert counters["DlcpIngress.ecmp_member_packets"].size == 256 * 16
+        assert reg.size == 512 * 8 and reg.type_spec.bitstring.bit.bitwidth == 32
     # nothing the controller must write is a value set (BMv2's PI: "ValueSet writes are not supported")
     assert list(p4info.value_sets) == []
     ports = by_name(p4info.tables)["DlcpIngress.dlcp_udp_ports"]
@@ -108,14 +123,17 @@ def test_controller_packet_metadata(p4info) -> None:
     assert [(m.name, m.bitwidth) for m in meta["packet_out"].metadata] == [("egress_port", 9), ("_pad", 7)]
 
 
-def test_depth_freshness_objects(p4info, dlcp_program) -> None:
+def test_depth_freshness_objects(p4info) -> None:
     """docs/dataplane.md "Queue-depth freshness": the per-port display record, its timestamp, and the
-    controller-tunable max age in a keyless table whose default entry the controller modifies."""
+    controller-tunable max age in a keyless table whose default entry the controller modifies
+    (Tofino keeps the table for API symmetry; it observes depths, it records none)."""
+    dlcp_program = program_of(p4info)
     regs = by_name(p4info.registers)
-    assert regs["port_depth_reg"].size == 512
-    assert regs["port_depth_reg"].type_spec.bitstring.bit.bitwidth == 19
-    assert regs["port_depth_ts_reg"].size == 512
-    assert regs["port_depth_ts_reg"].type_spec.bitstring.bit.bitwidth == 48
+    if p4info.pkg_info.arch == "v1model":
+        assert regs["port_depth_reg"].size == 512
+        assert regs["port_depth_reg"].type_spec.bitstring.bit.bitwidth == 19
+        assert regs["port_depth_ts_reg"].size == 512
+        assert regs["port_depth_ts_reg"].type_spec.bitstring.bit.bitwidth == 48
     table = by_name(p4info.tables)["DlcpIngress.depth_settings"]
     actions = {a.preamble.id: a for a in p4info.actions}
     assert list(table.match_fields) == []
@@ -128,13 +146,15 @@ def test_depth_freshness_objects(p4info, dlcp_program) -> None:
         ("DlcpIngress.set_depth_max_age", (2000,))
 
 
-def test_per_queue_depth_objects(p4info, dlcp_program) -> None:
+def test_per_queue_depth_objects(p4info) -> None:
     """docs/dataplane.md "Per-queue depth": the (port, queue) record's timestamp and the
     controller-installed port drain rate (keyed by egress port, NoAction default: the
-    compiled-in 1666 packets/s applies)."""
+    compiled-in 1666 packets/s applies; on Tofino the table exists for API symmetry)."""
+    dlcp_program = program_of(p4info)
     regs = by_name(p4info.registers)
-    assert regs["queue_depth_ts_reg"].size == 512 * 8
-    assert regs["queue_depth_ts_reg"].type_spec.bitstring.bit.bitwidth == 48
+    if p4info.pkg_info.arch == "v1model":
+        assert regs["queue_depth_ts_reg"].size == 512 * 8
+        assert regs["queue_depth_ts_reg"].type_spec.bitstring.bit.bitwidth == 48
     table = by_name(p4info.tables)["DlcpEgress.port_drain"]
     actions = {a.preamble.id: a.preamble.name for a in p4info.actions}
     assert [(m.name, m.bitwidth, m.match_type) for m in table.match_fields] == [("egress_port", 9, MK.EXACT)]
