@@ -121,15 +121,15 @@ class TnaGen(BlockGen):
                 self.w.line(f"{obj}.extend([{', '.join(f'({c}, {w})' for c, w in fields)}])")
                 return None
             if m == "verify":
-                return f"(_compute_checksum('csum16', {obj}) == 0)"
+                return f"(_tna_csum({obj}) == 0)"
             if m == "get":
-                return f"_compute_checksum('csum16', {obj})"
+                return f"_tna_csum({obj})"
             if m == "update":
                 if len(a) > 1 and a[1] is not None:
                     raise P4UnsupportedError(call.loc, "Checksum.update with zeros_as_ones")
                 fields = self.flatten(a[0])
                 _cond, fields = self.guarded(a[0], fields)
-                return f"_compute_checksum('csum16', [{', '.join(f'({c}, {w})' for c, w in fields)}])"
+                return f"_tna_csum([{', '.join(f'({c}, {w})' for c, w in fields)}])"
         raise P4UnsupportedError(call.loc, f"method {m} of extern {ext}")
 
     def register_action_execute(self, call: ast.MethodCall, desc: RegisterActionDesc) -> str:
@@ -190,7 +190,8 @@ class TnaGen(BlockGen):
             tail.append(f"_BLOCK_{role} = {fn}")
             tail.append(f"_NEW_{role} = ({', '.join(n or 'None' for n in arg_types[role])},)")
             tail.append(f"_NPARAMS_{role} = {len(decls[ROLES.index(role)].params)}")
-        src = "\n".join([PRELUDE, self.classes.source(), *self.functions, *tail]) + "\n"
+        prelude = PRELUDE + "from p4sim.tna.runtime import csum16_fields as _tna_csum\n"
+        src = "\n".join([prelude, self.classes.source(), *self.functions, *tail]) + "\n"
         if self.may_exit:
             raise P4UnsupportedError(main.loc, "exit in a TNA program")
         return GeneratedModule(src, self.manifest, blocks, {}, list(self.program.errors),

@@ -1,0 +1,23 @@
+"""Run-time helpers the generated code of TNA programs calls (kept out of the v1model prelude).
+
+Why it exists: TNA's ``Checksum`` extern sums a field list whose widths may be known only per
+packet (varbit IPv4 options); packing it into bytes and summing byte pairs is the slow path the
+v1model code generator avoids with compile-time shifts, which need every width at compile time.
+``csum16_fields`` folds the fields into one int and reduces it modulo 0xFFFF (2**16 == 1), the
+same value as ``p4sim.runtime.hashes.csum16`` over the packed bytes.
+"""
+
+from __future__ import annotations
+
+from p4sim.backend.rt import csum16_int
+
+
+def csum16_fields(fields: list[tuple[int, int]]) -> int:
+    """The ones' complement checksum of ``fields`` ((value, bit width) in order), zero-padded to
+    16-bit words at the end as the packed bytes would be."""
+    acc = 0
+    bits = 0
+    for value, width in fields:
+        acc = (acc << width) | (value & ((1 << width) - 1))
+        bits += width
+    return csum16_int(acc << (-bits % 16))
