@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "p4src" / "bmv2" / "dlcp.p4"
+PROGRAM_TOFINO = REPO / "p4src" / "tofino" / "dlcp.p4"      # on p4sim's TNA model (--arch tna|t2na)
 MODES = ("dlcp", "baseline", "tcp")
 STATUS_QUO_POLICY = {"priority_map": [], "thresholds": [], "spray": False}
 
@@ -52,6 +53,7 @@ class ExperimentConfig:
     iterations: int = 10
     loss_bound: float = 0.1
     target: str = "p4sim"
+    arch: str = "v1model"                # p4sim only: v1model (BMv2 program) | tna | t2na (Tofino program)
     seed: int = 1
     link_mbps: float = 20.0
     queue_depth: int = 64
@@ -61,8 +63,9 @@ class ExperimentConfig:
     policy: str | None = None            # DLCP policy YAML for dlcp mode (default: the shipped one)
 
 
-def compile_pipeline(build_dir: Path, target: str = "p4sim") -> dict[str, Path]:
-    """Compile the DLCP program once for ``target``; returns the files the controller pushes."""
+def compile_pipeline(build_dir: Path, target: str = "p4sim", arch: str = "v1model") -> dict[str, Path]:
+    """Compile the DLCP program once for ``target`` (p4sim: the BMv2 program, or with ``arch`` tna/t2na
+    the Tofino one on p4sim's TNA model); returns the files the controller pushes."""
     build_dir.mkdir(parents=True, exist_ok=True)
     include = str(REPO / "p4src" / "include")
     if target == "bmv2":
@@ -71,7 +74,9 @@ def compile_pipeline(build_dir: Path, target: str = "p4sim") -> dict[str, Path]:
                "--p4runtime-files", str(p4info), str(PROGRAM)]
         files = {"p4info": p4info, "config": build_dir / "dlcp.json"}
     else:
-        cmd = [sys.executable, "-m", "p4sim.cli", "compile", str(PROGRAM), "-o", str(build_dir), "-I", include]
+        program = PROGRAM_TOFINO if arch in ("tna", "t2na") else PROGRAM
+        cmd = [sys.executable, "-m", "p4sim.cli", "compile", str(program), "-o", str(build_dir), "-I", include,
+               "--arch", arch]
         files = {"p4info": build_dir / "dlcp.p4info.txtpb", "config": build_dir / "dlcp.p4sim.json"}
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -275,7 +280,7 @@ def run_experiment(cfg: ExperimentConfig) -> Path:
     run_dir = Path(cfg.out).resolve() / time.strftime("%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(asdict(cfg), indent=2))
-    pipeline = compile_pipeline(run_dir / "build", cfg.target)
+    pipeline = compile_pipeline(run_dir / "build", cfg.target, cfg.arch)
     all_records: list[dict] = []
     progress = Progress(cfg.modes, cfg.iterations)
     with open(run_dir / "iterations.jsonl", "w") as it_f, open(run_dir / "switch_stats.jsonl", "w") as st_f:
@@ -305,6 +310,8 @@ def parse_args(argv: list[str] | None) -> ExperimentConfig:
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--loss-bound", type=float, default=0.1)
     p.add_argument("--target", default="p4sim", help="p4sim | bmv2")
+    p.add_argument("--arch", default="v1model", choices=("v1model", "tna", "t2na"),
+                   help="p4sim only: v1model runs p4src/bmv2/dlcp.p4, tna/t2na the Tofino program")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--link-mbps", type=float, default=20.0, help="emulated link speed (in the switches)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per mode before giving up")
@@ -316,10 +323,12 @@ def parse_args(argv: list[str] | None) -> ExperimentConfig:
         p.error(f"--iterations {a.iterations}: must be >= 1")
     if not 0 <= a.loss_bound < 1:
         p.error(f"--loss-bound {a.loss_bound}: must be in [0, 1)")
+    if a.arch != "v1model" and a.target != "p4sim":
+        p.error(f"--arch {a.arch}: the Tofino program runs on p4sim only (--target p4sim)")
     return ExperimentConfig(topo=a.topo, workload=a.workload, model=a.model,
                             modes=tuple(m.strip() for m in a.mode.split(",") if m.strip()),
                             background=a.background, iterations=a.iterations, loss_bound=a.loss_bound,
-                            target=a.target, seed=a.seed, link_mbps=a.link_mbps, timeout_s=a.timeout,
+                            target=a.target, arch=a.arch, seed=a.seed, link_mbps=a.link_mbps, timeout_s=a.timeout,
                             out=a.out, pcap=a.pcap, policy=a.policy)
 
 
