@@ -43,3 +43,14 @@ def test_v1model_compile_of_a_tna_program_names_the_architecture(tmp_path: Path)
                           str(TOFINO)], capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
     assert "Traceback" not in run.stderr and "architecture Switch" in run.stderr, run.stderr
+
+
+def test_dlcp_exp_arch_selects_the_tofino_program(tmp_path: Path) -> None:
+    from mininet_topos.experiment import compile_pipeline, parse_args
+    from p4sim.backend.program import CompiledProgram
+
+    assert parse_args(["--arch", "tna"]).arch == "tna"
+    with pytest.raises(SystemExit):
+        parse_args(["--arch", "tna", "--target", "bmv2"])       # the Tofino program runs on p4sim only
+    files = compile_pipeline(tmp_path, "p4sim", "t2na")
+    assert CompiledProgram.from_device_config(files["config"].read_bytes()).arch == "t2na"
