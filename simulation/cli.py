@@ -60,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dlcp-sim: {a.preset} {mode}: {len(flows)} flows, {a.sim_ms} ms simulated ...", flush=True)
         r = run(topo, policy, mode, flows, a.sim_ms / 1000)
         g = summary(r)
-        print(f"dlcp-sim: {mode}: gradient done {g['completed']}/{g['flows']} mean {g['mean_fct_us']} µs "
-              f"p99 {g['p99_fct_us']} µs delivered {g['delivered_fraction']}; {r.events} events in "
+        print(f"dlcp-sim: {mode}: gradient complete {g['completed']}/{g['flows']} FCT mean {g['mean_fct_us']} µs "
+              f"p99 {g['p99_fct_us']} µs; arrivals {g['with_arrivals']}, last at {g['mean_last_arrival_us']} µs "
+              f"(mean); delivered {g['delivered_fraction']}; {r.events} events in "
               f"{r.wall_s:.2f} s ({r.events / r.wall_s:,.0f}/s)", flush=True)
         runs.append(r)
     header = (f"# dlcp-sim {a.preset}: {a.workload}\n\n{topo.description}. Policy: {policy.source}. "

@@ -54,7 +54,7 @@ class FlowResult:
     dst: str
     bytes: int
     start_s: float
-    fct_s: float | None
+    fct_s: float | None        # last byte received - start (DLCP open loop: last packet that arrived)
     delivered_bytes: int
     completed: bool
     tx_packets: int
@@ -244,15 +244,14 @@ def _flow_results(ns, fmh, monitor, flows: list[Flow], mode: str, host_ip: dict[
         st = by_key.get(key)
         tx = int(st.txPackets) if st is not None else 0
         rx = int(st.rxPackets) if st is not None else 0
-        if dlcp:
+        if dlcp:       # open loop: complete only if every packet arrived; FCT = last arrival anyway
             delivered = int(st.rxBytes) - rx * 52 if st is not None else 0     # IP+UDP+DLCP headers
-            completed = st is not None and tx > 0 and rx > 0
+            completed = tx > 0 and rx == tx
+            last = rx > 0
         else:
             delivered = int(sinks[i].GetTotalRx())
-            completed = delivered >= f.bytes
-        fct = None
-        if completed and st is not None:
-            fct = st.timeLastRxPacket.GetSeconds() - f.start_s
+            completed = last = delivered >= f.bytes
+        fct = st.timeLastRxPacket.GetSeconds() - f.start_s if last and st is not None else None
         out.append(FlowResult(mode, i, f.kind, f.src, f.dst, f.bytes, f.start_s, fct, delivered, completed, tx, rx))
     return out
 
