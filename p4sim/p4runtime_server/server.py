@@ -160,11 +160,14 @@ class _HeapFreezer:
     A frozen object is never collected by the cycle collector. Freezing inside the Write, while
     the request, its per-update errors and the failure status (protobuf messages hold reference
     cycles) were still alive, pinned them for ever: every failed batch of >= 100 updates leaked.
-    So the freeze runs on its own thread ``DELAY`` seconds after the batch, when the RPC is over,
-    and collects first: the collection scans only what was allocated since the previous freeze,
-    so it costs about what the batch did. Several big batches in a row freeze once."""
+    So the freeze runs on its own thread ``DELAY`` seconds after the batch, at a moment when no
+    request is running (retrying every ``RETRY`` s), and collects first: the collection scans
+    only what was allocated since the previous freeze, so it costs about what the batch did. A
+    stream of big batches freezes at most once per ``DELAY``, not once per batch, and never waits
+    for the stream to end (a bulk install keeps its heap frozen as it grows)."""
 
     DELAY = 0.2
+    RETRY = 0.005
 
     def __init__(self, inflight: _InFlight) -> None:
         self._lock = threading.Lock()
@@ -173,17 +176,21 @@ class _HeapFreezer:
 
     def request(self) -> None:
         with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = threading.Timer(self.DELAY, self._freeze)
-            self._timer.daemon = True
-            self._timer.start()
+            if self._timer is None:       # one pending freeze covers every batch until it runs
+                self._schedule(self.DELAY)
+
+    def _schedule(self, delay: float) -> None:
+        self._timer = threading.Timer(delay, self._freeze)
+        self._timer.daemon = True
+        self._timer.start()
 
     def _freeze(self) -> None:
-        if self._inflight.count:      # objects of a running request would be pinned: wait
-            self.request()
-            return
         with self._lock:
+            if self._timer is None:       # cancelled
+                return
+            if self._inflight.count:      # objects of a running request would be pinned: retry
+                self._schedule(self.RETRY)
+                return
             self._timer = None
         gc.collect()
         gc.freeze()
