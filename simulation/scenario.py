@@ -31,7 +31,8 @@ MODES = ("dlcp", "tcp-newreno", "tcp-cubic", "dctcp")
 TCP_TYPE = {"dlcp": "TcpNewReno", "tcp-newreno": "TcpNewReno", "tcp-cubic": "TcpCubic", "dctcp": "TcpDctcp"}
 DLCP_PORT = 9290
 PAYLOAD = 1448               # bytes of DLCP payload / TCP segment: 1500-byte IP packets
-TCP_MIN_RTO_US = 1000        # same for every TCP variant
+TCP_MIN_RTO_US = 1000        # same for every TCP variant, on datacenter-speed fabrics
+LINUX_MIN_RTO_US = 200_000   # what the Mininet hosts' Linux TCP uses: fabrics with a link below 1 Gbit/s
 HOST_QUEUE_PACKETS = 100_000
 
 
@@ -108,7 +109,9 @@ def run(topo: Topology, policy: Policy, mode: str, flows: list[Flow], sim_time_s
     ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(1 << 24))
     ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(1 << 24))
     ns.Config.SetDefault("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))
-    ns.Config.SetDefault("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.MicroSeconds(TCP_MIN_RTO_US)))
+    slow = min(link.rate_bps for link in topo.links) < 1_000_000_000
+    ns.Config.SetDefault("ns3::TcpSocketBase::MinRto",
+                         ns.TimeValue(ns.MicroSeconds(LINUX_MIN_RTO_US if slow else TCP_MIN_RTO_US)))
     ns.Config.SetDefault("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MicroSeconds(10)))
     if mode == "dctcp":
         ns.Config.SetDefault("ns3::TcpSocketBase::UseEcn", ns.StringValue("On"))
