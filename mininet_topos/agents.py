@@ -13,8 +13,8 @@ from pathlib import Path
 
 from mininet_topos.topologies import HostSpec
 
-# Every workload uses the DLCP UDP port the switches parse (the controller installs 9290 in the
-# `dlcp_udp_ports` value set); each host has its own address, so the port needs no sharing.
+# Every workload uses the DLCP UDP port the switches recognise (9290 is built in; the controller's
+# `dlcp_udp_ports` table adds others); each host has its own address, so the port needs no sharing.
 PS_PORT = 9290
 ALLREDUCE_PORT = 9290
 

@@ -14,7 +14,7 @@
 #define ECMP_MAX_MEMBERS      16     /* members per group (Tofino selector) */
 #define PRIORITY_MAP_SIZE     256
 #define DROP_THRESHOLDS_SIZE  128    /* 8 queues * 16 magnitude classes */
-#define DLCP_UDP_PORTS_SIZE   4      /* parser value_set dlcp_udp_ports */
+#define DLCP_UDP_PORTS_SIZE   4      /* table DlcpIngress.dlcp_udp_ports */
 #define PORT_DRAIN_SIZE       512    /* DlcpEgress.port_drain: one entry per port */
 
 #define PORT_CELLS            512    /* one cell per 9-bit port number */
