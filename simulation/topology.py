@@ -100,6 +100,10 @@ PRESETS = {
     "fat-tree-16": lambda: fat_tree(4, 10_000_000_000, 1000, "fat-tree-16"),
     # the paper's fabric: 144 hosts, 9 leaves x 16, 4 spines, 100 Gbit/s hosts, 400 Gbit/s fabric (1:1)
     "paper-144": lambda: leaf_spine(9, 4, 16, 100_000_000_000, 400_000_000_000, 1000, "paper-144"),
+    # the scale study around it: same leaves, spines and rates, 16 / 64 / 288 hosts
+    "scale-16": lambda: leaf_spine(1, 4, 16, 100_000_000_000, 400_000_000_000, 1000, "scale-16"),
+    "scale-64": lambda: leaf_spine(4, 4, 16, 100_000_000_000, 400_000_000_000, 1000, "scale-64"),
+    "scale-288": lambda: leaf_spine(18, 4, 16, 100_000_000_000, 400_000_000_000, 1000, "scale-288"),
 }
 
 

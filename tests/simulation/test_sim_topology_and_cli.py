@@ -21,6 +21,7 @@ def test_paper_preset_is_144_hosts_non_oversubscribed() -> None:
     assert plan["leaf0"]["h143"] == ["spine0", "spine1", "spine2", "spine3"]    # 4 equal-cost paths
     assert plan["leaf8"]["h143"] == ["h143"]
     assert plan["spine2"]["h20"] == ["leaf1"]
+    assert [len(preset(f"scale-{n}").hosts) for n in (16, 64, 288)] == [16, 64, 288]
 
 
 def test_fat_tree_paths() -> None:
