@@ -35,6 +35,7 @@ TABLE_ORDER = (UDP_PORTS, NEXTHOPS, ECMP_GROUPS, ECMP_MEMBERS, IPV4_ROUTES, PRIO
 
 NUM_QUEUES = 8
 NUM_MAG_CLASSES = 16
+ECMP_MAX_MEMBERS = 16   # members per group (sizes.p4); the Tofino member counter's index is group*16+member
 MALFORMED_REASONS = ("truncated", "bad_length", "bad_dtype", "bad_ipv4")   # DlcpIngress.malformed index order
 
 

@@ -86,6 +86,18 @@ def snapshot(client: P4RuntimeClient, index: P4InfoIndex) -> Snapshot:
     snap.port_depth = _register_cells(client, index, api.PORT_DEPTH_REG)
     malformed = _cells(client, index, api.MALFORMED)
     snap.malformed = {reason: malformed.get(i, (0, 0))[0] for i, reason in enumerate(api.MALFORMED_REASONS)}
+    snap.spray = _spray(client, index)
+    return snap
+
+
+def _spray(client: P4RuntimeClient, index: P4InfoIndex) -> dict[tuple[int, int], tuple[int, int]]:
+    """Packets and bytes per (group, member). The BMv2 program counts them in a direct counter of
+    the members table; the Tofino program in an indexed counter at group * 16 + member (TNA has
+    no direct counter on a selector-less table read by index; see p4src/tofino/control/routing.p4)."""
+    if index.has("counter", api.ECMP_MEMBER_PACKETS):
+        return {divmod(i, api.ECMP_MAX_MEMBERS): v
+                for i, v in _cells(client, index, api.ECMP_MEMBER_PACKETS).items()}
+    spray: dict[tuple[int, int], tuple[int, int]] = {}
     if index.has("table", api.ECMP_MEMBERS):
         table = index.table(api.ECMP_MEMBERS)
         fields = {m.name: m.id for m in table.match_fields}
@@ -95,8 +107,8 @@ def snapshot(client: P4RuntimeClient, index: P4InfoIndex) -> Snapshot:
             dc = found.direct_counter_entry
             match = {fm.field_id: decode(fm.exact.value) for fm in dc.table_entry.match}
             key = (match.get(fields.get("group_id"), 0), match.get(fields.get("member_index"), 0))
-            snap.spray[key] = (dc.data.packet_count, dc.data.byte_count)
-    return snap
+            spray[key] = (dc.data.packet_count, dc.data.byte_count)
+    return spray
 
 
 def rates(before: Snapshot, after: Snapshot) -> dict[tuple[int, int], float]:

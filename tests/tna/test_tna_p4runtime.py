@@ -50,6 +50,10 @@ def test_controller_entries_drive_the_tofino_program(rig) -> None:
         rig.peers[1].send(dlcp_packet(dst_port=9, seq=i, offset=i))
     counts = rig.received_on([3, 4], 60, 10.0)
     assert sum(counts.values()) == 60 and min(counts.values()) > 0, counts     # sprayed over both
+    # dlcpctl stats reads the spray per (group, member) from the Tofino program's indexed counter
+    from controller import stats
+    spray = stats.snapshot(rig.client, rig.index).spray
+    assert {k: v[0] for k, v in spray.items()} == {(1, 0): counts[3], (1, 1): counts[4]}
     # the egress per (port, queue) counter read over P4Runtime (index port*8 + queue)
     assert rig.counter("DlcpEgress.port_queue_tx", 2 * 8 + 6)[0] == 1
     assert rig.counter("DlcpEgress.port_queue_tx", 2 * 8 + 0)[0] == 1
