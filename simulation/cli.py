@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"dlcp-sim: {err}", file=sys.stderr)
         return 2
-    from simulation.scenario import MODES, ps_incast, run
+    from simulation.scenario import MODES, ps_incast, run_fresh
 
     modes = [m.strip() for m in a.modes.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for mode in modes:
         print(f"dlcp-sim: {a.preset} {mode}: {len(flows)} flows, {a.sim_ms} ms simulated ...", flush=True)
-        r = run(topo, policy, mode, flows, a.sim_ms / 1000)
+        r = run_fresh(topo, policy, mode, flows, a.sim_ms / 1000)
         g = summary(r)
         print(f"dlcp-sim: {mode}: gradient complete {g['completed']}/{g['flows']} FCT mean {g['mean_fct_us']} µs "
               f"p99 {g['p99_fct_us']} µs; arrivals {g['with_arrivals']}, last at {g['mean_last_arrival_us']} µs "

@@ -18,8 +18,10 @@ Background flows are TCP in every mode (the mode's TCP variant; NewReno for ``dl
 
 from __future__ import annotations
 
+import multiprocessing
 import random
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from controller.netconfig import Policy
@@ -209,6 +211,14 @@ def run(topo: Topology, policy: Policy, mode: str, flows: list[Flow], sim_time_s
     counters = _counters(mode, qdiscs, routers)
     ns.Simulator.Destroy()
     return RunResult(mode, results, sim_time_s, wall, events, counters)
+
+
+def run_fresh(topo: Topology, policy: Policy, mode: str, flows: list[Flow], sim_time_s: float) -> RunResult:
+    """``run`` in a fresh process: ns-3 keeps state across runs in one process (its random streams
+    are numbered process-wide), so a mode's result would depend on the modes run before it."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                             max_tasks_per_child=1) as pool:
+        return pool.submit(run, topo, policy, mode, flows, sim_time_s).result()
 
 
 def _install_switch_qdisc(ns, sim, dev, policy: Policy, mode: str, rate_bps: int, total_buffer: int):
