@@ -9,7 +9,9 @@
    a 10 % loss bound and 5 % of non-critical DATA dropped by a relay in front of every rank.
    Final test accuracy of both (goal: DLCP within 0.5 points of gloo).
 
-    .venv/bin/python benchmarks/bench_torch_ddp.py [--nproc 2] [--repeat 5] [--skip-digits]
+    .venv/bin/python benchmarks/bench_torch_ddp.py [--nproc 2] [--repeat 5] [--skip-digits] [--quick]
+
+Quick mode (``make test``'s smoke run): a 2 x Linear(256, 256) model, one round, one digits epoch.
 """
 
 from __future__ import annotations
@@ -24,17 +26,21 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmode import add_quick_flag, announce  # noqa: E402
 
 BUCKET_ELEMENTS = 25 * (1 << 20) // 4        # DDP's default bucket_cap_mb = 25
+FULL_MODEL = (2048, 6)                          # width, layers: 25.2 M parameters
+QUICK_MODEL = (256, 2)
 
 
-def _big_model():
+def _big_model(shape: tuple[int, int]):
     import torch
     torch.manual_seed(0)
-    return torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(6)])
+    width, layers = shape
+    return torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(layers)])
 
 
-def _rank(rank: int, world: int, port: int, repeat: int, q) -> None:
+def _rank(rank: int, world: int, port: int, repeat: int, shape: tuple[int, int], q) -> None:
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -43,7 +49,7 @@ def _rank(rank: int, world: int, port: int, repeat: int, q) -> None:
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
-    model = _big_model()
+    model = _big_model(shape)
     n_params = sum(p.numel() for p in model.parameters())
     grads = torch.randn(n_params, generator=torch.Generator().manual_seed(rank))
     buckets = list(torch.split(grads.clone(), BUCKET_ELEMENTS))
@@ -67,10 +73,10 @@ def _rank(rank: int, world: int, port: int, repeat: int, q) -> None:
         comm["dlcp"].append(time.perf_counter() - t0)
     bytes_sent = sum(r.bytes_sent for r in state.reports[-len(buckets):])
     state.close()
-    x = torch.randn(8, 2048, generator=torch.Generator().manual_seed(100 + rank))
+    x = torch.randn(8, shape[0], generator=torch.Generator().manual_seed(100 + rank))
     step = {}
     for mode in ("gloo", "dlcp"):
-        ddp = DDP(_big_model())
+        ddp = DDP(_big_model(shape))
         st = register_dlcp_hook(ddp, DlcpHookConfig(peer_timeout=60)) if mode == "dlcp" else None
         times = []
         for i in range(repeat + 1):
@@ -96,11 +102,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def bench_25m(world: int, repeat: int) -> None:
+def bench_25m(world: int, repeat: int, shape: tuple[int, int]) -> None:
     ctx = mp.get_context("fork")
     q = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_rank, args=(r, world, port, repeat, q)) for r in range(world)]
+    procs = [ctx.Process(target=_rank, args=(r, world, port, repeat, shape, q)) for r in range(world)]
     for p in procs:
         p.start()
     res = dict(q.get(timeout=1800) for _ in range(world))
@@ -108,7 +114,7 @@ def bench_25m(world: int, repeat: int) -> None:
         p.join(30)
     r0 = res[0]
     mb = r0["n_params"] * 4 / 1e6
-    print(f"25M all-reduce: {world} processes on loopback, {r0['n_params']:,} float32 = {mb:.0f} MB, "
+    print(f"{r0['n_params'] / 1e6:.1f}M all-reduce: {world} processes on loopback, {r0['n_params']:,} float32 = {mb:.0f} MB, "
           f"buckets of {BUCKET_ELEMENTS * 4 / 1e6:.0f} MB, {repeat} rounds (medians; rank 0)")
     for what, unit in (("comm", "all-reduce alone"), ("step", "DDP backward (compute + comm)")):
         g = statistics.median(r0[what]["gloo"])
@@ -149,10 +155,14 @@ def main() -> int:
     ap.add_argument("--seeds", default="0", help="comma-separated seeds of the digits runs")
     ap.add_argument("--skip-digits", action="store_true")
     ap.add_argument("--skip-25m", action="store_true")
+    add_quick_flag(ap)
     a = ap.parse_args()
+    announce(a.quick)
+    if a.quick:
+        a.repeat, a.epochs, a.seeds = 1, 1, "0"
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"load average {os.getloadavg()[0]:.1f}")
     if not a.skip_25m:
-        bench_25m(a.nproc, a.repeat)
+        bench_25m(a.nproc, a.repeat, QUICK_MODEL if a.quick else FULL_MODEL)
     if not a.skip_digits:
         bench_digits(a.epochs, [int(x) for x in a.seeds.split(",")])
     return 0
