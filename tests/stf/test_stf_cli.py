@@ -141,3 +141,14 @@ def test_one_queue_by_default_drops_nonzero_priority_like_bmv2():
     assert one.run() and one.path.drops["priority_out_of_range"] == 1
     eight = StfRun(program.instantiate(), parse_text("priority_queues 8\n" + packet), V1ModelPath)
     assert eight.run() == [] and eight.path.drops["priority_out_of_range"] == 0
+
+
+def test_output_into_a_closed_pipe_is_not_a_traceback():
+    """`p4sim ... | head -1`: the reader leaves early; p4sim stops quietly (exit 141, as a shell
+    reports SIGPIPE), without a BrokenPipeError traceback on stderr."""
+    corpus = Path(__file__).parent / "corpus"
+    proc = subprocess.run(f"'{sys.executable}' -m p4sim.cli stf '{corpus}' | head -1",
+                          shell=True, capture_output=True, text=True, timeout=300,
+                          executable="/bin/bash")
+    assert proc.stdout.startswith("PASS "), proc.stdout
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
