@@ -20,3 +20,10 @@ def ns3_model():
     from simulation import switch_model
 
     return switch_model.ns3()
+
+
+@pytest.fixture(scope="session")
+def ns3_installed() -> None:
+    """Skip unless the `ns3` wheel is installed (for tests that run ns-3 in child processes only)."""
+    if importlib.util.find_spec("ns") is None:
+        pytest.skip("ns-3 is not installed (pip install ns3==3.44.post0; make test installs it)")
