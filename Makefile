@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.dlcp-installed
-APT_PACKAGES := mininet python3-venv iproute2 iputils-ping tcpdump ethtool psmisc
+APT_PACKAGES := mininet python3-venv iproute2 iputils-ping tcpdump ethtool psmisc g++ python3-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The reference p4c/BMv2 build sits beside the project on developers' machines and in CI (never copied
 # into it). Where it exists, `make test` installs its libraries and puts it on PATH so the BMv2-marked
@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml Makefile
 	@# Debian's mininet lives in the system Python: expose that one package (not all of dist-packages).
 	@mkdir -p $(VENV)/system-mininet && ln -sfn /usr/lib/python3/dist-packages/mininet $(VENV)/system-mininet/mininet
 	@echo "$(CURDIR)/$(VENV)/system-mininet" > $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/dlcp-system-mininet.pth
-	$(PY) -c "import mininet.net, p4.v1.p4runtime_pb2, p4runtime_sh, lark, scapy, numpy"
+	$(PY) -c "import mininet.net, p4.v1.p4runtime_pb2, p4runtime_sh, lark, scapy, numpy, torch"
 	@touch $(STAMP)
 
 p4ref:
