@@ -300,7 +300,7 @@ def parse_args(argv: list[str] | None) -> ExperimentConfig:
     p = argparse.ArgumentParser(prog="dlcp-exp", description="DLCP versus the status quo in Mininet",
                                 epilog="With --scenario NAME (incast, ecmp-collision, tcp-bulk): a study of that scenario, "
                                        "--seeds runs per mode interleaved, modes dlcp, dlcp-prio, dlcp-drop, dlcp-spray, "
-                                       "udp-reliable, tcp-cubic, tcp-bbr; report with 95 %% intervals.")
+                                       "udp-reliable, tcp-cubic, tcp-bbr; report with 95 % intervals.")
     p.add_argument("--topo", default="leaf-spine", help="star | dumbbell | leaf-spine | fat-tree")
     p.add_argument("--workload", default="ps", help="ps | allreduce | torch-ddp | profile:MODEL")
     p.add_argument("--model", default="digits", help="what ps trains: digits (real MLP) or a profile name")
