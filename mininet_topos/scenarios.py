@@ -93,7 +93,7 @@ def switch_policy(mode: Mode, default_policy: dict) -> dict | None:
 
 @dataclass(frozen=True)
 class Job:
-    """One training job: ``ps`` (hosts[0] serves, the rest are workers) or ``allreduce`` (a ring)."""
+    """One training job: ``ps`` (hosts[0] serves, the rest are workers), ``allreduce`` (a ring) or ``torch-ddp``."""
 
     name: str
     kind: str
@@ -150,6 +150,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         "server port (real gradients, real test accuracy; DLCP gives up non-critical packets within the bound)",
         "star", {"hosts": 7},
         jobs=(Job("ps", "ps", "digits", ("h1", "h2", "h3", "h4", "h5", "h6", "h7")),), iterations=100),
+    Scenario(
+        "torch-ddp", "PyTorch DDP (digits CNN, 4 ranks h1,h2,h4,h5 in a ring across both leaves) next to the "
+        "tcp-bulk scenario's long-lived TCP bulk flows h6->h1 and h3->h5; TCP modes run DDP's gloo all-reduce",
+        "leaf-spine", {"spines": 2, "leaves": 2, "hosts_per_leaf": 3},
+        jobs=(Job("ddp", "torch-ddp", "digits-cnn", ("h1", "h2", "h4", "h5")),),
+        flows=(Flow("h6", "h1"), Flow("h3", "h5")), iterations=30),
 )}
 
 

@@ -153,6 +153,13 @@ class Study:
                                                   scale=job.scale, extra=(*extra, "--buckets", str(job.buckets)),
                                                   **common)
                     for r, h in enumerate(hosts)}
+        if job.kind == "torch-ddp":     # PyTorch DDP, digits CNN (host_agent/torch_train.py); TCP modes: gloo
+            cmds = {h.name: agents.torch_ddp_rank(hosts, r, iterations, out=out_dir / f"{h.name}.jsonl", **common)
+                    for r, h in enumerate(hosts)}
+            if m.tcp_cc:                # gloo's sockets use the host's default congestion control (per netns)
+                cmds = {h: ["sh", "-c", f'sysctl -qw net.ipv4.tcp_congestion_control={m.tcp_cc} && exec "$@"', "sh", *c]
+                        for h, c in cmds.items()}
+            return cmds
         raise StudyError(f"scenario {self.scen.name}: job {job.name}: unknown kind {job.kind!r}")
 
     def _counters(self, config: Path) -> dict:
@@ -392,7 +399,7 @@ def collect_records(out_dir: Path, scen: Scenario, mode: str, seed: int) -> list
                 records.append({
                     "scenario": scen.name, "job": job.name, "kind": job.kind, "workload": job.workload,
                     "mode": mode, "seed": seed, "worker": host, "iteration": r["iteration"],
-                    "iter_time_s": r.get("iter_seconds", r.get("comm_seconds", 0.0)),
+                    "iter_time_s": r.get("iter_seconds", r.get("iteration_seconds", r.get("comm_seconds", 0.0))),
                     "compute_s": r.get("compute_seconds", 0.0),
                     "exposed_comm_s": r.get("exposed_comm_seconds", 0.0),
                     "comm_time_s": r.get("comm_seconds", 0.0), "bytes": r.get("bytes_sent", 0),
