@@ -18,7 +18,7 @@ from p4sim.backend.codegen import PRELUDE, BlockGen, GeneratedModule
 from p4sim.backend.exprgen import width_of
 from p4sim.backend.externgen import enum_member
 from p4sim.backend.tablegen import control_plane_name
-from p4sim.backend.typegen import mask
+from p4sim.backend.typegen import mask, pyfield
 from p4sim.backend.writer import Env
 from p4sim.errors import P4CompileError, P4UnsupportedError
 from p4sim.frontend import ast
@@ -152,6 +152,28 @@ class TnaGen(BlockGen):
             self.env = outer
         self.w.line(f"{desc.register}.write({idx}, {value})")
         return rv
+
+    # ---- statements ----------------------------------------------------------------------
+    def st_AssignStmt(self, s: ast.AssignStmt) -> None:
+        if not self.literal_struct_store(s):
+            super().st_AssignStmt(s)
+
+    def literal_struct_store(self, s: ast.AssignStmt) -> bool:
+        """``md = {0, 0, ..., false}`` into an out/inout struct parameter of scalar fields (TNA
+        parsers zero their metadata so, twice per packet): one store per field, not a fresh
+        struct copied slot by slot into the caller's. False: not that shape, generate as usual."""
+        lhs, rhs = s.lhs, s.rhs
+        if not (isinstance(lhs, ast.PathExpr) and isinstance(lhs.decl, ast.Param)
+                and lhs.decl.direction in ("out", "inout") and isinstance(lhs.type, ast.StructT)
+                and isinstance(rhs, ast.StructInit)
+                and all(isinstance(e, (ast.IntLiteral, ast.BoolLiteral)) for _, e in rhs.fields)):
+            return False
+        target = self.env.lookup(lhs.decl)
+        if target is None:
+            return False
+        for name, e in rhs.fields:
+            self.w.line(f"{target}.{pyfield(name)} = {self.value(e)}")
+        return True
 
     # ---- module --------------------------------------------------------------------------
     def generate(self) -> GeneratedModule:

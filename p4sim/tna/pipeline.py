@@ -15,23 +15,19 @@ prefixes and applies the decisions TNA leaves to the deparsers and the TM:
 * a parser error does not drop the packet: ``parser_err`` carries it into the control
   (``PARSER_ERROR_NO_MATCH``/``PARSER_ERROR_PARTIAL_HDR``), as when a program reads it on Tofino.
 
-It has ``V1ModelPath``'s interface (``ingress``, ``egress``, ``process``, ``drops``), so the switch
+It shares ``PacketPath`` (``ingress``, ``egress``, ``process``, ``drops``) with ``V1ModelPath``, so the switch
 device and the tests drive both architectures the same way.
 """
 
 from __future__ import annotations
 
-import collections
-import logging
 from dataclasses import dataclass
 from typing import Any
 
 from p4sim.backend.exprgen import width_of
 from p4sim.backend.rt import AssertionFailed
 from p4sim.errors import UserError
-from p4sim.v1model.pipeline import Enqueue, QueuedPacket, QueueMetadata, Transmit
-
-log = logging.getLogger("p4sim.tna")
+from p4sim.v1model.packet_path import PacketPath, QueuedPacket, QueueMetadata, Transmit
 
 PARSER_ERROR_NO_MATCH = 0x0001
 PARSER_ERROR_PARTIAL_HDR = 0x0002
@@ -57,13 +53,14 @@ def _layout(program: Any, name: str) -> list[tuple[str, int]]:
 
 
 class _Packer:
-    """Packs named fields of a header layout into bytes (fields not given are 0)."""
+    """Packs named fields of a header layout into an int (fields not given are 0): the shift and
+    mask of each field, so a packet's prefix is a few shifts and one ``to_bytes``."""
 
-    def __init__(self, layout: list[tuple[str, int]]) -> None:
+    def __init__(self, layout: list[tuple[str, int]], trailing_bits: int = 0) -> None:
         total = sum(w for _, w in layout)
-        self.nbytes = total // 8
+        self.nbytes = (total + trailing_bits) // 8
         self.shifts: dict[str, tuple[int, int]] = {}
-        pos = total
+        pos = total + trailing_bits
         for fname, width in layout:
             pos -= width
             self.shifts[fname] = (pos, (1 << width) - 1)
@@ -77,88 +74,100 @@ class _Packer:
         return acc.to_bytes(self.nbytes, "big")
 
 
-class TnaPath:
+class TnaPath(PacketPath):
     """Runs packets through one TNA ``Pipeline`` (see the module docstring)."""
 
+    QID_FROM_QUEUE = True
+
     def __init__(self, pipeline: Any, cpu_port: int | None = None, drop_port: int = 511) -> None:
-        self.pipeline = pipeline
-        self.cpu_port = cpu_port
-        self.drop_port = drop_port
-        self.drops: collections.Counter[str] = collections.Counter()
-        ns = pipeline.namespace
-        self._ns = ns
+        super().__init__(pipeline, cpu_port, drop_port)
+        ns = self._ns
         program = pipeline.program
-        self._ctx = pipeline.ctx
-        self._pre = pipeline.pre
         self._errors = list(program.module.errors)
         ast_program = program.ast
-        self._ig = _Packer(_layout(ast_program, "ingress_intrinsic_metadata_t"))
+        port_md_bits = int(ast_program.find("PORT_METADATA_SIZE").value.value)
+        # the ingress prefix: ingress_intrinsic_metadata_t, then the port metadata (zeros)
+        self._ig = ig = _Packer(_layout(ast_program, "ingress_intrinsic_metadata_t"), port_md_bits)
+        self._ig_port, self._ig_tstamp = ig.shifts["ingress_port"], ig.shifts["ingress_mac_tstamp"]
         eg_layout = _layout(ast_program, "egress_intrinsic_metadata_t")
-        self._eg = _Packer(eg_layout)
-        size = ast_program.find("PORT_METADATA_SIZE")
-        self._port_md = bytes(int(size.value.value) // 8)
+        self._eg = eg = _Packer(eg_layout)
+        self._eg_fields = tuple(eg.shifts[f] for f in ("egress_port", "enq_qdepth", "deq_qdepth", "enq_tstamp",
+                                                       "deq_timedelta", "egress_rid", "egress_qid", "pkt_length"))
         self._qmask = (1 << dict(eg_layout)["egress_qid"]) - 1
         # the classes of each block's arguments (None: packet_in/packet_out)
         self._ig_new = ns["_NEW_ingress_parser"][1:] + (ns["_NEW_ingress"][4],)
         self._eg_new = ns["_NEW_egress_parser"][1:] + (ns["_NEW_egress"][5],)
         self._blocks = {role[7:]: ns[role] for role in ns if role.startswith("_BLOCK_")}
         self._nparams = {role[9:]: ns[role] for role in ns if role.startswith("_NPARAMS_")}
+        nparams = self._nparams
+        # each block's callable and how many of the architecture's arguments it declares
+        self._ig_run = tuple((self._blocks[r], nparams[r]) for r in ("ingress_parser", "ingress", "ingress_deparser"))
+        self._eg_run = tuple((self._blocks[r], nparams[r]) for r in ("egress_parser", "egress", "egress_deparser"))
 
     # ---- helpers ---------------------------------------------------------------------------
-    def _parse(self, role: str, data: bytes, objs: list[Any]) -> tuple[int, int]:
-        """Run a parser over ``data``; (payload offset, parser_err bits)."""
+    def _parser_err(self, code: int | None) -> int:
+        """The ``parser_err`` bits for the error the parser stopped with (None: 0)."""
+        if code is None:
+            return 0
+        name = self._errors[code] if 0 <= code < len(self._errors) else ""
+        return PARSER_ERROR_CODES.get(name, PARSER_ERROR_NO_MATCH)
+
+    def _run_pipe(self, run: tuple, full: bytes, prs: Any, tstamp: int, prs_args: tuple, ctl_args: tuple,
+                  dpr_args: tuple) -> tuple[int, list[bytes]]:
+        """One pipe's parser, control and deparser, each given as many of the architecture's
+        arguments as it declares: (offset of the payload in ``full``, the deparsed headers)."""
+        (parse, np_prs), (control, np_ctl), (deparse, np_dpr) = run
         ctx = self._ctx
         ctx.parser_error = None
-        off = self._blocks[role](data, *objs[: self._nparams[role] - 1])
+        off = parse(full, *prs_args[:np_prs - 1])
         code = ctx.parser_error
-        if code is None:
-            return off, 0
-        name = self._errors[code] if 0 <= code < len(self._errors) else ""
-        return off, PARSER_ERROR_CODES.get(name, PARSER_ERROR_NO_MATCH)
-
-    def _failed(self, err: Exception) -> None:
-        self.drops["assert" if isinstance(err, AssertionFailed) else "extern_error"] += 1
-        log.warning("packet dropped: %s", err)
+        if code is not None:
+            prs.parser_err = self._parser_err(code)
+        prs.global_tstamp = tstamp
+        control(*ctl_args[:np_ctl])
+        parts: list[bytes] = []
+        deparse(parts, *dpr_args[:np_dpr - 1])
+        return off, parts
 
     # ---- ingress ---------------------------------------------------------------------------
     def ingress(self, data: bytes, port: int, now_us: int, context: Any = None) -> list[QueuedPacket]:
         """Ingress parser .. ingress deparser for one packet on ``port``: what enters the TM."""
-        data = bytes(data)
+        if type(data) is not bytes:
+            data = bytes(data)
         ctx = self._ctx
         ctx.length = len(data)
         ctx.now = now_us
-        h, m, ig, tm, prs, dpr = (cls() for cls in self._ig_new)
-        full = self._ig.pack(ingress_port=port, ingress_mac_tstamp=now_us * 1000) + self._port_md + data
-        nparams = self._nparams
+        new_h, new_m, new_ig, new_tm, new_prs, new_dpr = self._ig_new
+        h, m, ig, tm, prs, dpr = new_h(), new_m(), new_ig(), new_tm(), new_prs(), new_dpr()
+        tstamp = (now_us * 1000) & _M48
+        (pshift, pmask), (tshift, tmask) = self._ig_port, self._ig_tstamp
+        full = (((port & pmask) << pshift) | ((tstamp & tmask) << tshift)).to_bytes(self._ig.nbytes, "big") + data
         try:
-            off, err = self._parse("ingress_parser", full, [h, m, ig, tm, prs])
-            prs.parser_err = err
-            prs.global_tstamp = (now_us * 1000) & _M48
-            payload = full[off:]
-            self._blocks["ingress"](*[h, m, ig, prs, dpr, tm][:nparams["ingress"]])
-            parts: list[bytes] = []
-            self._blocks["ingress_deparser"](*[parts, h, m, dpr, ig][:nparams["ingress_deparser"]])
+            off, parts = self._run_pipe(self._ig_run, full, prs, tstamp, (h, m, ig, tm, prs), (h, m, ig, prs, dpr, tm),
+                                        (h, m, dpr, ig))
         except (AssertionFailed, UserError) as err:
-            self._failed(err)
+            self._assert_failed(err)
             return []
         if dpr.drop_ctl & 1:
             self.drops["ingress_drop"] += 1
             return []
-        out_bytes = b"".join(parts) + payload
+        parts.append(full[off:])
+        out_bytes = b"".join(parts)
         length = len(out_bytes)
         qid = tm.qid & self._qmask
+        bypass = bool(tm.bypass_egress)
+        grp_a, grp_b = tm.mcast_grp_a, tm.mcast_grp_b
         out: list[QueuedPacket] = []
-        for mgid in (tm.mcast_grp_a, tm.mcast_grp_b):
-            if mgid:
-                replicas = self._pre.replicate(mgid)
-                if not replicas:
-                    self.drops["mcast_empty_group"] += 1
-                for rid, eport in replicas:
-                    out.append(QueuedPacket(eport, qid, length,
-                                            TnaPacket(out_bytes, port, qid, rid, bool(tm.bypass_egress))))
-        if not (tm.mcast_grp_a or tm.mcast_grp_b):
-            eport = tm.ucast_egress_port
-            out.append(QueuedPacket(eport, qid, length, TnaPacket(out_bytes, port, qid, 0, bool(tm.bypass_egress))))
+        if grp_a or grp_b:
+            for mgid in (grp_a, grp_b):
+                if mgid:
+                    replicas = self._pre.replicate(mgid)
+                    if not replicas:
+                        self.drops["mcast_empty_group"] += 1
+                    for rid, eport in replicas:
+                        out.append(QueuedPacket(eport, qid, length, TnaPacket(out_bytes, port, qid, rid, bypass)))
+        else:
+            out.append(QueuedPacket(tm.ucast_egress_port, qid, length, TnaPacket(out_bytes, port, qid, 0, bypass)))
         if tm.copy_to_cpu and self.cpu_port is not None:
             out.append(QueuedPacket(self.cpu_port, 0, length, TnaPacket(out_bytes, port, 0, 0, True)))
         return out
@@ -168,31 +177,32 @@ class TnaPath:
         """Egress parser .. egress deparser for one packet leaving the TM on ``pkt.egress_port``."""
         tp: TnaPacket = pkt.context
         port = pkt.egress_port
+        data = tp.data
         if tp.bypass_egress:
-            return [Transmit(port, tp.data)]
+            return [Transmit(port, data)]
         ctx = self._ctx
-        ctx.length = len(tp.data)
+        length = len(data)
+        ctx.length = length
         ctx.now = now_us
-        full = self._eg.pack(egress_port=port, enq_qdepth=qmeta.enq_qdepth, deq_qdepth=qmeta.deq_qdepth,
-                             enq_tstamp=qmeta.enq_timestamp, deq_timedelta=qmeta.deq_timedelta,
-                             egress_rid=tp.rid, egress_qid=tp.qid, pkt_length=len(tp.data)) + tp.data
-        h, m, eg, eprs, edpr, oport = (cls() for cls in self._eg_new)
-        nparams = self._nparams
+        acc = 0
+        for (shift, fmask), value in zip(self._eg_fields, (port, qmeta.enq_qdepth, qmeta.deq_qdepth,
+                                                            qmeta.enq_timestamp, qmeta.deq_timedelta, tp.rid,
+                                                            tp.qid, length), strict=True):
+            acc |= (value & fmask) << shift
+        full = acc.to_bytes(self._eg.nbytes, "big") + data
+        new_h, new_m, new_eg, new_prs, new_dpr, new_oport = self._eg_new
+        h, m, eg, eprs, edpr, oport = new_h(), new_m(), new_eg(), new_prs(), new_dpr(), new_oport()
         try:
-            off, err = self._parse("egress_parser", full, [h, m, eg, eprs, edpr])
-            eprs.parser_err = err
-            eprs.global_tstamp = (now_us * 1000) & _M48
-            payload = full[off:]
-            self._blocks["egress"](*[h, m, eg, eprs, edpr, oport][:nparams["egress"]])
-            parts: list[bytes] = []
-            self._blocks["egress_deparser"](*[parts, h, m, edpr, eg, eprs][:nparams["egress_deparser"]])
+            off, parts = self._run_pipe(self._eg_run, full, eprs, (now_us * 1000) & _M48, (h, m, eg, eprs, edpr),
+                                        (h, m, eg, eprs, edpr, oport), (h, m, edpr, eg, eprs))
         except (AssertionFailed, UserError) as err:
-            self._failed(err)
+            self._assert_failed(err)
             return []
         if edpr.drop_ctl & 1:
             self.drops["egress_drop"] += 1
             return []
-        return [Transmit(port, b"".join(parts) + payload)]
+        parts.append(full[off:])
+        return [Transmit(port, b"".join(parts))]
 
     def ghost(self, qid: int, qlength: int, pipe_id: int = 0) -> None:
         """Tofino2's ghost thread: report queue ``qid``'s length (no-op without a ghost block)."""
@@ -203,23 +213,6 @@ class TnaPath:
         gh.qid, gh.qlength, gh.pipe_id = qid & 0x7FF, qlength & 0x3FFFF, pipe_id & 3
         gh._v = True
         block(gh)
-
-    # ---- convenience -----------------------------------------------------------------------
-    def process(self, data: bytes, port: int, now_us: int = 0, qdepth: int = 0,
-                max_passes: int = 256) -> list[tuple[int, bytes]]:
-        """Run one packet to completion (queues reported at depth ``qdepth``): (port, bytes) sent."""
-        sent: list[tuple[int, bytes]] = []
-        queue = collections.deque(self.ingress(data, port, now_us))
-        passes = 0
-        while queue and passes < max_passes:
-            passes += 1
-            qp = queue.popleft()
-            for o in self.egress(qp, QueueMetadata(now_us, qdepth, qdepth, 0, qp.priority), now_us):
-                if isinstance(o, Transmit):
-                    sent.append((o.port, o.data))
-                elif isinstance(o, Enqueue):
-                    queue.append(o.packet)
-        return sent
 
 
 def is_tna(program: Any) -> bool:

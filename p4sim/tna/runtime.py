@@ -14,10 +14,15 @@ from p4sim.backend.rt import csum16_int
 
 def csum16_fields(fields: list[tuple[int, int]]) -> int:
     """The ones' complement checksum of ``fields`` ((value, bit width) in order), zero-padded to
-    16-bit words at the end as the packed bytes would be."""
+    16-bit words at the end as the packed bytes would be. Unsigned field values are already within
+    their width (the generated code masks every store); a signed field's negative value is taken
+    as its two's complement bits; a width of 0 (a field of an invalid header) adds nothing."""
     acc = 0
     bits = 0
     for value, width in fields:
-        acc = (acc << width) | (value & ((1 << width) - 1))
-        bits += width
+        if width:
+            if value < 0:
+                value &= (1 << width) - 1
+            acc = (acc << width) | value
+            bits += width
     return csum16_int(acc << (-bits % 16))

@@ -13,15 +13,12 @@ digest, resubmit, multicast, then the drop check; after egress come E2E clone, t
 
 from __future__ import annotations
 
-import collections
-import logging
 from dataclasses import dataclass
 from typing import Any
 
-from p4sim.backend.rt import AssertionFailed, ParserLoopLimit
+from p4sim.backend.rt import AssertionFailed
 from p4sim.errors import UserError
-
-log = logging.getLogger("p4sim.v1model")
+from p4sim.v1model.packet_path import Enqueue, PacketPath, QueuedPacket, QueueMetadata, Transmit
 
 PKT_INSTANCE_TYPE_NORMAL = 0
 PKT_INSTANCE_TYPE_INGRESS_CLONE = 1
@@ -32,38 +29,6 @@ PKT_INSTANCE_TYPE_REPLICATION = 5
 PKT_INSTANCE_TYPE_RESUBMIT = 6
 
 MAX_RESUBMITS = 64
-
-
-@dataclass(slots=True)
-class QueuedPacket:
-    egress_port: int
-    priority: int
-    length: int
-    context: object        # opaque to the traffic manager
-
-
-@dataclass
-class QueueMetadata:
-    enq_timestamp: int
-    enq_qdepth: int
-    deq_qdepth: int
-    deq_timedelta: int
-    qid: int
-
-
-@dataclass(slots=True)
-class Transmit:
-    port: int
-    data: bytes
-
-
-@dataclass
-class Enqueue:
-    packet: QueuedPacket
-
-    @property
-    def pkt(self) -> QueuedPacket:
-        return self.packet
 
 
 @dataclass
@@ -99,15 +64,12 @@ _M48 = (1 << 48) - 1
 _M19 = (1 << 19) - 1
 
 
-class V1ModelPath:
+class V1ModelPath(PacketPath):
     """Runs packets through one ``Pipeline`` with simple_switch semantics."""
 
     def __init__(self, pipeline: Any, cpu_port: int | None = None, drop_port: int = 511) -> None:
-        self.pipeline = pipeline
-        self.cpu_port = cpu_port
-        self.drop_port = drop_port
-        self.drops: collections.Counter[str] = collections.Counter()
-        ns = pipeline.namespace
+        super().__init__(pipeline, cpu_port, drop_port)
+        ns = self._ns
         ns["_DROP_PORT"] = drop_port
         self._parse = ns["_BLOCK_parser"]
         module = pipeline.program.module
@@ -119,8 +81,6 @@ class V1ModelPath:
         self._uses_ctx = module.uses_ctx
         self._deparse = ns["_BLOCK_deparser"]
         self._new_h, self._new_m, self._new_s = ns["_NEW_H"], ns["_NEW_M"], ns["_NEW_S"]
-        self._ctx = pipeline.ctx
-        self._pre = pipeline.pre
         probe = self._new_s()
         self._sm_fields = {f for f in type(probe).__slots__ if not f.startswith("_")}
         self._has_priority = "priority" in self._sm_fields
@@ -162,15 +122,6 @@ class V1ModelPath:
             value = getattr(m, name)
             if value != before:
                 setattr(s, field, value)
-
-    def _assert_failed(self, err: Exception) -> None:
-        """A failed assert/assume, or an extern refusing the packet (e.g. a register index out of
-        range): the packet is dropped and counted; the switch keeps running."""
-        if isinstance(err, ParserLoopLimit):
-            self.drops["parser_loop"] += 1
-        else:
-            self.drops["assert" if isinstance(err, AssertionFailed) else "extern_error"] += 1
-        log.warning("packet dropped: %s", err)
 
     def _parse_into(self, data: bytes, port: int, itype: int, now_us: int, length: int) -> tuple[Any, Any, Any, bytes]:
         h, m, s = self._new_h(), self._new_m(), self._new_s()
@@ -351,20 +302,6 @@ class V1ModelPath:
                 s2._trunc = sess.truncate_length
             outputs.append(Enqueue(QueuedPacket(eport, 0, length, (h._copy(), m2, s2, payload, length))))
 
-    # ---- convenience -----------------------------------------------------------------------
-    def process(self, data: bytes, port: int, now_us: int = 0, max_passes: int = 256) -> list[tuple[int, bytes]]:
-        """Run one packet to completion with empty queues: (port, bytes) per transmitted copy."""
-        sent: list[tuple[int, bytes]] = []
-        queue = collections.deque(self.ingress(data, port, now_us))
-        passes = 0
-        while queue and passes < max_passes:
-            passes += 1
-            qp = queue.popleft()
-            for o in self.egress(qp, QueueMetadata(now_us, 0, 0, 0, 0), now_us):
-                if isinstance(o, Transmit):
-                    sent.append((o.port, o.data))
-                elif isinstance(o, Enqueue):
-                    queue.append(o.packet)
-                else:
-                    queue.extend(self.recirculate(o, now_us))
-        return sent
+
+__all__ = ["V1ModelPath", "QueuedPacket", "QueueMetadata", "Transmit", "Enqueue", "Recirculate",
+           "RecircContext", "RecircData"]
