@@ -31,6 +31,7 @@ from host_agent.training import TrainConfig, train, write_jsonl
 from host_agent.workloads import make_workload
 
 MODES = ("dlcp", "baseline", "tcp")
+COMPUTE_LINK_MBPS = 20.0     # link speed the emulated compute is scaled to when --link-mbps is not given
 
 
 def hostport(text: str) -> tuple[str, int]:
@@ -76,7 +77,9 @@ def _schedule_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compute-ratio", type=float, default=0.0,
                    help="emulated compute per iteration as a multiple of the time this worker's gradients take "
                         "on one --link-mbps link (0: no compute, communication only) (default 0)")
-    p.add_argument("--link-mbps", type=float, default=20.0, help="link speed the compute is scaled to (default 20)")
+    p.add_argument("--link-mbps", type=float, help="this host's link speed: the compute is scaled to it (default 20), "
+                        "and DLCP paces each destination at most at it and grants its senders a share of it "
+                        "(default: unknown, no grants, unpaced until ECN/loss)")
     p.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
                    help="push each layer when backprop produces it and start the forward pass layer by layer "
                         "as parameters arrive (--no-overlap: compute, then all communication)")
@@ -168,8 +171,11 @@ def make_policy(args: argparse.Namespace) -> TagPolicy:
 
 def make_endpoint(args: argparse.Namespace, worker_id: int) -> Endpoint:
     rate = RateConfig(initial_rate=args.rate * 1e6 / 8) if args.rate else RateConfig()
+    link_mbps = getattr(args, "link_mbps", None)
+    link_rate = link_mbps * 1e6 / 8 if link_mbps else None
     try:
         return Endpoint(EndpointConfig(job_id=args.job, worker_id=worker_id, bind=args.bind, rate=rate,
+                                       link_rate=link_rate,
                                        give_up_after=min(args.timeout, 30.0), offload=args.offload,
                                        receive_deadline=args.receive_deadline))
     except OSError as exc:
@@ -277,7 +283,8 @@ def cmd_gen(args: argparse.Namespace) -> int:
 
 
 def _compute(args: argparse.Namespace, wl) -> ComputeModel:
-    return ComputeModel.scaled([int(np.prod(x)) for x in wl.shapes], args.link_mbps, args.compute_ratio)
+    return ComputeModel.scaled([int(np.prod(x)) for x in wl.shapes], args.link_mbps or COMPUTE_LINK_MBPS,
+                               args.compute_ratio)
 
 
 def cmd_ps_server(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from host_agent import protocol as P
 from host_agent.errors import TransportError, UserError
 from host_agent.outgoing import OutgoingTensor, SendState, SendStats
 from host_agent.packetizer import PacketizedTensor
-from host_agent.ratecontrol import AimdPacer, RateConfig
+from host_agent.ratecontrol import AimdPacer, GrantPacer, RateConfig
 from host_agent.receiver import ReceiveSide, RecvHandle
 
 __all__ = ["Endpoint", "EndpointConfig", "RecvHandle", "SendHandle"]
@@ -38,6 +38,11 @@ UDP_GRO = getattr(socket, "UDP_GRO", 104)           # Linux UDP GRO (receive)
 GSO_MAX_SEGMENTS = 64
 OFFLOAD_MODES = ("auto", "on", "off")
 GSO_MAX_BYTES = 65000
+GRANT_FLOOR = 1e4                      # bytes/s: a grant below this is raised to it
+# A tensor to a receiver that grants sends this many packets before the GRANT answering its OPEN
+# (the receiver's share for us may have shrunk since its last grant: other senders started) ...
+UNSCHEDULED_PACKETS = 4
+GRANT_WAIT_MIN = 0.1                   # ... and waits at most max(this, 2 RTO) for it (OPEN lost)
 
 
 @dataclass
@@ -46,6 +51,10 @@ class EndpointConfig:
     worker_id: int = 0
     bind: tuple[str, int] = ("127.0.0.1", 0)
     rate: RateConfig = field(default_factory=RateConfig)
+    # This host's link rate (bytes/s), None = unknown. Known: as a receiver we grant each active
+    # sender link / n (CONTROL/GRANT), and as a sender we pace each destination at its grant, or
+    # at this rate before the first grant (ratecontrol.GrantPacer; docs/transport.md).
+    link_rate: float | None = None
     ecn: bool = True                   # send ECT(0), read the TOS byte of received packets
     rto_initial: float = 0.02          # s before the first re-probe
     rto_max: float = 0.5
@@ -112,6 +121,7 @@ class Endpoint:
         self.sock.bind(self.cfg.bind)
         self.sock.setblocking(False)
         self.pacer = AimdPacer(self.cfg.rate)
+        self.grants = GrantPacer(self.cfg.link_rate)
         self.drops: collections.Counter[str] = collections.Counter()
         self.outgoing: dict[tuple[tuple[str, int], int], OutgoingTensor] = {}
         self._active: list[OutgoingTensor] = []
@@ -119,6 +129,7 @@ class Endpoint:
         self._buf = bytearray(65536)
         self._mv = memoryview(self._buf)
         self.ecn_echoes_received = 0
+        self.grants_missed = 0               # tensors that went on without their GRANT
         self.ready_peers: set[tuple[str, int]] = set()
         self._srtt: dict[tuple[str, int], tuple[float, float]] = {}   # peer -> (srtt, rttvar)
 
@@ -196,6 +207,7 @@ class Endpoint:
             raise TransportError(f"tensor {pt.tensor_id} to {dest[0]}:{dest[1]} is already in flight")
         self.outgoing[key] = tx
         self._active.append(tx)
+        tx.granted = dest not in self.grants.rates     # this receiver grants: wait for its answer
         if dest not in self.ready_peers:         # first contact: wait for OPEN_ACK before DATA
             tx.state = SendState.OPENING
             tx.probe_due = now + tx.rto
@@ -268,6 +280,11 @@ class Endpoint:
         for tx in self._active:
             if tx.state is not SendState.SENDING:
                 continue
+            if not tx.granted and tx.stats.packets >= UNSCHEDULED_PACKETS:
+                if now - tx.data_start < self._grant_wait(tx):
+                    continue
+                tx.granted = True               # no GRANT came (OPEN or GRANT lost): last rate
+                self.grants_missed += 1
             before = tx.pos
             self._send_some(tx)
             worked |= tx.pos != before
@@ -279,19 +296,30 @@ class Endpoint:
                 worked = True
         return worked
 
+    def _grant_wait(self, tx: OutgoingTensor) -> float:
+        return max(GRANT_WAIT_MIN, 2 * self.rto_for(tx.dest))
+
     def _send_some(self, tx: OutgoingTensor) -> None:
         """Send up to send_batch packets of ``tx`` (GSO batches for runs of full packets)."""
         pt, sock, dest, pacer = tx.pt, self.sock, tx.dest, self.pacer
         queue, pos = tx.queue, tx.pos
         end = min(pos + self.cfg.send_batch, queue.size)
+        if not tx.granted:
+            end = min(end, pos + max(0, UNSCHEDULED_PACKETS - tx.stats.packets))
         lengths, stride = pt.lengths, pt.stride
         full = pt.full_packets
+        grants = self.grants
         gso_ok = self._gso and tx.sequential and (self.cfg.offload == "on" or dest[0].startswith("127."))
         gso_k = min(GSO_MAX_SEGMENTS, GSO_MAX_BYTES // stride) if gso_ok else 0
+        burst = grants.burst_bytes(dest)
+        if burst is not None:                  # a granted rate: no GSO batch beyond its bucket
+            gso_k = min(gso_k, int(burst // stride))
         while pos < end:
             i = int(queue[pos])
             k = min(gso_k, end - pos, full - i)
             try:
+                if not grants.ready(dest):
+                    break
                 if k > 1:
                     nbytes = k * stride
                     if not pacer.allow(nbytes):
@@ -316,6 +344,7 @@ class Endpoint:
                 break
             except OSError as exc:
                 log.debug("sendto %s failed: %s", dest, exc)
+            grants.charge(dest, nbytes)
             tx.stats.packets += k
             tx.stats.bytes += nbytes
             pos += k
@@ -326,7 +355,13 @@ class Endpoint:
         wait = 0.05
         keep = []
         for tx in self._active:
-            if tx.state is SendState.OPENING:
+            if tx.state is SendState.SENDING:
+                grant_wait = self.grants.wait_time(tx.dest)   # 0: not grant-bound (pacer, socket)
+                if not tx.granted:
+                    grant_wait = max(grant_wait, tx.data_start + self._grant_wait(tx) - now)
+                if grant_wait > 0:
+                    wait = min(wait, grant_wait)
+            elif tx.state is SendState.OPENING:
                 if now - tx.last_heard > self.cfg.give_up_after:
                     tx.state = SendState.FAILED
                     tx.error = (f"no answer from {tx.dest[0]}:{tx.dest[1]} to the OPEN of tensor "
@@ -438,6 +473,15 @@ class Endpoint:
                 self.rx.on_open(layer, dtype, worker, it, tid, rest, addr)
             elif sub == P.CTRL_OPEN_ACK:
                 self._peer_ready(addr)
+            elif sub == P.CTRL_GRANT:
+                if len(rest) < P.GRANT_BODY.size:
+                    self.drops["bad_control"] += 1
+                    return
+                rate, _senders = P.GRANT_BODY.unpack_from(rest)
+                self.grants.grant(addr, max(GRANT_FLOOR, float(rate)))
+                tx = self.outgoing.get((addr, tid))
+                if tx is not None and tx.pt.iteration == it:
+                    tx.granted = True            # the answer to this tensor's OPEN
             elif sub == P.CTRL_ECN_ECHO:
                 tx = self.outgoing.get((addr, tid))
                 if tx is not None and tx.pt.iteration == it and len(rest) >= P.ECN_ECHO_BODY.size:

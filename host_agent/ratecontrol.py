@@ -8,7 +8,10 @@ reported (so a sender that blasted far beyond a slow bottleneck lands at its sha
 not after log2(excess) round trips); every ``increase_interval`` without a signal adds
 ``additive_step`` or ``additive_frac`` of the rate set by the last decrease, whichever is larger
 (scale-free: at 20 Mbit/s and at loopback speed a halved rate recovers in about 0.25 s). Until the
-first signal the sender runs at ``initial_rate`` (None = unpaced, useful on loopback). See
+first signal the sender runs at ``initial_rate`` (None = unpaced, useful on loopback).
+
+``GrantPacer`` bounds each destination separately: at the rate the receiver granted us
+(receiver-driven admission, CONTROL/GRANT), or at our own link rate before a grant. See
 docs/transport.md.
 """
 
@@ -128,3 +131,74 @@ class AimdPacer:
         self.last_refill = now
         self.tokens = min(self.tokens, float(self.cfg.burst))
         self.decreases += 1
+
+
+GRANT_BURST_S = 0.002        # a destination's bucket holds this many seconds of its grant ...
+GRANT_BURST_MIN = 3000       # ... but at least two full packets
+
+
+class GrantPacer:
+    """Per-destination token buckets: never send to a receiver faster than it granted.
+
+    A receiver that knows its link rate grants each sender ``link / active senders``
+    (CONTROL/GRANT, receiver.py); before the first grant from a destination a sender uses
+    ``default_rate`` (its own link rate, None = no per-destination bound). Grants persist across
+    tensors and iterations: the next tensor to the same receiver starts at the last granted rate.
+    The bucket is small (``GRANT_BURST_S`` of the rate), so six senders starting together put a
+    few packets each into the receiver's queue, not a window each. The endpoint's AimdPacer still
+    applies on top (congestion the receiver cannot see, e.g. TCP on the same port).
+    """
+
+    def __init__(self, default_rate: float | None = None, clock=time.monotonic) -> None:
+        self.default_rate = default_rate
+        self.clock = clock
+        self.rates: dict = {}          # dest -> granted bytes/s
+        self._tokens: dict = {}        # dest -> bytes (may go negative: the debt of the last packet)
+        self._refilled: dict = {}      # dest -> time of the last refill
+        self.grants_received = 0
+
+    def rate(self, dest) -> float | None:
+        return self.rates.get(dest, self.default_rate)
+
+    def grant(self, dest, rate: float) -> None:
+        """A receiver's new grant (bytes/s) for us; takes effect for the next packet."""
+        self.grants_received += 1
+        self._refill(dest, self.clock())
+        self.rates[dest] = max(1.0, float(rate))
+        self._tokens[dest] = min(self._tokens.get(dest, 0.0), self._burst(self.rates[dest]))
+
+    @staticmethod
+    def _burst(rate: float) -> float:
+        return max(GRANT_BURST_MIN, rate * GRANT_BURST_S)
+
+    def _refill(self, dest, now: float) -> float:
+        rate = self.rate(dest)
+        if rate is None:
+            return 0.0
+        last = self._refilled.get(dest)
+        tokens = self._tokens.get(dest, self._burst(rate)) if last is None else \
+            min(self._burst(rate), self._tokens[dest] + (now - last) * rate)
+        self._tokens[dest] = tokens
+        self._refilled[dest] = now
+        return tokens
+
+    def burst_bytes(self, dest) -> float | None:
+        """Most bytes ``dest``'s bucket may release at once (None: not bound)."""
+        rate = self.rate(dest)
+        return None if rate is None else self._burst(rate)
+
+    def ready(self, dest) -> bool:
+        """True when a packet may go to ``dest`` now (charge it with ``charge`` once sent)."""
+        return self.rate(dest) is None or self._refill(dest, self.clock()) >= 0
+
+    def charge(self, dest, nbytes: int) -> None:
+        if self.rate(dest) is not None:
+            self._tokens[dest] = self._tokens.get(dest, 0.0) - nbytes
+
+    def wait_time(self, dest) -> float:
+        """Seconds until ``dest``'s bucket is non-negative again (0 when not bound or ready)."""
+        rate = self.rate(dest)
+        if rate is None:
+            return 0.0
+        tokens = self._refill(dest, self.clock())
+        return 0.0 if tokens >= 0 else -tokens / rate

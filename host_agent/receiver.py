@@ -2,7 +2,8 @@
 
 Owns the assemblies (one per sender and tensor), the callers' expectations and the staging of
 tensors that arrive before anyone asked for them, answers PROBEs (BITMAP or DONE, held back while
-DATA is still trickling in), echoes ECN marks and completes tensors. The endpoint reads the socket
+DATA is still trickling in), echoes ECN marks and completes tensors. When the host's link rate is known it also grants every active sender an
+equal share of that link (CONTROL/GRANT, receiver-driven admission). The endpoint reads the socket
 and hands each DATA packet, GRO batch, OPEN and PROBE to this class; everything it refuses is
 counted in the shared ``drops`` counter.
 
@@ -37,6 +38,9 @@ HOLDOFF_NO_LAST = 0.02       # s of DATA silence before answering while LAST is 
 HOLDOFF_MAX = 0.1             # s, upper bound of the adaptive hold-off
 REORDER_DECAY = 0.9      # DATA of a not-yet-announced iteration held for its OPEN/PROBE
 STAGING_MIN_CHARGE = 1024     # elements a staged tensor costs at least (bounds tiny forged OPENs)
+GRANT_SHARE = 0.93            # share of the link granted (headers, control and pacing jitter: the rest)
+GRANT_IDLE = 0.5              # s without DATA after which a sender no longer counts as active
+GRANT_TICK = 0.02             # s between checks for senders that went quiet (grants to the others)
 Address = tuple[str, int]
 
 
@@ -94,6 +98,11 @@ class ReceiveSide:
         self._early: dict[tuple[int, int, int], list[tuple[bytes, bool, Address]]] = {}
         self._early_count = 0
         self.early_held = 0           # DATA packets held for a later OPEN (all-time count)
+        # receiver-driven admission (cfg.link_rate known): the rate last granted to each sender
+        self._granted: dict[Address, float] = {}
+        self._next_grant_check = 0.0
+        self.grants_sent = 0
+        self.active_senders_max = 0   # most senders granted at once (all-time)
 
     # -- public API ----------------------------------------------------------------------------
     def expect(self, worker_id: int, iteration: int, tensor_id: int, out: np.ndarray,
@@ -279,7 +288,47 @@ class ReceiveSide:
                     self._complete(asm)
         if now >= self._next_expiry:
             self._expire_idle(now)
+        if self._granted and now >= self._next_grant_check:
+            self._regrant(now)
         return wait
+
+    # -- receiver-driven admission -------------------------------------------------------------
+    def active_senders(self, now: float) -> dict[Address, TensorAssembly]:
+        """Senders with an unfinished tensor towards us that sent DATA (or opened) recently."""
+        active: dict[Address, TensorAssembly] = {}
+        for asm in self.assemblies.values():
+            if not asm.complete and now - asm.last_data < GRANT_IDLE:
+                peer = self._asm_peer.get(id(asm))
+                if peer is not None:
+                    active[peer] = asm
+        return active
+
+    def _regrant(self, now: float, opener: Address | None = None) -> None:
+        """Grant every active sender an equal share of our link (CONTROL/GRANT, bytes/s).
+
+        Sent to a sender that opens a tensor (before its OPEN_ACK, so its first DATA is already
+        paced) and to every active sender whose share changed since its last grant (a sender
+        joined, finished or went quiet). Senders pace each destination at its grant
+        (ratecontrol.GrantPacer), so n senders starting a tensor together fill the receiver's
+        link instead of overrunning its switch queue n-fold. No link rate configured: no grants.
+        """
+        if self.cfg.link_rate is None:
+            return
+        self._next_grant_check = now + GRANT_TICK
+        active = self.active_senders(now)
+        if not active:
+            self._granted.clear()
+            return
+        self.active_senders_max = max(self.active_senders_max, len(active))
+        rate = GRANT_SHARE * self.cfg.link_rate / len(active)
+        body = P.CONTROL_HEAD.pack(P.CTRL_GRANT) + P.GRANT_BODY.pack(int(rate), len(active))
+        for peer, asm in active.items():
+            if peer == opener or self._granted.get(peer) != rate:
+                self._granted[peer] = rate
+                self.grants_sent += 1
+                self._reply(asm, P.MSG_CONTROL, body)
+        for peer in [p for p in self._granted if p not in active]:
+            del self._granted[peer]
 
     def _expire_idle(self, now: float) -> None:
         """Forget unfinished tensors that got no DATA for ``idle_timeout`` s (forged or dead OPENs).
@@ -405,6 +454,7 @@ class ReceiveSide:
         self._asm_handle[id(asm)] = h
         self._asm_peer[id(asm)] = addr
         self._asm_token[id(asm)] = token
+        self._regrant(time.monotonic(), opener=addr)
         if self._early_count:
             self._replay_early(worker, it, tid)
         return asm
@@ -450,6 +500,8 @@ class ReceiveSide:
         body = asm.done_body()
         self._reply(asm, P.MSG_DONE, body)
         h = self._asm_handle.get(id(asm))
+        if first and self._granted:
+            self._regrant(time.monotonic())     # one sender fewer: the others' shares grow
         if first and h is not None:
             h.stats = asm.stats
             h.done = True

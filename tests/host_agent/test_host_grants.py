@@ -1,0 +1,173 @@
+"""Receiver-driven admission (CONTROL/GRANT) with real sockets: 6 senders into one receiver.
+
+The senders reach the receiver through ``Bottleneck``, a relay on real UDP sockets that emulates
+one switch port: a FIFO of ``depth`` packets drained at ``rate`` bytes/s, tail drop when full.
+Queue occupancy is computed from the kernel's receive timestamps (SO_TIMESTAMPNS), so a relay
+thread that is descheduled for a while does not invent a burst. Without grants six unpaced
+senders overrun the queue (the incast of docs/experiments.md); with grants the receiver shares
+its link among them and the queue never overflows.
+"""
+
+from __future__ import annotations
+
+import collections
+import select
+import socket
+import struct
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from host_agent import protocol as P
+from host_agent.packetizer import packetize
+from host_agent.policy import TagPolicy
+from host_agent.receiver import GRANT_SHARE
+
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+WIRE_OVERHEAD = 42            # Ethernet + IPv4 + UDP bytes around a DLCP datagram
+LINK = 1.5e6                  # bytes/s of the emulated receiver link (12 Mbit/s)
+DEPTH = 64                    # packets, as the Mininet studies' queues
+SENDERS = 6
+PACKETS = 160                 # per sender: 960 packets, ~0.9 s at LINK
+
+
+class Bottleneck:
+    """Relay whose client->target direction is one rate-limited, tail-dropping FIFO port."""
+
+    def __init__(self, target: tuple[str, int], rate: float, depth: int) -> None:
+        self.target, self.rate, self.depth = target, rate, depth
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.address = self.sock.getsockname()
+        self.up: dict[tuple[str, int], socket.socket] = {}
+        self.client_of: dict[socket.socket, tuple[str, int]] = {}
+        self.queue: collections.deque = collections.deque()  # (departure time, upstream, bytes)
+        self.drained = 0.0            # virtual time the port is busy until
+        self.tail_drops = 0
+        self.forwarded = 0
+        self.max_occupancy = 0
+        self.grants_seen = 0
+        self.min_grant: dict[tuple[str, int], int] = {}   # client -> smallest rate granted to it
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Bottleneck:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for s in [self.sock, *self.up.values()]:
+            s.close()
+
+    def _upstream(self, client: tuple[str, int]) -> socket.socket:
+        s = self.up.get(client)
+        if s is None:
+            s = self.up[client] = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", 0))
+            self.client_of[s] = client
+        return s
+
+    def _arrive(self, data: bytes, when: float, client: tuple[str, int]) -> None:
+        # the queue as it stood at the packet's arrival: what had left by then is gone
+        waiting = sum(1 for dep, _s, _d in self.queue if dep > when)
+        if waiting >= self.depth:
+            self.tail_drops += 1
+            return
+        self.max_occupancy = max(self.max_occupancy, waiting + 1)
+        start = max(when, self.drained)
+        self.drained = start + (len(data) + WIRE_OVERHEAD) / self.rate
+        self.queue.append((self.drained, self._upstream(client), data))
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            now = time.time()
+            while self.queue and self.queue[0][0] <= now:
+                _dep, up, data = self.queue.popleft()
+                up.sendto(data, self.target)
+                self.forwarded += 1
+            wait = min(0.01, max(0.0, self.queue[0][0] - now)) if self.queue else 0.01
+            readable, _, _ = select.select([self.sock, *self.up.values()], [], [], wait)
+            for s in readable:
+                if s is self.sock:
+                    data, anc, _f, client = s.recvmsg(65536, socket.CMSG_SPACE(16))
+                    when = time.time()
+                    for level, kind, cdata in anc:
+                        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(cdata) >= 16:
+                            sec, nsec = struct.unpack("qq", cdata[:16])
+                            when = sec + nsec * 1e-9
+                    self._arrive(data, when, client)
+                else:                          # replies travel back unlimited
+                    data = s.recv(65536)
+                    if len(data) >= P.DLCP_HEADER_LEN + P.CONTROL_HEAD.size and data[0] & 0xF == P.MSG_CONTROL \
+                            and data[P.DLCP_HEADER_LEN] == P.CTRL_GRANT:
+                        self.grants_seen += 1
+                        rate, _n = P.GRANT_BODY.unpack_from(data, P.DLCP_HEADER_LEN + P.CONTROL_HEAD.size)
+                        client = self.client_of[s]
+                        self.min_grant[client] = min(rate, self.min_grant.get(client, rate))
+                    self.sock.sendto(data, self.client_of[s])
+
+
+def _incast(endpoints, link_rate: float | None):
+    """Six senders push one tensor each at the same moment; returns (bottleneck, senders, rx, secs)."""
+    rx = endpoints(job_id=1, link_rate=link_rate)
+    senders = [endpoints(job_id=1, worker_id=w, link_rate=link_rate) for w in range(SENDERS)]
+    policy = TagPolicy(critical_share=1.0, loss_bound=0.0)      # every packet needed: drops show as retx
+    with Bottleneck(rx.address, LINK, DEPTH) as port:
+        for ep in senders:                     # first contact (OPEN/OPEN_ACK) before the measurement
+            h = ep.send(packetize(np.ones(8, np.float32), tensor_id=1, policy=policy, job_id=1,
+                                  worker_id=ep.cfg.worker_id, iteration=0), port.address)
+            _drive(senders, rx, [h], [])
+        port.tail_drops = 0
+        grads = [np.arange(362 * PACKETS, dtype=np.float32) + w for w in range(SENDERS)]
+        outs = [np.zeros_like(g) for g in grads]
+        recvs = [rx.expect(w, 1, 2, outs[w]) for w in range(SENDERS)]
+        t0 = time.monotonic()
+        sends = [ep.send(packetize(grads[w], tensor_id=2, policy=policy, job_id=1, worker_id=w, iteration=1),
+                         port.address) for w, ep in enumerate(senders)]
+        _drive(senders, rx, sends, recvs)
+        elapsed = time.monotonic() - t0
+    for w in range(SENDERS):
+        assert np.array_equal(outs[w], grads[w])
+    return port, sends, rx, senders, elapsed
+
+
+def _drive(senders, rx, sends, recvs, timeout: float = 60.0) -> None:
+    """One thread turns every endpoint's loop (the endpoints are not thread-safe)."""
+    end = time.monotonic() + timeout
+    while not (all(s.done for s in sends) and all(r.done for r in recvs)):
+        assert time.monotonic() < end, "incast did not finish"
+        assert not any(s.failed for s in sends)
+        for ep in (*senders, rx):
+            ep.poll(0.0)
+        time.sleep(0.0002)
+
+
+@pytest.mark.timeout(120)
+def test_grants_keep_six_senders_within_one_queue(endpoints):
+    port, sends, rx, senders, elapsed = _incast(endpoints, LINK)
+    # the receiver saw six active senders and granted each a sixth of its link
+    assert rx.rx.active_senders_max == SENDERS
+    assert port.grants_seen >= SENDERS
+    assert len(port.min_grant) == SENDERS
+    assert all(rate == pytest.approx(GRANT_SHARE * LINK / SENDERS, rel=0.01) for rate in port.min_grant.values())
+    assert all(ep.grants.grants_received >= 1 for ep in senders)
+    # ... which kept the port's queue from overflowing: nothing dropped, nothing resent
+    assert port.tail_drops == 0, f"{port.tail_drops} tail drops (max occupancy {port.max_occupancy})"
+    assert sum(s.stats.retransmitted for s in sends) == 0
+    # and the link stayed busy: at least half its rate (the machine is shared)
+    sent = sum(s.stats.bytes for s in sends)
+    assert sent / elapsed >= 0.5 * LINK, f"{sent / elapsed / 1e6:.2f} MB/s over {elapsed:.2f}s"
+
+
+@pytest.mark.timeout(120)
+def test_without_grants_six_senders_overrun_the_queue(endpoints):
+    """The control case: the same incast unpaced (no link rate known) tail-drops and retransmits."""
+    port, sends, rx, senders, _elapsed = _incast(endpoints, None)
+    assert rx.rx.grants_sent == 0 and port.grants_seen == 0
+    assert port.tail_drops > SENDERS * PACKETS // 4
+    assert sum(s.stats.retransmitted for s in sends) > 0
