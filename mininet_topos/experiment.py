@@ -270,6 +270,28 @@ def _tail_drops(net: EmulatedNetwork) -> dict[str, int]:
     return drops
 
 
+def _port_drops(net: EmulatedNetwork) -> dict[str, dict[str, int]]:
+    """Where each lost packet went, per p4sim port: tail drops per queue (``s1-eth1/q4``) and
+    receive-side drops (``s1-eth1``: frames the port could not take, incl. the kernel's AF_PACKET
+    ring overflow), so a queue overflow and a switch too slow to read its port tell apart."""
+    from p4sim.switch.ctl import CtlClient
+
+    tail: dict[str, int] = {}
+    rx: dict[str, int] = {}
+    for name in net.topo.switches:
+        with CtlClient(f"127.0.0.1:{net.switch(name).ctl_port}") as ctl:
+            stats = ctl.stats()
+            names = {no: p.get("name") or f"{name}:{no}" for no, p in stats.get("ports", {}).items()}
+            for no, port in stats.get("ports", {}).items():
+                if port.get("rx_dropped"):
+                    rx[names[no]] = int(port["rx_dropped"])
+            for no, port in ctl.show_queues()["ports"].items():
+                for q in port["queues"]:
+                    if q["tail_drops"]:
+                        tail[f"{names.get(str(no), f'{name}:{no}')}/q{q['prio']}"] = int(q["tail_drops"])
+    return {"tail_drops_by_port": tail, "rx_dropped": rx}
+
+
 def run_experiment(cfg: ExperimentConfig) -> Path:
     ok, why = target_available(cfg.target)
     if not ok:

@@ -163,11 +163,13 @@ class Study:
         raise StudyError(f"scenario {self.scen.name}: job {job.name}: unknown kind {job.kind!r}")
 
     def _counters(self, config: Path) -> dict:
-        from mininet_topos.experiment import _switch_stats, _tail_drops
+        from mininet_topos.experiment import _port_drops, _switch_stats, _tail_drops
         raw = _sh(agents.dlcpctl(config, "--json", "stats"), "dlcpctl stats")
         stats = _switch_stats(json.loads(raw) if raw.strip() else {})
         assert self.net is not None
         stats["tail_drops"] = _tail_drops(self.net) if self.cfg.target == "p4sim" else {}
+        if self.cfg.target == "p4sim":
+            stats.update(_port_drops(self.net))
         return stats
 
     def run_once(self, mode: str, seed: int, iterations: int, tag: str = "") -> dict:
@@ -348,7 +350,7 @@ def _scenario_dict(s: Scenario) -> dict:
 
 def _diff(before: dict, after: dict) -> dict:
     out: dict = {}
-    for key in ("selective_drops", "ecn_marks", "spray", "tail_drops"):
+    for key in ("selective_drops", "ecn_marks", "spray", "tail_drops", "tail_drops_by_port", "rx_dropped"):
         b, a = before.get(key) or {}, after.get(key) or {}
         out[key] = {k: a[k] - b.get(k, 0) for k in a if a[k] - b.get(k, 0)}
     out["malformed"] = int(after.get("malformed", 0)) - int(before.get("malformed", 0))

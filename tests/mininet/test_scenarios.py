@@ -21,7 +21,8 @@ RECORD_FIELDS = {"scenario", "job", "kind", "workload", "mode", "seed", "worker"
                  "recv_given_up", "lost_fraction", "server_packets", "server_given_up", "server_retransmissions",
                  "server_zero_filled_elements", "accuracy"}
 RUN_FIELDS = {"mode", "seed", "iterations", "seconds", "failure", "cpu", "cpu_bound_switches", "selective_drops",
-              "ecn_marks", "spray", "tail_drops", "malformed", "bulk_tcp_mbps", "dir"}
+              "ecn_marks", "spray", "tail_drops", "tail_drops_by_port", "rx_dropped", "malformed", "bulk_tcp_mbps",
+              "dir"}
 NO_SELECTIVE_DROP = {"dlcp-prio", "dlcp-spray", "udp-reliable", "tcp-cubic", "tcp-bbr"}
 SHORT = {"incast": tuple(scenarios.MODES), "ecmp-collision": ("dlcp", "tcp-cubic"), "tcp-bulk": ("dlcp", "tcp-bbr"),
          "accuracy": ("dlcp", "udp-reliable")}
