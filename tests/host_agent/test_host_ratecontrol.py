@@ -102,3 +102,30 @@ def test_ecn_cut_is_proportional_to_the_marked_share():
     assert not p.on_ecn(1.0)                              # within decrease_gap
     clk.t += 0.011
     assert p.on_ecn(1.0) and p.rate == pytest.approx(1.9e6)   # everything marked: halve
+
+
+def test_grant_pacer_bounds_each_destination_at_its_grant():
+    from host_agent.ratecontrol import GRANT_BURST_MIN, GrantPacer
+    clk = Clock()
+    g = GrantPacer(default_rate=1e6, clock=clk)
+    a, b, c = ("10.0.0.1", 1), ("10.0.0.2", 1), ("10.0.0.3", 1)
+    g.grant(a, 1e5)                         # receiver a: 100 kB/s
+    sent = 0
+    for _ in range(1000):                   # 1 s in 1 ms steps, 1500-byte packets
+        while g.ready(a):
+            g.charge(a, 1500)
+            sent += 1500
+        clk.t += 0.001
+    assert sent == pytest.approx(1e5 + GRANT_BURST_MIN, abs=1500)   # the rate plus one bucket
+    assert g.wait_time(a) > 0 or g.ready(a)
+    # b has granted nothing yet: bound by the sender's own link (default_rate), in its own bucket
+    assert g.rate(b) == 1e6 and g.ready(b)
+    # no link rate known and no grant: not bound at all
+    assert GrantPacer(None, clock=clk).ready(c) and GrantPacer(None, clock=clk).wait_time(c) == 0.0
+    # a smaller grant takes effect at once: the bucket is clipped to the new (minimum) burst
+    clk.t += 10.0
+    g.grant(a, 1e4)
+    assert g.ready(a)
+    for _ in range(3):
+        g.charge(a, 1500)                   # 4500 bytes out of a 3000-byte bucket
+    assert g.wait_time(a) == pytest.approx((4500 - GRANT_BURST_MIN) / 1e4)
