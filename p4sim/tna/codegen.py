@@ -116,9 +116,8 @@ class TnaGen(BlockGen):
             return f"_randint(0, {hex(mask(kind[1]))})"
         if ext == "Checksum":
             if m == "add":
-                fields = self.flatten(a[0])
-                _cond, fields = self.guarded(a[0], fields)
-                self.w.line(f"{obj}.extend([{', '.join(f'({c}, {w})' for c, w in fields)}])")
+                acc, bits = self.packed_fields(a[0])
+                self.w.line(f"{obj}.append(({acc}, {bits}))")
                 return None
             if m == "verify":
                 return f"(_tna_csum({obj}) == 0)"
@@ -127,10 +126,50 @@ class TnaGen(BlockGen):
             if m == "update":
                 if len(a) > 1 and a[1] is not None:
                     raise P4UnsupportedError(call.loc, "Checksum.update with zeros_as_ones")
-                fields = self.flatten(a[0])
-                _cond, fields = self.guarded(a[0], fields)
-                return f"_tna_csum([{', '.join(f'({c}, {w})' for c, w in fields)}])"
+                acc, bits = self.packed_fields(a[0])
+                pad = f"{-bits % 16}" if isinstance(bits, int) else f"(-{bits} % 16)"
+                return f"_csum16_int({acc} << {pad})"
         raise P4UnsupportedError(call.loc, f"method {m} of extern {ext}")
+
+    def packed_fields(self, e: ast.Expression) -> tuple[str, int | str]:
+        """A checksum's field list as one int and its bit count, folded by generated shifts (no
+        per-packet list of (value, width) pairs): Python expressions (the count an int when every
+        width is static). Fields of an invalid header are left out, as BMv2's checksums do."""
+        fields = self.bind_common(self.flatten(e))
+        guards = self.guards(e)
+        if len(guards) != len(fields):
+            guards = [None] * len(fields)
+        groups: list[tuple[str | None, list[tuple[str, Any]]]] = []
+        for field, guard in zip(fields, guards, strict=True):
+            if groups and groups[-1][0] == guard:
+                groups[-1][1].append(field)
+            else:
+                groups.append((guard, [field]))
+        if len(groups) == 1 and groups[0][0] is None:
+            (code, width), *rest = groups[0][1]
+            acc, bits = code, width
+            for code, width in rest:
+                acc = f"(({acc}) << {width} | {code})"
+                bits = bits + width if isinstance(bits, int) and isinstance(width, int) else f"{bits} + {width}"
+            return acc, bits
+        acc, bits = self.w.tmp("ca"), self.w.tmp("cb")
+        self.w.line(f"{acc} = {bits} = 0")
+        for guard, items in groups:
+            (code, width), *rest = items
+            value, total = code, [width]
+            for code, width in rest:
+                value = f"(({value}) << {width} | {code})"
+                total.append(width)
+            static = sum(w for w in total if isinstance(w, int))
+            count = " + ".join([str(static)] * bool(static) + [f"{w}" for w in total if not isinstance(w, int)]) or "0"
+            if guard is None:
+                self.w.line(f"{acc} = ({acc} << ({count})) | {value}")
+                self.w.line(f"{bits} += {count}")
+            else:
+                with self.w.block(f"if {guard}:"):
+                    self.w.line(f"{acc} = ({acc} << ({count})) | {value}")
+                    self.w.line(f"{bits} += {count}")
+        return acc, bits
 
     def register_action_execute(self, call: ast.MethodCall, desc: RegisterActionDesc) -> str:
         """``ra.execute(i)``: read the cell, run the apply body inline (it may read the enclosing

@@ -184,11 +184,11 @@ class TnaPath(PacketPath):
         length = len(data)
         ctx.length = length
         ctx.now = now_us
-        acc = 0
-        for (shift, fmask), value in zip(self._eg_fields, (port, qmeta.enq_qdepth, qmeta.deq_qdepth,
-                                                            qmeta.enq_timestamp, qmeta.deq_timedelta, tp.rid,
-                                                            tp.qid, length), strict=True):
-            acc |= (value & fmask) << shift
+        (s_port, m_port), (s_enq, m_enq), (s_deq, m_deq), (s_ets, m_ets), (s_dtd, m_dtd), (s_rid, m_rid), \
+            (s_qid, m_qid), (s_len, m_len) = self._eg_fields
+        acc = ((port & m_port) << s_port | (qmeta.enq_qdepth & m_enq) << s_enq | (qmeta.deq_qdepth & m_deq) << s_deq
+               | (qmeta.enq_timestamp & m_ets) << s_ets | (qmeta.deq_timedelta & m_dtd) << s_dtd
+               | (tp.rid & m_rid) << s_rid | (tp.qid & m_qid) << s_qid | (length & m_len) << s_len)
         full = acc.to_bytes(self._eg.nbytes, "big") + data
         new_h, new_m, new_eg, new_prs, new_dpr, new_oport = self._eg_new
         h, m, eg, eprs, edpr, oport = new_h(), new_m(), new_eg(), new_prs(), new_dpr(), new_oport()
