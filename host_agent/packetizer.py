@@ -18,6 +18,7 @@ from host_agent.policy import TagPolicy
 NUMPY_DTYPES = {np.dtype(np.float32): P.DTYPE_FLOAT32, np.dtype(np.float16): P.DTYPE_FLOAT16,
                 np.dtype(np.int8): P.DTYPE_INT8}
 DEFAULT_MTU = 1500
+MAGNITUDE_BLOCK_BYTES = 1 << 20     # rows of |g| reduced per pass: fits a core's L2 cache
 
 
 def header_dtype(payload_bytes: int) -> np.dtype:
@@ -61,12 +62,30 @@ def packet_magnitudes(flat: np.ndarray, epp: int, code: int) -> np.ndarray:
     out = np.empty(n_packets, np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         if full:
-            out[:full] = np.abs(values[: full * epp].reshape(full, epp)).mean(axis=1, dtype=np.float32)
+            _row_abs_means(values[: full * epp].reshape(full, epp), out[:full])
         if full < n_packets:
             out[full] = np.abs(values[full * epp:]).mean(dtype=np.float32)
     if code in (P.DTYPE_FLOAT16, P.DTYPE_BFLOAT16):  # inf/nan bit patterns must not break ranking
         np.nan_to_num(out, copy=False, nan=0.0, posinf=np.finfo(np.float32).max)
     return out
+
+
+def _row_abs_means(rows: np.ndarray, out: np.ndarray) -> None:
+    """``out[i] = mean(|rows[i]|)`` in float32, a cache-sized block of rows at a time.
+
+    Bit-identical to ``np.abs(rows).mean(axis=1, dtype=np.float32)``, ~10x faster on large
+    tensors: the |g| temporary stays in cache instead of making a tensor-sized round trip to
+    memory (the per-packet magnitudes were 30 % of the DDP hook's all-reduce, docs/performance.md).
+    """
+    n_rows, width = rows.shape
+    per_block = max(1, MAGNITUDE_BLOCK_BYTES // (width * rows.itemsize))
+    scratch = np.empty((min(per_block, n_rows), width), rows.dtype)
+    for r0 in range(0, n_rows, per_block):
+        block = rows[r0:r0 + per_block]
+        k = block.shape[0]
+        np.abs(block, out=scratch[:k])
+        np.add.reduce(scratch[:k], axis=1, dtype=np.float32, out=out[r0:r0 + k])
+    out /= np.float32(width)
 
 
 @dataclass

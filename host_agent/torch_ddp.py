@@ -44,6 +44,7 @@ import torch.distributed as dist
 from host_agent import protocol as P
 from host_agent.endpoint import Endpoint, EndpointConfig
 from host_agent.errors import HostAgentError
+from host_agent.ifmtu import MAX_IPV4_MTU, interface_mtu
 from host_agent.packetizer import packetize
 from host_agent.policy import TagPolicy
 
@@ -51,6 +52,7 @@ __all__ = ["DlcpCommError", "DlcpCommState", "DlcpHookConfig", "StepReport", "dl
            "register_dlcp_hook"]
 
 LOST_MODES = ("zero", "previous")
+MIN_MTU = 576                   # the smallest MTU every IPv4 path carries
 POLL = 0.02                     # s, longest wait in the event loop between failure checks
 
 
@@ -62,7 +64,9 @@ class DlcpCommError(HostAgentError, RuntimeError):
 class DlcpHookConfig:
     """How the hook talks DLCP. ``bind_host`` None: the local address that routes to
     MASTER_ADDR (127.0.0.1 without it); ``port`` None: 9290 (what DLCP switches parse) off
-    loopback, an ephemeral port on loopback (several ranks per host)."""
+    loopback, an ephemeral port on loopback (several ranks per host); ``mtu`` None: the MTU of
+    the interface the endpoint is bound to (64 KB datagrams on loopback, 1500 bytes on Ethernet
+    and Mininet veths; set it where a relay or tunnel in the path carries less)."""
 
     policy: TagPolicy = field(default_factory=TagPolicy)
     job_id: int = 0
@@ -71,7 +75,7 @@ class DlcpHookConfig:
     advertise: tuple[str, int] | None = None   # address peers send to (e.g. a relay in front)
     peer_timeout: float = 30.0                 # s of silence from a peer before the step fails
     lost_elements: str = "zero"                # zero | previous
-    mtu: int = 1500
+    mtu: int | None = None                     # IP packet size; None: the bound interface's MTU
     offload: str = "auto"
     report_path: str | None = None             # JSON lines, one per step
     linger: float = 0.5                        # s of answering late PROBEs at close()
@@ -83,6 +87,8 @@ class DlcpHookConfig:
             raise ValueError(f"peer_timeout must be > 0, not {self.peer_timeout}")
         if not 0 <= self.job_id <= 0xFFFF:
             raise ValueError(f"job_id {self.job_id} outside 0..65535")
+        if self.mtu is not None and not MIN_MTU <= self.mtu <= MAX_IPV4_MTU:
+            raise ValueError(f"mtu {self.mtu} outside {MIN_MTU}..{MAX_IPV4_MTU}")
 
 
 @dataclass
@@ -163,6 +169,8 @@ class DlcpCommState:
             endpoint = Endpoint(EndpointConfig(job_id=self.cfg.job_id, worker_id=self.rank, bind=(host, port),
                                                give_up_after=self.cfg.peer_timeout, offload=self.cfg.offload))
         self.ep = endpoint
+        # packets as large as the local link allows: 64 KB on loopback, 1500 bytes on Ethernet
+        self.mtu = self.cfg.mtu or interface_mtu(self.ep.address[0])
         mine = self.cfg.advertise or self.ep.address
         addrs: list[Any] = [None] * self.world
         dist.all_gather_object(addrs, (mine[0], int(mine[1])), group=process_group)   # once, over gloo
@@ -330,7 +338,7 @@ class DlcpCommState:
         if send.size:
             pt = packetize(send, tensor_id=tid, policy=policy, position=position, num_layers=self._n_params,
                            job_id=ep.cfg.job_id, worker_id=ep.cfg.worker_id, iteration=it,
-                           pull=kind == P.KIND_PARAMETER, kind=kind, mtu=self.cfg.mtu)
+                           pull=kind == P.KIND_PARAMETER, kind=kind, mtu=self.mtu)
             handles.append(ep.send(pt, self.right))
         spurious0 = ep.spurious_retransmissions
         self._run(handles, job, step)

@@ -57,6 +57,7 @@ def build_cnn():
 
 def _dlcp_state(ddp: Any, cfg: TorchTrainConfig, rank: int) -> tuple[Any, Any]:
     from host_agent.endpoint import Endpoint, EndpointConfig
+    from host_agent.ifmtu import ETHERNET_MTU
     from host_agent.policy import BASELINE_POLICY, TagPolicy
     from host_agent.relay import LossyRelay, drop_noncritical
     from host_agent.torch_ddp import DlcpHookConfig, register_dlcp_hook
@@ -71,7 +72,8 @@ def _dlcp_state(ddp: Any, cfg: TorchTrainConfig, rank: int) -> tuple[Any, Any]:
     relay = LossyRelay(ep.address, drop_noncritical(cfg.drop_noncritical, seed=1000 * cfg.seed + rank),
                        bind=(ep.address[0], 0)).__enter__()
     from dataclasses import replace
-    return register_dlcp_hook(ddp, replace(hook_cfg, advertise=relay.address), endpoint=ep), relay
+    # the relay stands for a lossy Ethernet path: Ethernet-sized packets, not loopback's 64 KB ones
+    return register_dlcp_hook(ddp, replace(hook_cfg, advertise=relay.address, mtu=ETHERNET_MTU), endpoint=ep), relay
 
 
 def _step_record(cfg: TorchTrainConfig, rank: int, epoch: int, iteration: int, seconds: float, loss: float,

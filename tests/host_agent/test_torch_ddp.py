@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from host_agent import protocol as P
+from host_agent.ifmtu import ETHERNET_MTU, interface_mtu
 from host_agent.relay import LossyRelay
 
 CTX = mp.get_context("fork")
@@ -102,7 +103,7 @@ def _scenario_lossy(rank: int, world: int) -> dict:
     plain = _model()
     ep = Endpoint(EndpointConfig(job_id=2, worker_id=rank, give_up_after=PEER_TIMEOUT))
     with LossyRelay(ep.address, _relay_rule(rank)) as relay:
-        cfg = DlcpHookConfig(policy=TagPolicy(loss_bound=BOUND), advertise=relay.address, job_id=2,
+        cfg = DlcpHookConfig(policy=TagPolicy(loss_bound=BOUND), advertise=relay.address, mtu=ETHERNET_MTU, job_id=2,
                              peer_timeout=PEER_TIMEOUT)
         with register_dlcp_hook(ddp, cfg, endpoint=ep) as state:
             res = _steps(ddp, plain, rank, world)
@@ -124,7 +125,7 @@ def _scenario_previous(rank: int, world: int) -> dict:
     res = []
     # loss from step 2 on: step 1 (after DDP's bucket rebuild) leaves an exact previous average
     with LossyRelay(ep.address, _relay_rule(10 + rank, from_iteration=2)) as relay:
-        cfg = DlcpHookConfig(advertise=relay.address, job_id=4, peer_timeout=PEER_TIMEOUT, lost_elements="previous")
+        cfg = DlcpHookConfig(advertise=relay.address, mtu=ETHERNET_MTU, job_id=4, peer_timeout=PEER_TIMEOUT, lost_elements="previous")
         with register_dlcp_hook(ddp, cfg, endpoint=ep) as state:
             for _ in range(5):
                 ddp.zero_grad()
@@ -171,7 +172,21 @@ def _scenario_dies(rank: int, world: int) -> dict:
             "is_dlcp": isinstance(first, DlcpCommError) or "DlcpCommError" in str(first)}
 
 
-SCENARIOS = {"lossless": _scenario_lossless, "lossy": _scenario_lossy, "previous": _scenario_previous,
+def _scenario_loopback_mtu(rank: int, world: int) -> dict:
+    """A 1.2 MB tensor among ranks on loopback: 64 KB datagrams (lo's MTU), not 1500-byte ones."""
+    from host_agent.torch_ddp import DlcpCommState, DlcpHookConfig
+    n = 300_000
+    t = torch.arange(n, dtype=torch.float32) * (rank + 1)
+    with DlcpCommState(_model(), DlcpHookConfig(peer_timeout=PEER_TIMEOUT, job_id=5)) as state:
+        state.allreduce(t).wait()
+        rep = state.reports[-1]
+        mtu = state.mtu
+    want = torch.arange(n, dtype=torch.float32) * sum(range(1, world + 1)) / world
+    return {"mtu": mtu, "packets_sent": rep.packets_sent, "retransmissions": rep.retransmissions,
+            "elements": n, "exact": bool(torch.equal(t, want))}
+
+
+SCENARIOS = {"lossless": _scenario_lossless, "loopback_mtu": _scenario_loopback_mtu, "lossy": _scenario_lossy, "previous": _scenario_previous,
              "dies": _scenario_dies}
 
 
@@ -244,8 +259,17 @@ def test_ddp_4_processes_equal_gloo_allreduce(world4):
     _check_lossless(world4["lossless"], 4)
 
 
-def test_ddp_2_processes_equal_gloo_allreduce():
-    _check_lossless(run_world(2, ["lossless"])["lossless"], 2)
+def test_ddp_2_processes_equal_gloo_allreduce_in_64kb_datagrams_on_loopback():
+    res = run_world(2, ["lossless", "loopback_mtu"])
+    _check_lossless(res["lossless"], 2)
+    lo_mtu = interface_mtu("127.0.0.1")
+    assert lo_mtu > 9000                                   # Linux loopback: 65536, capped at 65535
+    epp = P.max_elements_per_packet(lo_mtu, P.DTYPE_FLOAT32)
+    for rank in range(2):
+        got = res["loopback_mtu"][rank]
+        assert got["exact"] and got["mtu"] == lo_mtu and got["retransmissions"] == 0
+        # ring of 2: one reduce-scatter and one all-gather transfer of half the tensor each
+        assert got["packets_sent"] == 2 * -(-(got["elements"] // 2) // epp)
 
 
 def test_ddp_through_lossy_relay_critical_arrives_loss_within_bound(world4):
