@@ -337,6 +337,8 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
                 for ref in self.table_action_refs(d):
                     if ref.decl is not None and ref.decl not in decls:
                         self.note_action_order(control_plane_name("", ref.decl))
+        base = len(self.manifest.tables)
+        by_decl: dict[int, list[res.TableDesc]] = {}    # P4Info lists tables in declaration order
         for d in decls:
             if isinstance(d, ast.ActionDecl):
                 self.register_action(d, prefix)
@@ -350,6 +352,7 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
             elif isinstance(d, ast.ConstDecl):
                 self.env.bind(d, self.ex(d.value))
             elif isinstance(d, ast.Instantiation):
+                first = len(self.manifest.tables)
                 if isinstance(d.decl, ast.ExternDecl):
                     self.instantiate_extern(d, prefix)
                 elif isinstance(d.decl, ast.ControlDecl):
@@ -358,6 +361,7 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
                     self.env.bind(d, self.gen_parser(d.decl, control_plane_name(prefix, d), sub=True, inst=d))
                 else:
                     raise P4UnsupportedError(d.loc, f"instantiation of {type(d.decl).__name__} here")
+                by_decl[id(d)] = self.manifest.tables[first:]
             elif isinstance(d, ast.ValueSetDecl):
                 size = self.const_value(d.size)
                 t = d.type
@@ -373,7 +377,12 @@ class BlockGen(ParserGen, TableGen, ExternGen, StmtGen):
                 impl = d.implementation
                 if impl is not None and getattr(impl, "inline_in", None) is d and self.env.lookup(impl) is None:
                     self.instantiate_extern(impl, prefix)    # `implementation = action_profile(N)`
+                first = len(self.manifest.tables)
                 self.declare_table(d)
+                by_decl[id(d)] = self.manifest.tables[first:]
+        ordered = [t for d in decls for t in by_decl.get(id(d), ())]
+        if len(ordered) == len(self.manifest.tables) - base:
+            self.manifest.tables[base:] = ordered
 
     # ---- module ----------------------------------------------------------------------------
     def generate(self) -> GeneratedModule:

@@ -202,6 +202,8 @@ class ExternGen:
     def extern_function(self, call: ast.MethodCall) -> str | None:
         name = call.decl.name
         a = call.args
+        if name != "verify":    # p4c's P4Info then carries type_info (core's verify does not count)
+            self.manifest.extern_function_calls = True
         if name in BMV2_REFUSED:
             # declared (deprecated) in p4c 1.2.5's v1model.p4 but refused by its BMv2 back end:
             # p4sim refuses them too, so a program is valid on both or on neither
@@ -349,7 +351,9 @@ class ExternGen:
             names = [f for f, _ in t.fields] if isinstance(t, ast.StructT) else \
                 [f"f{i}" for i in range(len(fields))]
             self.manifest.digests[name] = DigestDesc(name, list(zip(names, [w for _, w in fields], strict=False)),
-                                                     decl=t.decl if isinstance(t, ast.StructT) else None)
+                                                     decl=t.decl if isinstance(t, ast.StructT) else None,
+                                                     field_types=[ft for _, ft in t.fields]
+                                                     if isinstance(t, ast.StructT) else [])
         vals = "(" + "".join(c + ", " for c, _ in fields) + ")"
         return f"_digest({name!r}, {vals})"
 

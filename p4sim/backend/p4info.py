@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
+from p4.config.v1 import p4info_pb2, p4types_pb2
 
 from p4sim.backend import ids
 from p4sim.backend.exprgen import width_of
@@ -72,13 +72,86 @@ def _hidden(annotations: list[Any]) -> bool:
     return any(a.name == "hidden" for a in annotations or ())
 
 
+def _table_property_true(decl: Any, name: str) -> bool:
+    prop = decl.prop(name) if decl is not None else None
+    return prop is not None and isinstance(prop.value, ast.BoolLiteral) and prop.value.value
+
+
+def _ser_enum(t: Any) -> ast.SerEnumT | None:
+    return t if isinstance(t, ast.SerEnumT) else None
+
+
+def _add_ser_enum(info: p4info_pb2.P4Info, t: Any) -> None:
+    """List serializable enum ``t`` in ``type_info`` (p4c does so for the enums that appear in
+    a match key, a table action's parameter, a controller header or a digest)."""
+    e = _ser_enum(t)
+    if e is None or e.name in info.type_info.serializable_enums:
+        return
+    m = info.type_info.serializable_enums[e.name]
+    m.underlying_type.bitwidth = e.underlying.width
+    nbytes = (e.underlying.width + 7) // 8
+    for member, value in e.members:
+        mem = m.members.add()
+        mem.name = member
+        mem.value = (value & ((1 << e.underlying.width) - 1)).to_bytes(nbytes, "big")
+
+
+def _type_spec(info: p4info_pb2.P4Info, spec: Any, t: Any) -> bool:
+    """Fill ``spec`` (a P4DataTypeSpec) for ``t`` as p4c's TypeSpecConverter does, adding the
+    named types it refers to to ``type_info``; False for a type p4sim does not describe."""
+    if isinstance(t, ast.BitT):
+        (spec.bitstring.int if t.signed else spec.bitstring.bit).bitwidth = t.width
+    elif isinstance(t, ast.BoolT):
+        spec.bool.SetInParent()
+    elif isinstance(t, ast.VarbitT):
+        spec.bitstring.varbit.max_bitwidth = t.max_width
+    elif isinstance(t, ast.SerEnumT):
+        spec.serializable_enum.name = t.name
+        _add_ser_enum(info, t)
+    elif isinstance(t, (ast.StructT, ast.HeaderT, ast.HeaderUnionT)):
+        kind = {ast.StructT: "struct", ast.HeaderT: "header", ast.HeaderUnionT: "header_union"}[type(t)]
+        getattr(spec, kind).name = t.name
+        table = {"struct": info.type_info.structs, "header": info.type_info.headers,
+                 "header_union": info.type_info.header_unions}[kind]
+        if t.name in table:
+            return True
+        entry = table[t.name]
+        for fname, ftype in t.fields:
+            mem = entry.members.add()
+            mem.name = fname
+            if kind == "header":        # a header's members are bit<W>/int<W>/varbit only
+                if isinstance(ftype, ast.BitT):
+                    (mem.type_spec.int if ftype.signed else mem.type_spec.bit).bitwidth = ftype.width
+                elif isinstance(ftype, ast.VarbitT):
+                    mem.type_spec.varbit.max_bitwidth = ftype.max_width
+                else:
+                    mem.type_spec.bit.bitwidth = width_of(ftype)
+            elif kind == "header_union":
+                mem.header.name = ftype.name
+                _type_spec(info, p4types_pb2.P4DataTypeSpec(), ftype)
+            elif not _type_spec(info, mem.type_spec, ftype):
+                mem.type_spec.bitstring.bit.bitwidth = width_of(ftype)
+    elif isinstance(t, ast.HeaderStackT) and isinstance(t.element, ast.HeaderT):
+        spec.header_stack.header.name = t.element.name
+        spec.header_stack.size = t.size
+        _type_spec(info, p4types_pb2.P4DataTypeSpec(), t.element)
+    elif isinstance(t, ast.TupleT):
+        for et in t.elements:
+            if not _type_spec(info, spec.tuple.members.add(), et):
+                return False
+    else:
+        return False
+    return True
+
+
 def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
-    """P4Info for ``program`` from the generator's ``Manifest`` (``@hidden`` tables are left
-    out, as p4c does: the control plane cannot see them)."""
-    man = Manifest(tables=[t for t in man.tables if not _hidden(t.annotations)], externs=man.externs,
+    """P4Info for ``program`` from the generator's ``Manifest``. As p4c, it leaves out
+    ``@hidden`` tables (the control plane cannot see them) and tables nothing applies (p4c's
+    front end removes them, and the actions only they list)."""
+    man = Manifest(tables=[t for t in man.tables if t.applied and not _hidden(t.annotations)], externs=man.externs,
                    value_sets=man.value_sets, actions=man.actions, action_order=man.action_order,
                    digests=man.digests, controller_headers=man.controller_headers,
-                   called_actions=man.called_actions)
+                   called_actions=man.called_actions, extern_function_calls=man.extern_function_calls)
     alloc = ids.IdAllocator()
     referenced: set[str] = set()
     for t in man.tables:
@@ -100,8 +173,8 @@ def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
         alloc.add(ids.VALUE_SET, vs.name, _explicit_id(vs.annotations))
     for d in man.digests.values():
         alloc.add(ids.DIGEST, d.name)
-    for h in man.controller_headers:
-        alloc.add(ids.CONTROLLER_HEADER, _controller_header_name(h), _explicit_id(h.annotations))
+    for h in man.controller_headers:    # p4c hashes the header type's name, shows @controller_header's
+        alloc.add(ids.CONTROLLER_HEADER, h.name, _explicit_id(h.annotations))
     alloc.finish()
     all_names = ([t.name for t in man.tables] + used_actions + [x.name for x in man.externs]
                  + [v.name for v in man.value_sets] + list(man.digests)
@@ -110,7 +183,6 @@ def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
 
     info = p4info_pb2.P4Info()
     info.pkg_info.arch = "v1model"
-    info.type_info.SetInParent()     # p4c always writes type_info (empty when unused)
     ext_by_name = {x.name: x for x in man.externs}
     for t in man.tables:
         pt = info.tables.add()
@@ -122,6 +194,7 @@ def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
             mf.bitwidth = k.bitwidth
             mf.match_type = _MATCH[k.match_kind]
             _annotations(mf, k.annotations)
+            _add_ser_enum(info, k.type)
         refs = t.actions
         for ref in refs:
             ar = pt.action_refs.add()
@@ -156,17 +229,25 @@ def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
         if t.entries:
             pt.is_const_table = bool(t.entries_const)
             pt.has_initial_entries = True      # p4c sets it for const entries too
+        if _table_property_true(t.decl, "support_timeout"):
+            pt.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
+    in_tables = {a for t in man.tables for a in (t.dispatch or [r.name for r in t.actions])}
     for name in used_actions:
         desc = man.actions[name]
         pa = info.actions.add()
         _fill_preamble(pa.preamble, alloc.get(ids.ACTION, name), name, alias[name],
                        desc.decl.annotations if desc.decl is not None else [])
-        for i, (pname, width, annos) in enumerate(desc.params, 1):
+        # an action no table lists is only called directly: p4c binds its arguments at the
+        # call site, so the control plane sees no parameters
+        params = desc.params if name in in_tables else []
+        for i, (pname, width, annos) in enumerate(params, 1):
             pp = pa.params.add()
             pp.id = _explicit_id(annos) or i
             pp.name = pname
             pp.bitwidth = width
             _annotations(pp, annos)
+            if desc.decl is not None and i <= len(desc.decl.params):
+                _add_ser_enum(info, desc.decl.params[i - 1].type)
     for x in man.externs:
         pid = alloc.get(kinds[x.kind], x.name)
         owner = next((t.name for t in man.tables if x.name in (t.direct_counter, t.direct_meter)), None)
@@ -222,20 +303,30 @@ def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
         _fill_preamble(m.preamble, alloc.get(ids.DIGEST, d.name), d.name, alias[d.name], [])
         m.type_spec.struct.name = d.name
         st = info.type_info.structs[d.name]
-        for fname, width in d.fields:
+        for i, (fname, width) in enumerate(d.fields):
             mem = st.members.add()
             mem.name = fname
-            mem.type_spec.bitstring.bit.bitwidth = width
+            ftype = d.field_types[i] if i < len(d.field_types) else None
+            if ftype is None or not _type_spec(info, mem.type_spec, ftype):
+                mem.type_spec.bitstring.bit.bitwidth = width
     for h in man.controller_headers:
         name = _controller_header_name(h)
         m = info.controller_packet_metadata.add()
-        _fill_preamble(m.preamble, alloc.get(ids.CONTROLLER_HEADER, name), name, alias[name], h.annotations)
+        _fill_preamble(m.preamble, alloc.get(ids.CONTROLLER_HEADER, h.name), name, alias[name], h.annotations)
         for i, f in enumerate(h.fields, 1):
             md = m.metadata.add()
             md.id = _explicit_id(f.annotations) or i
             md.name = f.name
             md.bitwidth = width_of(f.type)
             _annotations(md, f.annotations)
+            _add_ser_enum(info, f.type)
+    # p4c writes type_info (empty when unused) once it has converted a type: for any table,
+    # extern instance, digest, controller header or call of a v1model extern function; not for
+    # actions, value sets and core's verify() alone
+    if (info.tables or info.counters or info.direct_counters or info.meters or info.direct_meters
+            or info.registers or info.action_profiles or info.digests or info.controller_packet_metadata
+            or man.extern_function_calls):
+        info.type_info.SetInParent()
     return info
 
 

@@ -18,6 +18,7 @@ class KeyDesc:
     match_kind: str
     bitwidth: int
     annotations: list[Any] = field(default_factory=list)
+    type: Any = None          # the key expression's P4 type (P4Info lists serializable enums)
 
 
 @dataclass
@@ -61,6 +62,7 @@ class TableDesc:
     annotations: list[Any] = field(default_factory=list)
     decl: Any = None
     dispatch: list[str] = field(default_factory=list)   # action names in generated branch order
+    applied: bool = False    # some reachable code applies it (p4c removes the others from P4Info)
 
 
 @dataclass
@@ -91,6 +93,7 @@ class DigestDesc:
     name: str                              # the digested type's name
     fields: list[tuple[str, int]]
     decl: Any = None
+    field_types: list[Any] = field(default_factory=list)   # P4 types of the fields, in order
 
 
 @dataclass
@@ -103,3 +106,4 @@ class Manifest:
     digests: dict[str, DigestDesc] = field(default_factory=dict)
     controller_headers: list[Any] = field(default_factory=list)
     called_actions: list[str] = field(default_factory=list)  # actions called directly (P4Info lists them)
+    extern_function_calls: bool = False     # the program calls a v1model extern function

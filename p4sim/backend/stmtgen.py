@@ -70,6 +70,7 @@ class StmtGen(ExprGen):
     loop_depth = 0     # P4 loops open inside the action being inlined
     ret_flag: str | None = None   # set by `return` inside a loop of an inlined action
     may_exit = True    # whether the program has an `exit` anywhere (copy-out must survive it)
+    action_depth = 0   # actions being inlined around the current statement (0: a control body)
 
     # ---- statements ------------------------------------------------------------------------
     def stmt(self, s: ast.Statement) -> None:
@@ -446,7 +447,9 @@ class StmtGen(ExprGen):
             return self.builtin(call)
         if kind == "action":
             name = self.action_name(call.decl)
-            if name not in self.manifest.called_actions:
+            # p4c lists an action called from a control body; one called only from other
+            # actions is inlined into them and disappears from its P4Info
+            if self.action_depth == 0 and name not in self.manifest.called_actions:
                 self.manifest.called_actions.append(name)
             self.inline_action(call.decl, call.args, None)
             return None
@@ -538,6 +541,7 @@ class StmtGen(ExprGen):
         saved_loop = (self.loop_depth, self.ret_flag)
         self.loop_depth, self.ret_flag = 0, None
         guard = bool(writebacks) and self.may_exit
+        self.action_depth += 1
         try:
             if guard:     # `exit` still copies the out/inout arguments back (P4_16 spec, 12.5)
                 with self.w.block("try:"):
@@ -550,6 +554,7 @@ class StmtGen(ExprGen):
             else:
                 self.action_body(decl)
         finally:
+            self.action_depth -= 1
             self.env, self.return_mode = saved_env, saved_mode
             self.loop_depth, self.ret_flag = saved_loop
         for arg, name in writebacks:
@@ -616,6 +621,7 @@ class StmtGen(ExprGen):
     def apply_table(self, call: ast.MethodCall, hit: str | None, act: str | None) -> None:
         table: ast.TableDecl = call.decl
         desc = self.table_desc(table)
+        desc.applied = True
         w = self.w
         e = w.tmp("e")
         c = w.tmp("c")

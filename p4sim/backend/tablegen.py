@@ -74,7 +74,7 @@ class TableGen:
             if k.match_kind not in rtt.MATCH_KINDS:
                 raise P4UnsupportedError(k.loc, f"match kind {k.match_kind}")
             keys.append(res.KeyDesc(k.name or key_source(k.expr), k.match_kind, width_of(k.expr.type),
-                                    k.annotations))
+                                    k.annotations, type=k.expr.type))
         actions = []
         for ref in self.listed_action_refs(t):
             scope = "defaultonly" if ref.has_annotation("defaultonly") else \

@@ -214,6 +214,15 @@ class CallChecker(ExprChecker):
             inst = A.Instantiation(f"{decl.name}_inst_{len(owner.locals)}", t, [],
                                    loc=mc.loc)
             inst.decl = decl
+            # p4c names the implicit instance after the type (`I.Sub.st` in P4Info); a second
+            # direct application of the same type here (p4c refuses: conflicting names) keeps
+            # its unique name
+            named = {a.args[0].value for loc_decl in owner.locals if isinstance(loc_decl, A.Instantiation)
+                     for a in loc_decl.annotations if a.name == "name" and a.args
+                     and isinstance(a.args[0], A.StringLiteral)}
+            if decl.name not in named:
+                inst.annotations.append(A.Annotation("name", [A.StringLiteral(decl.name, loc=mc.loc)],
+                                                     f'"{decl.name}"', loc=mc.loc))
             owner.locals.append(inst)
             assert owner_scope is not None
             owner_scope.add(inst.name, inst)

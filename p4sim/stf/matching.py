@@ -81,12 +81,18 @@ def resolve_name(name: str, candidates: Iterable[str], what: str) -> str:
 
 
 def _key_aliases(name: str) -> list[str]:
+    """The spellings of ``name`` a key may carry: a validity key is ``x.$valid$`` in p4c's and
+    p4sim's P4Info; STF files write it ``x.$valid$``, ``x.valid`` or ``x.isValid()``."""
     out = [name]
-    if "$valid$" in name or name.endswith(".valid"):
+    base = None
+    if name.endswith(".isValid()"):
+        base = name[:-len(".isValid()")]
+    elif "$valid$" in name or name.endswith(".valid"):
         base = name.replace(".$valid$", "").replace("$valid$", "")
         if base.endswith(".valid"):
             base = base[:-6]
-        out.append(base + ".isValid()" if base else "isValid()")
+    if base is not None:
+        out += [f"{base}.$valid$" if base else "$valid$", f"{base}.isValid()" if base else "isValid()"]
     if "$" in name:
 
         out.append(re.sub(r"\$([0-9]+)", r"[\1]", name))

@@ -117,7 +117,8 @@ header packet_in_t { bit<9> ingress_port; bit<7> pad; }
 
 
 def test_p4info_profiles_direct_resources_digest_controller_header(tmp_path):
-    # a table without default_action gets p4c's implicit `@defaultonly NoAction` default
+    # a table without default_action gets p4c's implicit `@defaultonly NoAction` default; a
+    # controller header's id hashes its type's name (packet_in_t), as p4c's does
     prog = simple_program(tmp_path, "bit<8> a; bit<16> b;", INGRESS2, meta="bit<8> color;", extra=EXTRA2)
     ecmp, acl = _id(ids.TABLE, "I.ecmp"), _id(ids.TABLE, "I.acl")
     fwd, na = _id(ids.ACTION, "I.fwd"), _id(ids.ACTION, "NoAction")
@@ -143,7 +144,7 @@ direct_counters {{ preamble {{ id: {dc} name: "I.dc" alias: "dc" }} spec {{ unit
 direct_meters {{ preamble {{ id: {dm} name: "I.dm" alias: "dm" }} spec {{ unit: PACKETS }} direct_table_id: {acl} }}
 digests {{ preamble {{ id: {_id(ids.DIGEST, "learn_t")} name: "learn_t" alias: "learn_t" }}
   type_spec {{ struct {{ name: "learn_t" }} }} }}
-controller_packet_metadata {{ preamble {{ id: {_id(ids.CONTROLLER_HEADER, "packet_in")} name: "packet_in"
+controller_packet_metadata {{ preamble {{ id: {_id(ids.CONTROLLER_HEADER, "packet_in_t")} name: "packet_in"
   alias: "packet_in" annotations: "@controller_header(\\"packet_in\\")" }}
   metadata {{ id: 1 name: "ingress_port" bitwidth: 9 }} metadata {{ id: 2 name: "pad" bitwidth: 7 }} }}
 type_info {{ structs {{ key: "learn_t" value {{

@@ -192,3 +192,16 @@ def test_runner_bad_names_are_stf_errors():
         run("add fwd first:1 fwd_to()\n")
     with pytest.raises(StfError, match="has no key 'second'"):
         run("add fwd second:1 fwd_to(port:1)\n")
+
+
+def test_validity_key_spellings_all_name_the_dollar_valid_key():
+    # p4c (and p4sim) name a key on `hdr.t.isValid()` `hdr.t.$valid$`; a table-add line may
+    # write it either way, with or without the leading `hdr.` (issue 14)
+    from p4sim.stf.matching import resolve_key
+    table = Table("ingress.t", [KeyField("hdr.a.f", "exact", 8), KeyField("hdr.t.$valid$", "exact", 1)], 16,
+                  ["NoAction"], ActionCall("NoAction"))
+    for spelling in ("hdr.t.$valid$", "t.$valid$", "hdr.t.isValid()", "t.isValid()", "hdr.t.valid"):
+        assert resolve_key(spelling, table) == 1, spelling
+    assert resolve_key("hdr.a.f", table) == 0
+    with pytest.raises(ValueError, match="has no key 'hdr.u.isValid\\(\\)'"):
+        resolve_key("hdr.u.isValid()", table)
