@@ -121,6 +121,11 @@ def bench_25m(world: int, repeat: int, shape: tuple[int, int]) -> None:
         d = statistics.median(r0[what]["dlcp"])
         print(f"  {unit:32s} gloo {g:7.3f} s   DLCP {d:7.3f} s   throughput DLCP/gloo = {g / d:.2f}x"
               + (f"   (algorithm bandwidth gloo {mb / g:.0f} MB/s, DLCP {mb / d:.0f} MB/s)" if what == "comm" else ""))
+        # on a shared machine the fastest round is the least disturbed one, for both alike
+        gb, db = min(r0[what]["gloo"]), min(r0[what]["dlcp"])
+        print(f"  {'':32s} fastest rounds: gloo {gb:7.3f} s   DLCP {db:7.3f} s   ratio {gb / db:.2f}x   "
+              f"(rounds gloo {' '.join(f'{t:.3f}' for t in r0[what]['gloo'])}; "
+              f"DLCP {' '.join(f'{t:.3f}' for t in r0[what]['dlcp'])})")
     print(f"  DLCP bytes sent per all-reduce by rank 0: {r0['dlcp_bytes_sent'] / 1e6:.1f} MB")
 
 
