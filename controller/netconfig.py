@@ -436,6 +436,18 @@ def default_policy_raw() -> tuple[dict, dict, str]:
     return dict(BUILTIN_POLICY), {}, "<built-in policy>"
 
 
+def load_policy(path: str | Path | None = None) -> Policy:
+    """The parsed and checked policy of ``path`` (default: the controller's default policy), exactly
+    as dlcpctl installs it; raises ConfigError with file:line on bad input. Public for the parts that
+    must decide what the switch decides (simulation/)."""
+    if path is None:
+        raw, lines, file = default_policy_raw()
+    else:
+        raw, lines, file = _load_policy_file(Path(path))
+        raw = {**BUILTIN_POLICY, **raw}
+    return _policy(raw, file, lines, ())
+
+
 def _resolve(base: Path, value: str | None) -> Path | None:
     if value is None:
         return None
