@@ -109,3 +109,29 @@ class V1ModelChecks:
         expected = ["p", "vr", "ig", "eg", "ck", "dep"]
         if names != expected:  # pragma: no cover - the shipped V1Switch guarantees it
             raise self.err(self.program.main, f"V1Switch blocks are {names}, expected {expected}")
+        self._check_v1switch_type_args()
+
+    def _check_v1switch_type_args(self: Any) -> None:
+        """V1Switch<H, M>: every block must agree on H and M (p4c: "Type of argument ... does not
+        match"), and M must be a struct (p4c-bm2-ss: "expected the user metadata type to be a
+        struct"; p4sim's code generator builds M as a class). v1model's block types all name
+        their parameters H and M, so the names bind."""
+        bound: dict[str, tuple[A.Type, str]] = {}
+        main = self.program.main
+        for (_, target), pkg_param in zip(self.program.main_blocks, main.decl.params, strict=False):
+            proto = getattr(pkg_param.type, "decl", None)
+            for want_p, got_p in zip(getattr(proto, "params", ()), target.params, strict=False):
+                if not isinstance(want_p.type, A.TypeVarT):
+                    continue
+                var = want_p.type.name
+                if var not in bound:
+                    bound[var] = (got_p.type, target.name)
+                elif bound[var][0] != got_p.type:
+                    first, by = bound[var]
+                    raise self.err(got_p, f"type of argument '{target.name}' does not match V1Switch: "
+                                          f"its {var} is {type_str(got_p.type)}, but {type_str(first)} "
+                                          f"in '{by}'")
+        if "M" in bound and not isinstance(bound["M"][0], A.StructT):
+            t, by = bound["M"]
+            raise self.err(main, f"{type_str(t)}: expected the user metadata type of V1Switch to be a "
+                                 f"struct (as in '{by}')")

@@ -147,3 +147,30 @@ def test_fuzz_mutated_programs_through_front_and_back_end(tmp_path):
     assert i >= MINIMUM
     assert counts["ok"] >= i // 20      # mutations still leave many programs valid
     assert counts["refused"] >= i // 2
+
+
+# --- findings of the long runs (``make fuzz``), kept fixed ------------------------------------
+
+SUB_PARSER = ROOT / "tests/stf/corpus/sub_parser.p4"
+
+
+@pytest.mark.parametrize("blocks, message", [
+    # mutant 2530 of sub_parser.p4, seed 104851484 (2026-12-01): M is bit<1> in P, I and E but
+    # meta_t in VC and CC; the code generator failed with "AttributeError: 'BitT' object has no
+    # attribute 'name'" (p4c: "Type of argument 'E' ... does not match")
+    (("P", "I", "E"), "type of argument 'VC' does not match V1Switch: its M is meta_t, but bit<1> in 'P'"),
+    # the same M in every block but not a struct (p4c-bm2-ss: "expected the user metadata type to
+    # be a struct")
+    (("P", "VC", "I", "E", "CC"), "bit<1>: expected the user metadata type of V1Switch to be a struct"),
+])
+def test_v1switch_type_arguments_must_agree_and_be_structs(tmp_path, blocks, message):
+    text = SUB_PARSER.read_text()
+    for name in blocks:
+        text = re.sub(rf"((?:parser|control) {name}\(.*?)inout meta_t meta", r"\1inout bit meta", text)
+    assert text.count("inout bit meta") == len(blocks)
+    path = tmp_path / "m.p4"
+    path.write_text(text)
+    from p4sim.backend.program import compile_file
+    with pytest.raises(UserError) as err:
+        compile_file(str(path), [str(SUB_PARSER.parent)])
+    assert ONE_LINE.match(str(err.value)) and message in str(err.value), str(err.value)
