@@ -129,7 +129,9 @@ def build_switch(net: NetConfig, index: P4InfoIndex, switch: str) -> SwitchDesir
 
 
 DEPTH_MAX = (1 << 19) - 1       # bit<19> drop_depth/ecn_depth: "never"
-ESTIMATE_SHIFT = 20             # the data plane's depth estimate: (deq_timedelta_us * pkts_per_s) >> 20
+# Rate assumed for a port of unknown rate when the thresholds are the shipped default's delays:
+# 20 Mbit/s of full-size packets, the program's DLCP_PORT_DRAIN_PPS_DEFAULT and the Mininet link.
+SHIPPED_DEFAULT_PPS = 1667
 
 
 def port_drains(net: NetConfig, switch: str, route_ports: list[int]) -> dict[int, int | None]:
@@ -150,16 +152,25 @@ def thresholds_in_packets(net: NetConfig, switch: str, drains: dict[int, int | N
                           ) -> tuple[dict[tuple[int, int], tuple[int, int]], dict[int, int | None]]:
     """The policy's thresholds as drop_thresholds values, and the port_drain rate of each port.
 
-    Thresholds in packets stay as written and each port drains at its own rate, so the depth
-    estimate of a queue is its packets. Thresholds given as queueing delay (µs) need every port's
-    rate: one table serves every port, so every port's port_drain is the switch's fastest rate R
-    and a delay T becomes (T * R) >> 20 "R-packets"; the estimate (wait * R) >> 20 then exceeds
-    it exactly when the packet waited longer than T, whatever the port's own speed
-    (docs/dataplane.md "Thresholds as queueing delay")."""
+    The data plane compares a queue's counted depth in packets (docs/dataplane.md "Per-queue
+    depth"). Thresholds in packets stay as written. Thresholds given as queueing delay (µs)
+    need the ports' rates: drop_thresholds serves every port of the switch, so a delay T
+    becomes the full-size packets the switch's fastest port R sends in T, T * R / 10^6 (to the
+    nearest packet: R itself is rounded to whole packets per second):
+    a queue holding more than that has more than T of queueing at R (on a slower port, the
+    same count is proportionally more delay). port_drain holds R on every port (the table is
+    informational now). A port of unknown rate is a one-line error for the user's delay
+    thresholds; the shipped default policy's delays assume 20 Mbit/s there (SHIPPED_DEFAULT_PPS),
+    so a network YAML without rates keeps working as before."""
     pol = net.policy
     if pol.threshold_unit != "us":
         return dict(pol.thresholds), drains
     unknown = [p for p, rate in drains.items() if not rate]
+    if unknown and pol.thresholds_shipped:      # install no port_drain entry the YAML does not give
+        rates = {p: rate or SHIPPED_DEFAULT_PPS for p, rate in drains.items()}
+        fastest = max(rates.values(), default=SHIPPED_DEFAULT_PPS)
+        return {key: (_delay_to_packets(drop, fastest), _delay_to_packets(ecn, fastest))
+                for key, (drop, ecn) in pol.thresholds.items()}, drains
     if unknown:
         where = f"switches.{switch}.ports.{unknown[0]}.rate_mbps"
         raise ConfigError(str(net.path), net.line("switches", switch), where,
@@ -168,12 +179,15 @@ def thresholds_in_packets(net: NetConfig, switch: str, drains: dict[int, int | N
     if not drains:
         return {}, drains
     fastest = max(r for r in drains.values() if r)
-
-    def depth(delay_us: int) -> int:
-        return min(DEPTH_MAX, (delay_us * fastest) >> ESTIMATE_SHIFT)
-
-    converted = {key: (depth(drop), depth(ecn)) for key, (drop, ecn) in pol.thresholds.items()}
+    converted = {key: (_delay_to_packets(drop, fastest), _delay_to_packets(ecn, fastest))
+                 for key, (drop, ecn) in pol.thresholds.items()}
     return converted, {p: fastest for p in drains}
+
+
+def _delay_to_packets(delay_us: int, pkts_per_s: int) -> int:
+    """Full-size packets a port of ``pkts_per_s`` sends in ``delay_us`` (a queue deeper than
+    that holds more than the delay), saturating at the bit<19> "never"."""
+    return min(DEPTH_MAX, (delay_us * pkts_per_s + 500_000) // 1_000_000)     # nearest: pps is rounded
 
 
 def build_all(net: NetConfig, indexes: dict[str, P4InfoIndex]) -> dict[str, SwitchDesired]:

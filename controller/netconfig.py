@@ -137,6 +137,7 @@ class Policy:
     source: str = ""
     depth_max_age_us: int | None = None   # None: leave DlcpIngress.depth_settings' default as compiled
     threshold_unit: str = "packets"       # "packets" (drop_depth/ecn_depth) or "us" (drop_delay_us/ecn_delay_us)
+    thresholds_shipped: bool = False      # thresholds from data/default_policy.yaml, not the user's
 
     def rule(self, name: str) -> PriorityRule:
         for r in self.priority_map:
@@ -597,6 +598,8 @@ def _loads(text: str, file: str, base_dir: Path | None) -> NetConfig:
         policy_raw = {**policy_raw, **user_policy}
         policy_lines, policy_file, base_path = lines, file, ("policy",)
     policy = _policy(policy_raw, policy_file, policy_lines, base_path)
+    if user_policy is None or (isinstance(user_policy, dict) and "thresholds" not in user_policy):
+        policy.thresholds_shipped = True
 
     ctl = data.get("controller", {})
     return NetConfig(path=Path(file), switches=switches, hosts=hosts, links=links, routes=routes,

@@ -32,26 +32,35 @@ control DlcpIngress(inout dlcp_headers_t hdr,
     Routing() routing;
     PriorityMapping() priority_mapping;
     SelectiveDrop() selective_drop;
+    QueueDepthRead() depth_read;
+    QueueDepthCount() depth_count;
 
     apply {
         if (hdr.packet_out.isValid()) {
             packetio.apply(hdr, meta, standard_metadata);
-            return;
+        } else {
+            validate.apply(hdr, meta, standard_metadata);
+            if (meta.drop == 0) {
+                if (!hdr.ipv4.isValid()) {
+                    mark_to_drop(standard_metadata);   /* L3 only: ARP is static */
+                } else {
+                    routing.apply(hdr, meta, standard_metadata);
+                    if (meta.drop == 0) {
+                        priority_mapping.apply(hdr, meta, standard_metadata);
+                    }
+                }
+            }
         }
-        validate.apply(hdr, meta, standard_metadata);
-        if (meta.drop == 1) {
-            return;
+        /* Every packet handed to a queue is counted into it, whatever its
+         * kind (queue_depth.p4); DLCP DATA may be dropped first on that
+         * queue's counted depth (selective_drop.p4). */
+        if (meta.drop == 0 && standard_metadata.egress_spec != DLCP_V1MODEL_DROP_PORT) {
+            bit<32> depth_cell;
+            bit<32> depth_enq;
+            depth_read.apply(meta, standard_metadata, depth_cell, depth_enq);
+            selective_drop.apply(hdr, meta, standard_metadata);
+            depth_count.apply(meta, standard_metadata, depth_cell, depth_enq);
         }
-        if (!hdr.ipv4.isValid()) {
-            mark_to_drop(standard_metadata);   /* L3 only: ARP is static */
-            return;
-        }
-        routing.apply(hdr, meta, standard_metadata);
-        if (meta.drop == 1) {
-            return;
-        }
-        priority_mapping.apply(hdr, meta, standard_metadata);
-        selective_drop.apply(hdr, meta, standard_metadata);
     }
 }
 

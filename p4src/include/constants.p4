@@ -71,21 +71,27 @@ const bit<3> DLCP_DEFAULT_QUEUE = 0;
 /* DSCP mirror of the queue: class selector CS<queue> = queue << 3. */
 const bit<3> DSCP_CS_SHIFT = 3;
 
-/* ---- queue-depth freshness --------------------------------------------- */
-/* Ingress ignores (reads as 0) a recorded port depth older than this many
- * microseconds (egress_global_timestamp units on BMv2/p4sim).  The default of
- * the controller-tunable table DlcpIngress.depth_settings: a few packet
- * times at the slowest emulated link (3 x 1500 B at 20 Mbit/s, the Mininet
- * experiment's link, = 1.8 ms), so a busy port refreshes its record well
- * within it, while an idle port is treated as congested for at most 2 ms.
- * See docs/dataplane.md "Queue-depth freshness". */
+/* ---- queue depth (BMv2/p4sim: counted) ---------------------------------- */
+/* Default of the keyless table DlcpIngress.depth_settings.  BMv2/p4sim count
+ * each queue's packets (docs/dataplane.md "Per-queue depth") and resync on
+ * events, not on age, so the value is applied but unused there, as on
+ * Tofino; kept so controllers written against the table keep working. */
 const bit<32> DLCP_DEPTH_MAX_AGE_US_DEFAULT = 2000;
-/* BMv2/p4sim estimate a queue's depth from the time its packet waited in it:
- * depth = (deq_timedelta_us * pkts_per_s) >> 20, pkts_per_s the port's drain
- * rate in full-size packets per second (DlcpEgress.port_drain).  Default for
- * ports without an entry: 20 Mbit/s / (1500 B * 8) = 1666 packets/s, the
- * Mininet experiment's link.  See docs/dataplane.md "Per-queue depth". */
+/* Default of DlcpEgress.port_drain (20 Mbit/s / (1500 B * 8)).  No target's
+ * drop rule reads it any more (depths are counted, not derived from waits);
+ * the table stays for the controller's API. */
 const bit<32> DLCP_PORT_DRAIN_PPS_DEFAULT = 1666;
+/* Per-queue capacity (packets) the traffic manager enforces: simple_switch's
+ * and p4sim's default, and the policy's queue_depth.  Ingress does not count
+ * a packet into a queue the counts say is full, because the TM is about to
+ * tail-drop it; a different real capacity is corrected by egress (clamp to
+ * the port's occupancy, resync when the port is empty). */
+const bit<32> DLCP_QUEUE_CAPACITY_DEFAULT = 64;
+/* v1model: the egress_spec mark_to_drop sets (BMv2 and p4sim drop it) */
+const bit<9> DLCP_V1MODEL_DROP_PORT = 511;
+/* Counts are bit<32> and wrap; a difference above this is negative (more
+ * dequeued than counted in: a counting race) and reads as 0. */
+const bit<32> DLCP_COUNT_NEGATIVE = 0x7FFFFFFF;
 
 /* ---- malformed counter indices ------------------------------------------ */
 const bit<32> MALFORMED_TRUNCATED = 0;  /* too short for the DLCP header */

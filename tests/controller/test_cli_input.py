@@ -257,7 +257,7 @@ def _fuzz_seed(tmp_path: Path, sw: SwitchProcess) -> str:
             '  h2: {ip: 10.0.0.2, mac: "00:00:00:00:00:02", switch: s1, port: 2}\n'
             "routes:\n"
             "  - {switch: s1, prefix: 10.1.0.0/16, ports: [1, 2], spray: true}\n"
-            "queues: {depth: 64}\n"
+            "queues: {depth: 64, rate_mbps: 20}\n"       # the policy (a copy of the shipped one) gives delays
             "policy: policy.yaml\n")
 
 

@@ -187,10 +187,12 @@ def _drain_and_thresholds(index, path):
 def test_link_speed_sets_port_drain(index, tmp_path):
     """Issue 10 item 6: the network YAML's link rate (Mbit/s), not the compiled-in 20 Mbit/s,
     is what each port drains at; a per-port rate overrides the network's; a queue rate limit
-    (rate_pps) below the link speed wins."""
+    (rate_pps) below the link speed wins.  (Thresholds in packets: delay thresholds, like the
+    shipped default's, put the switch's fastest rate on every port.)"""
     from ctl_support import three_switch_yaml
     path = tmp_path / "net.yaml"
-    path.write_text(three_switch_yaml([1, 2, 3], extra="queues: {rate_mbps: 100}\n").replace(
+    packets = "policy:\n  thresholds: [{queues: [1], mag_classes: [0], drop_depth: 3, ecn_depth: 1}]\n"
+    path.write_text(three_switch_yaml([1, 2, 3], extra="queues: {rate_mbps: 100}\n" + packets).replace(
         '  s1: {grpc', '  s1: {ports: {2: {rate_mbps: 1000}, 3: {rate_mbps: 1000, rate_pps: 5000}}, grpc'))
     drains, _ = _drain_and_thresholds(index, path)
     assert drains == [(("1",), "set_port_drain(pkts_per_s=8333)"), (("2",), "set_port_drain(pkts_per_s=83333)"),
@@ -206,14 +208,15 @@ DELAY_POLICY = """policy:
 
 def test_thresholds_as_queueing_delay_hold_at_any_link_speed(index, tmp_path):
     """A delay threshold is converted with the switch's fastest port rate R, which every port's
-    port_drain then holds: (wait * R) >> 20 > (T * R) >> 20 exactly when the wait exceeds T."""
+    port_drain then holds: T * R / 10^6 full-size packets (to the nearest), the counted depth above which
+    the queue holds more than T of queueing at R."""
     from ctl_support import three_switch_yaml
     path = tmp_path / "net.yaml"
     for mbps, pps in ((20, 1667), (1000, 83333)):
         path.write_text(three_switch_yaml([1, 2, 3], extra=f"queues: {{rate_mbps: {mbps}}}\n" + DELAY_POLICY))
         drains, thresholds = _drain_and_thresholds(index, path)
         assert {a for _, a in drains} == {f"set_port_drain(pkts_per_s={pps})"} and len(drains) == 3
-        drop, ecn = (1200 * pps) >> 20, (600 * pps) >> 20
+        drop, ecn = round(1200 * pps / 1e6), round(600 * pps / 1e6)
         assert thresholds == [(("1", "0"), f"set_thresholds(drop_depth={drop}, ecn_depth={ecn})"),
                               (("1", "1"), f"set_thresholds(drop_depth={drop}, ecn_depth={ecn})"),
                               (("2", "0"), "set_thresholds(drop_depth=524287, ecn_depth=0)")]   # saturates: never
@@ -222,6 +225,31 @@ def test_thresholds_as_queueing_delay_hold_at_any_link_speed(index, tmp_path):
         '  s1: {grpc', '  s1: {ports: {2: {rate_mbps: 100}}, grpc'))
     drains, _ = _drain_and_thresholds(index, path)
     assert {a for _, a in drains} == {"set_port_drain(pkts_per_s=8333)"}
+
+
+@pytest.mark.parametrize("mbps, low, mid, high, top_ecn", [
+    (20, (16, 8), (32, 16), (48, 24), 32),               # the old packet policy, exactly
+    (100, (80, 40), (160, 80), (240, 120), 160),
+    (1000, (800, 400), (1600, 800), (2400, 1200), 1600),
+    (None, (16, 8), (32, 16), (48, 24), 32),             # no rate in the YAML: 20 Mbit/s assumed
+])
+def test_shipped_policy_thresholds_follow_the_link_speed(index, tmp_path, mbps, low, mid, high, top_ecn):
+    """Issue 10 item 6: the shipped default policy gives delays, so the packets installed scale
+    with --link-mbps (queues.rate_mbps); a YAML without rates keeps the 20 Mbit/s thresholds
+    and gets no port_drain entry it did not ask for."""
+    from ctl_support import three_switch_yaml
+    path = tmp_path / "net.yaml"
+    path.write_text(three_switch_yaml([1, 2, 3], extra=f"queues: {{rate_mbps: {mbps}}}\n" if mbps else ""))
+    net = netconfig.load(path)
+    assert net.policy.threshold_unit == "us" and net.policy.thresholds_shipped
+    drains, thresholds = _drain_and_thresholds(index, path)
+    got = {tuple(int(x) for x in key): action for key, action in thresholds}
+    assert got[(1, 0)] == got[(6, 3)] == f"set_thresholds(drop_depth={low[0]}, ecn_depth={low[1]})"
+    assert got[(2, 4)] == f"set_thresholds(drop_depth={mid[0]}, ecn_depth={mid[1]})"
+    assert got[(3, 11)] == f"set_thresholds(drop_depth={high[0]}, ecn_depth={high[1]})"
+    assert got[(4, 15)] == f"set_thresholds(drop_depth=524287, ecn_depth={top_ecn})"
+    assert len(got) == 6 * 16 and (0, 0) not in got and (7, 0) not in got
+    assert (drains == []) == (mbps is None)
 
 
 @pytest.mark.parametrize("extra,fragment", [

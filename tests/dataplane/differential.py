@@ -8,12 +8,14 @@ other ports, unknown versions), so that p4sim and real BMv2 can be run on the SA
 and their outputs and counters compared.
 
 Determinism on a real, multi-threaded switch: every decision must not depend on timing.
-Selective drops use per-(port, queue) depth records written with ``register_write`` on one
-"hot" port for queues that only non-critical DLCP DATA uses, with every magnitude class's
-drop depth below the record, so every packet there is dropped in ingress and egress never
-rewrites the record; ``port_drain`` is 1 packet/s everywhere, so an egress estimate
-(``deq_timedelta`` x rate >> 20) stays 0 unless a packet waits over a second; the max age
-is the largest there is. ECN marking (which lets packets through) is left to the STF files.
+Selective drops use the per-(port, queue) packet counts (``enq_count_reg``), written with
+``register_write`` for a "hot" port that nothing ever leaves: the only packets sent to it are
+well-formed, non-critical DLCP DATA whose tags the random policy maps to a hot queue, and every
+magnitude class of a hot queue drops below the written depth, so every one of them is dropped
+at ingress, never counted in, and no egress ever clamps or resyncs the counts (which it does,
+timing-dependently on BMv2, when a packet leaves a port).  Elsewhere a queue's count is the
+packets really queued, 0 or nearly so in an STF run, below every other threshold (>= 1000).
+ECN marking (which lets packets through) is left to the STF files.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from tests.dataplane.packets import (
 
 PORTS = (1, 2, 3, 4)
 GROUP_PREFIX_PORT = 9            # 10.0.9.0/24 and 10.0.8.0/24: ECMP groups, not a host port
-HOT_PORT = 4                     # its DLCP data queues carry a recorded depth (see module doc)
+HOT_PORT = 5                     # only hot-queue DLCP DATA goes there, all dropped (see module doc)
+HOT_DEPTH = 40
 EXTRA_DLCP_PORT = 9400           # installed in DlcpIngress.dlcp_udp_ports
 MAX_AGE_US = 0xFFFFFFFF
 IPV4_OPTIONS = bytes.fromhex("9404000001010100")
@@ -47,6 +50,7 @@ class Scenario:
     lines: list[str] = field(default_factory=list)
     packets: int = 0
     hot_queues: tuple[int, ...] = ()
+    data_rules: list[tuple[int, int, int, int, int]] = field(default_factory=list)   # layer v/m, mag v/m, queue
     member_handles: list[str] = field(default_factory=list)
 
     def text(self) -> str:
@@ -60,7 +64,7 @@ def _mac(port: int) -> str:
 def _tables(rng: random.Random, sc: Scenario) -> None:
     out = sc.lines
     out.append("priority_queues 8")
-    for port in PORTS:
+    for port in (*PORTS, HOT_PORT):
         out.append(f"add DlcpIngress.ipv4_routes ipv4_dst:0x0a00{port:02x}00/24 "
                    f"DlcpIngress.route_to_nexthop(nexthop_id:{port})")
         out.append(f"add DlcpIngress.nexthops nexthop_id:{port} DlcpIngress.set_nexthop(port:{port}, "
@@ -91,26 +95,53 @@ def _tables(rng: random.Random, sc: Scenario) -> None:
         prio -= 1
         layer_mask = rng.choice([0x0, 0x4, 0x6, 0x7])
         mag_mask = rng.choice([0x0, 0x8, 0xC, 0xF])
+        layer, mag, queue = rng.randrange(8) & layer_mask, rng.randrange(16) & mag_mask, rng.randrange(1, 7)
+        sc.data_rules.append((layer, layer_mask, mag, mag_mask, queue))
         out.append(f"add DlcpIngress.priority_map {prio} is_dlcp:1&&&0x1 msg_type:0&&&0xF "
-                   f"layer_class:{rng.randrange(8) & layer_mask}&&&{layer_mask:#x} "
-                   f"mag_class:{rng.randrange(16) & mag_mask}&&&{mag_mask:#x} flags:0&&&0x80 "
-                   f"DlcpIngress.set_queue(queue:{rng.randrange(1, 7)})")
+                   f"layer_class:{layer}&&&{layer_mask:#x} "
+                   f"mag_class:{mag}&&&{mag_mask:#x} flags:0&&&0x80 "
+                   f"DlcpIngress.set_queue(queue:{queue})")
     out.append("add DlcpIngress.priority_map 1 is_dlcp:1&&&0x1 msg_type:0&&&0xF flags:0&&&0x80 "
                "DlcpIngress.set_queue(queue:1)")
-    # thresholds: random everywhere; the hot port's record makes its queues drop every class
+    sc.data_rules.append((0, 0, 0, 0, 1))
+    # thresholds: random everywhere; the hot port's counts make its queues drop every class
     sc.hot_queues = tuple(sorted(rng.sample(range(1, 7), 2)))
     for queue in range(1, 8):
         for mag in range(16):
             if queue in sc.hot_queues:
-                drop = rng.randrange(0, 40)
+                drop = rng.randrange(20, HOT_DEPTH)    # >= 20: real queues elsewhere never reach it
             elif rng.random() < 0.5:
                 continue
-            else:     # never reached: an egress estimate stays 0 unless a packet waits > 1 s
+            else:     # never reached: no queue of an STF run holds 1000 packets
                 drop = rng.randrange(1000, 0x7FFFF)
             out.append(f"add DlcpIngress.drop_thresholds queue:{queue} mag_class:{mag} "
                        f"DlcpIngress.set_thresholds(drop_depth:{drop}, ecn_depth:{rng.randrange(0, 0x7FFFF)})")
     for queue in sc.hot_queues:
-        out.append(f"register_write queue_depth_reg {HOT_PORT * 8 + queue} 40")
+        out.append(f"register_write enq_count_reg {HOT_PORT * 8 + queue} {HOT_DEPTH}")
+
+
+def _hot_tags(rng: random.Random, sc: Scenario) -> tuple[int, int] | None:
+    """(layer_class, mag_class) the policy maps to a hot queue (first matching rule), if any."""
+    for _ in range(200):
+        layer, mag = rng.randrange(8), rng.randrange(16)
+        queue = next(q for lv, lm, mv, mm, q in sc.data_rules if layer & lm == lv and mag & mm == mv)
+        if queue in sc.hot_queues:
+            return layer, mag
+    return None
+
+
+def _hot_packet(rng: random.Random, sc: Scenario) -> tuple[int, bytes] | None:
+    """Well-formed, non-critical DLCP DATA to the hot port, in a hot queue: dropped at ingress."""
+    tags = _hot_tags(rng, sc)
+    if tags is None:
+        return None
+    count = rng.randrange(1, 8)
+    header = dlcp_header(version=1, msg_type=0, layer_class=tags[0], mag_class=tags[1],
+                         flags=rng.choice([0, 0x08]), dtype=0, count=count,
+                         offset=rng.getrandbits(32), seq=rng.getrandbits(32), iteration=rng.getrandbits(32))
+    payload = header + bytes(rng.getrandbits(8) for _ in range(count * ELEM_SIZE[0]))
+    return rng.choice(PORTS), udp_packet(dst_port=HOT_PORT, sport=rng.randrange(1024, 65536),
+                                         dport=rng.choice([9290, EXTRA_DLCP_PORT]), payload=payload)
 
 
 def _dlcp(rng: random.Random, dst: int, sport: int) -> bytes:
@@ -173,7 +204,8 @@ def scenario(seed: int, packets: int) -> Scenario:
     sc.lines.append(f"# differential test of p4src/bmv2/dlcp.p4, seed {seed} (tests/dataplane/differential.py)")
     _tables(rng, sc)
     for _ in range(packets):
-        port, data = _packet(rng)
+        hot = _hot_packet(rng, sc) if rng.random() < 0.08 else None
+        port, data = hot or _packet(rng)
         sc.lines.append(f"packet {port} {data.hex().upper()}")
     sc.packets = packets
     for port in PORTS:

@@ -245,71 +245,77 @@ def ecmp() -> Stf:
     return stf
 
 
+def set_depth(stf: Stf, cell: int, depth: int) -> None:
+    """(port, queue) cell ``cell`` holds ``depth`` packets: the counts ingress reads (enq - deq)."""
+    stf.add(f"register_write enq_count_reg {cell} {depth}")
+    stf.add(f"register_write deq_count_reg {cell} 0")
+
+
 def selective_drop() -> Stf:
-    stf = Stf("Selective dropping and ECN marking against the recorded depth of the packet's (port, queue) (queue_depth_reg)")
+    stf = Stf("Selective dropping and ECN marking against the counted depth of the packet's (port, queue) "
+              "(enq_count_reg - deq_count_reg)")
     stf.priority_queues(8)
     add_route(stf, 2)
     add_policy(stf)
-    # layer 7 -> queue 6; CRITICAL -> queue 7.  The depth is recorded per (egress port, queue),
-    # index port*8 + queue (2*8+6 = 22, 2*8+7 = 23, 2*8+5 = 21), stamped in queue_depth_ts_reg
-    # (left at 0 here); STF time only grows (1 s per wait), so the max age is raised far beyond
-    # the run until the freshness case at the end.
-    stf.add("setdefault DlcpIngress.depth_settings DlcpIngress.set_depth_max_age(max_age_us:4000000000)")
+    # layer 7 -> queue 6; CRITICAL -> queue 7.  The depth is counted per (egress port, queue),
+    # index port*8 + queue (2*8+6 = 22, 2*8+7 = 23, 2*8+5 = 21).  Every packet that leaves finds
+    # its port empty (deq_qdepth 0), so egress resyncs the port's counts to 0: each case sets its
+    # depth again.
     stf.add("add DlcpIngress.drop_thresholds queue:6 mag_class:0 DlcpIngress.set_thresholds(drop_depth:10, ecn_depth:5)")
     stf.add("add DlcpIngress.drop_thresholds queue:6 mag_class:1 DlcpIngress.set_thresholds(drop_depth:30, ecn_depth:5)")
     stf.add("add DlcpIngress.drop_thresholds queue:7 mag_class:0 DlcpIngress.set_thresholds(drop_depth:10, ecn_depth:50)")
     stf.comment("depth 20 on (port 2, queue 6): non-critical mag 0 DATA (20 > 10) is dropped")
-    stf.add("register_write queue_depth_reg 22 20")
+    set_depth(stf, 22, 20)
     stf.send(1, dlcp_packet(layer_class=7, mag_class=0, seq=1), None)
     stf.add("wait")
     stf.comment("depth 20 on (port 2, queue 7): a mag 0 CONTROL message (queue 7) is not DATA, never dropped")
-    stf.add("register_write queue_depth_reg 23 20")
+    set_depth(stf, 23, 20)
     pkt = dlcp_packet(msg_type=4, layer_class=7, mag_class=0, payload=b"ctl")
     stf.send(1, pkt, (2, routed(pkt, 2, dscp=56)))
     stf.add("wait")
     stf.comment("depth 20 on queue 7: CRITICAL mag 0 DATA (threshold 10) is never selectively dropped")
-    stf.add("register_write queue_depth_reg 23 20")
+    set_depth(stf, 23, 20)
     pkt = dlcp_packet(layer_class=7, mag_class=0, flags=0x80, seq=2)
     stf.send(1, pkt, (2, routed(pkt, 2, dscp=56)))
     stf.add("wait")
     stf.comment("depth 20, mag 1 (drop 30, ecn 5), ECN_CAPABLE flag and ECT(0): forwarded with CE")
-    stf.add("register_write queue_depth_reg 22 20")
+    set_depth(stf, 22, 20)
     pkt = dlcp_packet(layer_class=7, mag_class=1, flags=0x08, ecn=2, seq=3)
     stf.send(1, pkt, (2, routed(pkt, 2, dscp=48, ecn=3)))
     stf.add("wait")
     stf.comment("same but IPv4 Not-ECT: never marked")
-    stf.add("register_write queue_depth_reg 22 20")
+    set_depth(stf, 22, 20)
     pkt = dlcp_packet(layer_class=7, mag_class=1, flags=0x08, ecn=0, seq=4)
     stf.send(1, pkt, (2, routed(pkt, 2, dscp=48)))
     stf.add("wait")
     stf.comment("same but without the ECN_CAPABLE flag: never marked")
-    stf.add("register_write queue_depth_reg 22 20")
+    set_depth(stf, 22, 20)
     pkt = dlcp_packet(layer_class=7, mag_class=1, flags=0x00, ecn=1, seq=5)
     stf.send(1, pkt, (2, routed(pkt, 2, dscp=48)))
     stf.add("wait")
     stf.comment("depth 10 is not above drop_depth 10: mag 0 DATA passes")
-    stf.add("register_write queue_depth_reg 22 10")
+    set_depth(stf, 22, 10)
     pkt = dlcp_packet(layer_class=7, mag_class=0, seq=6)
     stf.send(1, pkt, (2, routed(pkt, 2, dscp=48)))
     stf.add("wait")
     stf.comment("no thresholds for (queue 5, mag 0): never dropped whatever the depth")
-    stf.add("register_write queue_depth_reg 21 60000")
+    set_depth(stf, 21, 60000)
     pkt = dlcp_packet(layer_class=6, mag_class=0, seq=7)
     stf.send(1, pkt, (2, routed(pkt, 2, dscp=40)))
     stf.add("wait")
-    stf.comment("freshness: max age 0.5 s, depth 20 recorded at t=0 and the packet seconds later: "
-                "the stale record reads as 0, mag 0 DATA passes")
-    stf.add("setdefault DlcpIngress.depth_settings DlcpIngress.set_depth_max_age(max_age_us:500000)")
-    stf.add("register_write queue_depth_reg 22 20")
-    stf.add("register_write queue_depth_ts_reg 22 0")
+    stf.comment("resync: queue 6 counted 20 deep, then a CONTROL message (queue 7) leaves port 2 finding it "
+                "empty: every queue of the port reads 0 again and mag 0 DATA of queue 6 passes")
+    set_depth(stf, 22, 20)
+    pkt = dlcp_packet(msg_type=4, layer_class=7, mag_class=0, payload=b"ctl")
+    stf.send(1, pkt, (2, routed(pkt, 2, dscp=56)))
+    stf.add("wait")
     pkt = dlcp_packet(layer_class=7, mag_class=0, seq=8)
     stf.send(1, pkt, (2, routed(pkt, 2, dscp=48)))
     stf.add("wait")
-    stf.comment("the whole port is deep (port_depth_reg, any queue) but queue 6's own record is 0: "
+    stf.comment("the whole port is deep (port_depth_reg, any queue) but queue 6's own count is 0: "
                 "mag 0 DATA passes (a backlog of other queues is not queue 6's congestion)")
-    stf.add("setdefault DlcpIngress.depth_settings DlcpIngress.set_depth_max_age(max_age_us:4000000000)")
     stf.add("register_write port_depth_reg 2 60000")
-    stf.add("register_write queue_depth_reg 22 0")
+    set_depth(stf, 22, 0)
     pkt = dlcp_packet(layer_class=7, mag_class=0, seq=9)
     stf.send(1, pkt, (2, routed(pkt, 2, dscp=48)))
     stf.add("wait")

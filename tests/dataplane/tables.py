@@ -76,10 +76,12 @@ class DlcpTables:
             self.rt.ActionCall("DlcpIngress.set_depth_max_age", (max_age_us,)))
 
     def queue_depth(self, port: int, queue: int, depth: int, at_us: int = 0) -> None:
-        """The (depth estimate, time) record egress keeps per (port, queue), as if a packet of
-        ``queue`` left ``port`` at ``at_us`` having waited ``depth`` packet times."""
-        self.pipeline.registers["queue_depth_reg"].write(port * 8 + queue, depth)
-        self.pipeline.registers["queue_depth_ts_reg"].write(port * 8 + queue, at_us)
+        """Queue ``queue`` of ``port`` holds ``depth`` packets: the per-(port, queue) counts
+        ingress reads (``enq_count_reg - deq_count_reg``, docs/dataplane.md "Per-queue depth").
+        ``at_us`` is kept for callers of the timed record this replaced; counts do not age."""
+        cell = port * 8 + queue
+        self.pipeline.registers["enq_count_reg"].write(cell, depth)
+        self.pipeline.registers["deq_count_reg"].write(cell, 0)
 
     def port_drain(self, port: int, pkts_per_s: int) -> None:
         """DlcpEgress.port_drain: ``port`` transmits ``pkts_per_s`` full-size packets a second."""

@@ -4,8 +4,8 @@ p4src/tofino/dlcp.p4 (TNA, Tofino1 and Tofino2).
 Why this exists: the data-plane tests assert the SAME behaviour on both programs; what differs
 is inherent to the targets (docs/dataplane.md, "Target differences") and is hidden here:
 
-* queue depth: BMv2 keeps a per-(port, queue) depth record that ingress reads (``set_depth``
-  writes it); Tofino1 compares the TM's ``enq_qdepth`` in egress (``set_depth`` is the depth the
+* queue depth: BMv2 counts each (port, queue)'s packets in and out and ingress reads the
+  difference (``set_depth`` writes the counts); Tofino1 compares the TM's ``enq_qdepth`` in egress (``set_depth`` is the depth the
   TM reports); Tofino2 reads the ghost thread's queue length in ingress (``set_depth`` reports it
   through the ghost block, after installing the port's ghost queue base);
 * ECMP member counters: a direct counter on ``ecmp_members`` (BMv2) or the indexed Counter
@@ -95,11 +95,12 @@ class DlcpTarget:
     def send(self, data: bytes, port: int = 1) -> list[tuple[int, int, bytes]]:
         """Ingress, TM and egress: (egress port, queue, bytes) per transmitted copy."""
         out = []
-        if self.name == "bmv2":     # the depth stays what the test set (egress rewrites the record)
+        if self.name == "bmv2":     # the depth stays what the test set (egress counts the packet out)
             for (p, q), depth in self.depths.items():
                 self.tables.queue_depth(p, q, depth)
         for qp in self.path.ingress(data, port, 0):
-            depth = 0 if self.name == "bmv2" else self.depths.get((qp.egress_port, qp.priority), 0)
+            # the TM's report: the port's occupancy (BMv2) or the queue's (Tofino); at least the set depth
+            depth = self.depths.get((qp.egress_port, qp.priority), 0)
             for o in self.path.egress(qp, QueueMetadata(0, depth, depth, 0, qp.priority), 0):
                 if isinstance(o, Transmit):
                     out.append((o.port, qp.priority, o.data))

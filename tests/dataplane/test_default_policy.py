@@ -1,6 +1,7 @@
 """The default policy data file (controller/data/default_policy.yaml) is well formed and
 encodes the documented intent: 8 queues, control and critical on top, front layers above
-back layers, lower magnitudes dropped earlier, ECN before drop, and nothing ambiguous.
+back layers, lower magnitudes dropped earlier, ECN before drop, thresholds as queueing delay
+(issue 10 item 6: right at any link speed), and nothing ambiguous.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from tests.dataplane import p4text
 
 POLICY = Path(__file__).resolve().parents[2] / "controller" / "data" / "default_policy.yaml"
 KEY_WIDTHS = {"is_dlcp": 1, "msg_type": 4, "layer_class": 3, "mag_class": 4, "flags": 8}
-NEVER = (1 << 19) - 1
+NEVER_US = 4_000_000_000            # drop_delay_us that means "never": > 64 packets at any rate
+PACKET_TIME_20M_US = 600            # a full-size packet at 20 Mbit/s, the Mininet link
 
 
 def load() -> dict:
@@ -54,10 +56,10 @@ def test_schema() -> None:
             v, m = ternary(value, KEY_WIDTHS[key])
             assert 0 <= m < (1 << KEY_WIDTHS[key]) and v & ~m == 0, (rule["name"], key)
     for block in policy["thresholds"]:
-        assert set(block) == {"queues", "mag_classes", "drop_depth", "ecn_depth"}
+        assert set(block) == {"queues", "mag_classes", "drop_delay_us", "ecn_delay_us"}
         assert all(0 <= q < 8 for q in block["queues"])
         assert all(0 <= c < 16 for c in block["mag_classes"])
-        assert 0 <= block["ecn_depth"] <= block["drop_depth"] <= NEVER
+        assert 0 <= block["ecn_delay_us"] <= block["drop_delay_us"] <= NEVER_US
 
 
 def test_threshold_pairs_are_unique() -> None:
@@ -100,10 +102,12 @@ def test_lower_magnitudes_drop_earlier_and_ecn_precedes_drop() -> None:
     for block in load()["thresholds"]:
         covered_queues.update(block["queues"])
         for c in block["mag_classes"]:
-            per_class[c] = (block["drop_depth"], block["ecn_depth"])
+            per_class[c] = (block["drop_delay_us"], block["ecn_delay_us"])
     assert sorted(per_class) == list(range(16))
     drops = [per_class[c][0] for c in range(16)]
     assert drops == sorted(drops)
-    assert per_class[15][0] == NEVER                  # largest magnitudes never dropped
+    assert per_class[15][0] == NEVER_US               # largest magnitudes never dropped
     assert all(ecn < drop for drop, ecn in per_class.values())
     assert 7 not in covered_queues and 0 not in covered_queues
+    # at 20 Mbit/s: a quarter, half, three quarters of the 64-packet queue (the former packets)
+    assert [per_class[c][0] // PACKET_TIME_20M_US for c in (0, 4, 8)] == [16, 32, 48]

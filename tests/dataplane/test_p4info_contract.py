@@ -147,14 +147,16 @@ def test_depth_freshness_objects(p4info) -> None:
 
 
 def test_per_queue_depth_objects(p4info) -> None:
-    """docs/dataplane.md "Per-queue depth": the (port, queue) record's timestamp and the
-    controller-installed port drain rate (keyed by egress port, NoAction default: the
-    compiled-in 1666 packets/s applies; on Tofino the table exists for API symmetry)."""
+    """docs/dataplane.md "Per-queue depth": BMv2's per-(port, queue) packet counts (in at
+    ingress, out at egress; no timed record any more) and the controller-installed port drain
+    table (keyed by egress port, NoAction default; API symmetry on every target now)."""
     dlcp_program = program_of(p4info)
     regs = by_name(p4info.registers)
     if p4info.pkg_info.arch == "v1model":
-        assert regs["queue_depth_ts_reg"].size == 512 * 8
-        assert regs["queue_depth_ts_reg"].type_spec.bitstring.bit.bitwidth == 48
+        for name in ("enq_count_reg", "deq_count_reg"):
+            assert regs[name].size == 512 * 8, name
+            assert regs[name].type_spec.bitstring.bit.bitwidth == 32, name
+        assert "queue_depth_ts_reg" not in regs
     table = by_name(p4info.tables)["DlcpEgress.port_drain"]
     actions = {a.preamble.id: a.preamble.name for a in p4info.actions}
     assert [(m.name, m.bitwidth, m.match_type) for m in table.match_fields] == [("egress_port", 9, MK.EXACT)]

@@ -4,11 +4,10 @@ and entry builders (controller/dlcp_tables.py). A drop threshold changed at run 
 P4Runtime MODIFY applies to the very next packet; counters read over P4Runtime match what
 was sent and received.
 
-The observed depth is set directly in queue_depth_reg/queue_depth_ts_reg at (port 2, queue 6)
-(the per-queue estimate egress writes under congestion; tests/dataplane/test_congestion.py produces it with real queues), and the
-depth record's max age (the keyless DlcpIngress.depth_settings) is raised with a P4Runtime
-MODIFY of its default entry, as a controller does for slow links, so scheduling delays of
-this test can never age the record out.
+The observed depth is set directly in the per-(port, queue) counts ingress reads
+(enq_count_reg - deq_count_reg at (port 2, queue 6); tests/dataplane/test_congestion.py produces
+them with real queues).  Each forwarded packet leaves port 2 empty, which resyncs the counts
+to 0, so every step sets the depth again.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ PORT = 2
 
 
 class QueueDepth:
-    """Writes the (depth estimate, timestamp) record egress keeps for (PORT, QUEUE), stamped now."""
+    """Sets the counts ingress reads for (PORT, QUEUE): ``depth`` packets queued."""
 
     def __init__(self, rig: Rig) -> None:
         self.rig = rig
@@ -33,8 +32,8 @@ class QueueDepth:
     def write(self, index: int, depth: int) -> None:
         regs = self.rig.device.pipeline.registers
         with self.rig.device.lock:
-            regs["queue_depth_reg"].write(index, depth)
-            regs["queue_depth_ts_reg"].write(index, self.rig.device.now_us())
+            regs["enq_count_reg"].write(index, depth)
+            regs["deq_count_reg"].write(index, 0)
 
 
 @pytest.fixture

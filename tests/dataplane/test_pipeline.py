@@ -141,7 +141,9 @@ def test_routed_packet_bytes_through_egress(target) -> None:
 
 
 def install_default_policy(tables: DlcpTables) -> None:
-    """What the controller does with controller/data/default_policy.yaml (docs/dataplane.md)."""
+    """What the controller does with controller/data/default_policy.yaml (docs/dataplane.md):
+    its queueing delays become packets at 20 Mbit/s, the rate assumed where the YAML gives none."""
+    from controller.desired import SHIPPED_DEFAULT_PPS, _delay_to_packets
     from tests.dataplane.test_default_policy import KEY_WIDTHS, load, ternary
 
     policy = load()
@@ -152,7 +154,8 @@ def install_default_policy(tables: DlcpTables) -> None:
     for block in policy["thresholds"]:
         for q in block["queues"]:
             for c in block["mag_classes"]:
-                tables.thresholds(q, c, block["drop_depth"], block["ecn_depth"])
+                tables.thresholds(q, c, _delay_to_packets(block["drop_delay_us"], SHIPPED_DEFAULT_PPS),
+                                  _delay_to_packets(block["ecn_delay_us"], SHIPPED_DEFAULT_PPS))
 
 
 def test_default_policy_gives_the_documented_queues_and_dscp(target) -> None:

@@ -29,7 +29,7 @@ def test_p4c_bmv2_compiles_dlcp(tmp_path: Path) -> None:
     text = info.read_text()
     assert "value_sets" not in text          # BMv2's P4Runtime server cannot write them
     for name in ("DlcpIngress.ipv4_routes", "DlcpIngress.priority_map", "DlcpIngress.dlcp_udp_ports",
-                 "queue_depth_reg", "queue_depth_ts_reg", "DlcpEgress.port_queue_tx", "port_depth_reg",
+                 "queue_depth_reg", "enq_count_reg", "deq_count_reg", "DlcpEgress.port_queue_tx", "port_depth_reg",
                  "port_depth_ts_reg", "DlcpEgress.port_drain", "DlcpEgress.set_port_drain",
                  "DlcpIngress.depth_settings", "DlcpIngress.set_depth_max_age"):
         assert f'name: "{name}"' in text

@@ -44,7 +44,7 @@ def test_leaf_spine_oversubscription_and_bad_sizes() -> None:
 
 def test_policy_is_the_controllers_and_delay_thresholds_scale_with_rate(tmp_path) -> None:
     p = load_policy()
-    assert p.thresholds[(6, 0)] == (16, 8) and p.thresholds[(1, 15)] == (524287, 32)
+    assert p.thresholds[(6, 0)] == (9600, 4800) and p.thresholds[(1, 15)] == (4000000000, 19200)   # µs
     assert [r.queue for r in p.priority_map][:3] == [7, 7, 7]
     f = tmp_path / "delay.yaml"
     f.write_text("version: 1\nqueues: 8\nqueue_depth: 64\ndlcp_udp_ports: [9290]\npriority_map: []\n"

@@ -5,11 +5,11 @@
  * Why this file exists: under congestion the switch sheds the gradient
  * packets that matter least (small magnitudes) before they are queued, so
  * the important ones behind them finish sooner.  The queue depth used is
- * the estimate egress last recorded for the packet's (egress port, queue)
- * (queue_depth_reg, from the time a packet waited in that queue, see
- * queue_depth.p4), or 0 when that record is older than the max age set in
- * depth_settings; egress repeats the check with the packet's own wait as a
- * safety net.
+ * meta.observed_depth, the packets in the packet's (egress port, queue)
+ * ahead of it, counted by queue_depth.p4 (QueueDepthRead) just before this
+ * control runs.  The decision is taken once, at ingress, on that exact
+ * count, as Tofino1 takes it once in egress on the TM's enq_qdepth (the
+ * same quantity: the queue's depth when the packet joins it).
  */
 
 control SelectiveDrop(inout dlcp_headers_t hdr,
@@ -35,10 +35,10 @@ control SelectiveDrop(inout dlcp_headers_t hdr,
     }
 
     /* Keyless: its default action is the setting.  Installed by the
-     * controller when it tunes the freshness (a MODIFY of the default entry,
-     * e.g. a few packet times at the slowest link it configures); otherwise
-     * the compiled-in DLCP_DEPTH_MAX_AGE_US_DEFAULT applies.  A recorded queue depth older than
-     * the max age reads as 0 (the queue drained while nothing of it was dequeued). */
+     * controller when it tunes the freshness of a recorded depth (a MODIFY of
+     * the default entry).  API symmetry only, as on Tofino: the depth is a
+     * count that egress resyncs when the port empties, never a timed record,
+     * so the value is applied but unused. */
     @name(".DlcpIngress.depth_settings")
     table depth_settings {
         actions = {
@@ -70,19 +70,7 @@ control SelectiveDrop(inout dlcp_headers_t hdr,
             drop_thresholds.apply();
         }
         if (meta.has_thresholds == 1) {
-            depth_settings.apply();
-            bit<32> depth_index = ((bit<32>)standard_metadata.egress_spec << DLCP_QUEUE_SHIFT)
-                                  + (bit<32>)meta.queue;
-            bit<48> recorded_at;
-            queue_depth_reg.read(meta.observed_depth, depth_index);
-            queue_depth_ts_reg.read(recorded_at, depth_index);
-            bit<48> now = standard_metadata.ingress_global_timestamp;
-            /* stale: older than the max age (a record from the future, a
-             * packet dequeued while this one was in ingress, is fresh) */
-            if (recorded_at <= now
-                    && now - recorded_at > (bit<48>)meta.depth_max_age_us) {
-                meta.observed_depth = 0;
-            }
+            depth_settings.apply();     /* API symmetry; value unused */
             bit<32> class_index = ((bit<32>)meta.queue << DLCP_MAG_CLASS_SHIFT)
                                   + (bit<32>)meta.mag_class;
             if (meta.msg_type == DLCP_MSG_DATA
