@@ -291,15 +291,16 @@ class TableChecker:
                 p.value = A.IntLiteral(size, type=A.InfIntT(), loc=p.value.loc)
             elif p.name == "implementation":
                 t.implementation = self._instance_prop(t, p, scope,
-                                                       ("action_profile", "action_selector"))
-                if t.implementation.type.name == "action_selector" and not any(
+                                                       ("action_profile", "action_selector",
+                                                        "ActionProfile", "ActionSelector"))   # v1model, TNA
+                if t.implementation.type.name in ("action_selector", "ActionSelector") and not any(
                         k.match_kind == "selector" for k in t.keys):
                     raise self.err(p, f"table '{t.name}' uses an action_selector but has no "
                                       f"'selector' key")
             elif p.name == "counters":
-                t.counters = self._instance_prop(t, p, scope, ("direct_counter",))
+                t.counters = self._instance_prop(t, p, scope, ("direct_counter", "DirectCounter"))
             elif p.name == "meters":
-                t.meters = self._instance_prop(t, p, scope, ("direct_meter",))
+                t.meters = self._instance_prop(t, p, scope, ("direct_meter", "DirectMeter"))
             elif p.name in ("support_timeout", "largest_priority_wins"):
                 v = self.expr(p.value, scope, A.BoolT())
                 if not isinstance(v, A.BoolLiteral):

@@ -11,6 +11,7 @@ compile time as ``unsupported: extern instance of X`` with the instance's locati
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from p4sim.backend import resources as res
@@ -47,6 +48,8 @@ class TnaGen(BlockGen):
     def __init__(self, program: ast.Program) -> None:
         self.reg_actions: dict[int, RegisterActionDesc] = {}
         self.stateless: dict[int, tuple[str, Any]] = {}
+        self.profiles: dict[int, tuple[str, str, int, ast.Instantiation]] = {}
+        self.tna_objects: list[tuple[str, str, str, int]] = []    # (global, kind, name, width): p4sim.tna.runtime
         super().__init__(program)
 
     # ---- externs -------------------------------------------------------------------------
@@ -65,10 +68,10 @@ class TnaGen(BlockGen):
                 raise P4UnsupportedError(inst.loc, f"Register {inst.name} with an initial value")
             params = {"size": self.const_value(args[0]), "bitwidth": width_of(targs[0])}
             self.manifest.externs.append(res.ExternDesc("register", py, fq, params, inst.annotations, inst))
-        elif ext == "RegisterAction":
+        elif ext in ("RegisterAction", "DirectRegisterAction"):
             reg = self.env.lookup(args[0].decl) if isinstance(args[0], ast.PathExpr) else None
             if reg is None:
-                raise P4UnsupportedError(inst.loc, f"RegisterAction {inst.name}: its Register here")
+                raise P4UnsupportedError(inst.loc, f"{ext} {inst.name}: its {ext[:-6]} here")
             apply = next(f for f in inst.initializer if f.name == "apply")
             self.reg_actions[id(inst)] = RegisterActionDesc(reg, apply)
         elif ext == "Hash":
@@ -81,9 +84,37 @@ class TnaGen(BlockGen):
         elif ext == "Checksum":
             self.stateless[id(inst)] = ("checksum", None)
             self.w.line(f"{py} = []")        # the fields added in this parser/deparser run
+        elif ext == "DirectCounter":
+            params = {"kind": enum_member(args[0]).lower()}
+            self.manifest.externs.append(res.ExternDesc("direct_counter", py, fq, params, inst.annotations, inst))
+        elif ext in ("Meter", "DirectMeter"):
+            first = 1 if ext == "Meter" else 0
+            colors = [self.const_value(a) for a in args[first + 1:first + 4] if a is not None]
+            # execute() returns the program's encodings: (green, yellow, red), default 0, 1, 3
+            self.stateless[id(inst)] = ("meter", tuple(reversed(colors)) if len(colors) == 3 else (0, 1, 3))
+            params = {"kind": enum_member(args[first]).lower()}
+            if ext == "Meter":
+                params["size"] = self.const_value(args[0])
+            kind = "meter" if ext == "Meter" else "direct_meter"
+            self.manifest.externs.append(res.ExternDesc(kind, py, fq, params, inst.annotations, inst))
+        elif ext == "ActionProfile":
+            # registered when a table names it (an ActionSelector's profile only sizes the selector)
+            self.profiles[id(inst)] = (py, fq, self.const_value(args[0]), inst)
+        elif ext == "ActionSelector":
+            self.action_selector(inst, py, fq)
+        elif ext == "DirectRegister":
+            if args and args[0] is not None and self.const_value(args[0]) != 0:
+                raise P4UnsupportedError(inst.loc, f"DirectRegister {inst.name} with an initial value")
+            self.tna_objects.append((py, "direct_register", fq, width_of(targs[0])))
+        elif ext in ("Digest", "Mirror", "Resubmit"):
+            self.stateless[id(inst)] = (ext.lower(), None)
+        elif ext == "ParserCounter":
+            if not self.in_parser:
+                raise P4UnsupportedError(inst.loc, "ParserCounter outside a parser")
+            self.w.line(f"{py} = [0]")       # the counter of this parser run (8 bits)
         else:
             raise P4UnsupportedError(inst.loc, f"extern instance of {ext}")
-        size = self.manifest.externs[-1].params.get("size") if ext in ("Counter", "Register") else None
+        size = self.manifest.externs[-1].params.get("size") if ext in ("Counter", "Register", "Meter") else None
         if isinstance(size, int) and not 0 <= size <= (1 << 22):
             raise P4UnsupportedError(inst.loc, f"{ext} {inst.name} of size {size}")
         self.env.bind(inst, py)
@@ -96,6 +127,7 @@ class TnaGen(BlockGen):
             return super().extern_method(call)
         inst = getattr(target, "decl", None)
         obj = self.ex(target)
+        kind = self.stateless.get(id(inst))
         if ext == "Counter" and m == "count":
             if len(a) > 1 and a[1] is not None:
                 raise P4UnsupportedError(call.loc, "Counter.count with adjust_byte_count")
@@ -105,8 +137,55 @@ class TnaGen(BlockGen):
         if ext == "Register" and m == "write":
             return f"{obj}.write({self.as_int(a[0])}, {self.as_int(a[1])})"
         if ext == "RegisterAction" and m == "execute":
-            return self.register_action_execute(call, self.reg_actions[id(inst)])
-        kind = self.stateless.get(id(inst))
+            desc = self.reg_actions[id(inst)]
+            return self.register_action_execute(call, desc, f"{desc.register}.read({{i}})",
+                                                f"{desc.register}.write({{i}}, {{v}})", self.as_int(call.args[0]))
+        if ext == "DirectRegisterAction" and m == "execute":
+            desc = self.reg_actions[id(inst)]
+            entry = self.entry_here(call, "DirectRegisterAction.execute")
+            return self.register_action_execute(call, desc, f"{desc.register}.read({{i}})",
+                                                f"{desc.register}.write({{i}}, {{v}})", entry)
+        if ext == "DirectCounter" and m == "count":
+            entry = self.entry_here(call, "DirectCounter.count")
+            return f"{obj}.count({entry}, {self.adjusted_length(a[0] if a else None)})"
+        if ext in ("Meter", "DirectMeter") and m == "execute":
+            colors = kind[1]
+            rest = list(a[1:] if ext == "Meter" else a)
+            pre = rest.pop(0) if rest and rest[0] is not None and isinstance(rest[0].type, (ast.EnumT, ast.SerEnumT)) else None
+            length = self.adjusted_length(rest[0] if rest else None)
+            if ext == "Meter":
+                color = f"{obj}.execute({self.as_int(a[0])}, {length}, _CTX.now)"
+            else:
+                color = f"{obj}.execute({self.entry_here(call, 'DirectMeter.execute')}, {length}, _CTX.now)"
+            if pre is not None:     # colour-aware: never better than the colour the packet came with
+                color = f"max({color}, {{0: 0, 1: 1}}.get({self.as_int(pre)}, 2))"   # MeterColor_t: 0, 1, 3
+            return f"{colors!r}[{color}]"
+        if ext == "Digest" and m == "pack":
+            return self.digest(SimpleNamespace(args=[None, a[0]]))
+        if ext in ("Mirror", "Resubmit") and m == "emit":
+            hdr = a[-1] if len(a) > (1 if ext == "Mirror" else 0) else None
+            parts = self.w.tmp("mp")
+            self.w.line(f"{parts} = []")
+            if hdr is not None:
+                self.emit(hdr, parts)
+            if ext == "Mirror":
+                return f"_CTX.mirrors.append(({self.as_int(a[0])}, b''.join({parts})))"
+            return f"_CTX.resubmit.append(b''.join({parts}))"
+        if ext == "ParserCounter":
+            if m == "set" and len(a) == 1:
+                return f"{obj}.__setitem__(0, {self.as_int(a[0])} & 0xff)"
+            if m == "set":
+                f, mx, rot, msk, add = (self.as_int(x) for x in a)
+                value = f"((((({f}) >> ({rot})) | (({f}) << (8 - ({rot})))) & ((1 << (({msk}) + 1)) - 1)) + ({add}))"
+                return f"{obj}.__setitem__(0, min({value}, {mx}) & 0xff)"
+            if m == "increment":
+                return f"{obj}.__setitem__(0, ({obj}[0] + {self.as_int(a[0])}) & 0xff)"
+            if m == "decrement":
+                return f"{obj}.__setitem__(0, ({obj}[0] - {self.as_int(a[0])}) & 0xff)"
+            if m == "is_zero":
+                return f"({obj}[0] == 0)"
+            if m == "is_negative":
+                return f"({obj}[0] >= 0x80)"
         if ext == "Hash" and m == "get":
             algo, width = kind[1]
             fields = self.bind_common(self.flatten(a[0]))
@@ -171,15 +250,17 @@ class TnaGen(BlockGen):
                     self.w.line(f"{bits} += {count}")
         return acc, bits
 
-    def register_action_execute(self, call: ast.MethodCall, desc: RegisterActionDesc) -> str:
-        """``ra.execute(i)``: read the cell, run the apply body inline (it may read the enclosing
-        control's values), write the cell back; the expression is the ``rv`` out value."""
+    def register_action_execute(self, call: ast.MethodCall, desc: RegisterActionDesc, read: str, write: str,
+                                index: str) -> str:
+        """``ra.execute(i)`` (or a DirectRegisterAction's ``execute()``, ``index`` then the matched
+        entry): read the cell, run the apply body inline (it may read the enclosing control's
+        values), write the cell back; the expression is the ``rv`` out value."""
         f = desc.apply
         if any(isinstance(s, ast.ReturnStmt) for s in _walk(f.body)):
             raise P4UnsupportedError(call.loc, "return inside a RegisterAction apply body")
         idx, value, rv = self.w.tmp("ri"), self.w.tmp("rval"), self.w.tmp("rv")
-        self.w.line(f"{idx} = {self.as_int(call.args[0])}")
-        self.w.line(f"{value} = {desc.register}.read({idx})")
+        self.w.line(f"{idx} = {index}")
+        self.w.line(f"{value} = {read.format(i=idx)}")
         self.w.line(f"{rv} = 0")
         outer = self.env
         self.env = Env(outer)
@@ -189,8 +270,59 @@ class TnaGen(BlockGen):
             self.stmts(f.body.stmts)
         finally:
             self.env = outer
-        self.w.line(f"{desc.register}.write({idx}, {value})")
+        self.w.line(write.format(i=idx, v=value))
         return rv
+
+    def entry_here(self, call: ast.MethodCall, what: str) -> str:
+        """The table entry that matched, for a direct extern called in a table's action."""
+        if not self.current_entry:
+            raise P4UnsupportedError(call.loc, f"{what} outside an action of the table that owns it")
+        return self.current_entry[0]
+
+    def adjusted_length(self, adjust: ast.Expression | None) -> str:
+        """The packet length a counter or meter counts: less ``adjust_byte_count`` when given."""
+        return "_CTX.length" if adjust is None else f"max(_CTX.length - {self.as_int(adjust)}, 0)"
+
+    def action_selector(self, inst: ast.Instantiation, py: str, fq: str) -> None:
+        """``ActionSelector(profile, hash, mode, max_group_size, num_groups)`` (or the deprecated
+        ``(size, hash, mode)``): a selector over the profile's members, hashing the table's
+        ``selector`` keys with the Hash's algorithm."""
+        args = inst.args
+        first = args[0]
+        if isinstance(first, ast.PathExpr) and id(first.decl) in self.profiles:
+            size = self.profiles[id(first.decl)][2]
+        else:
+            size = self.const_value(first)
+        hash_inst = getattr(args[1], "decl", None)
+        kind = self.stateless.get(id(hash_inst))
+        if kind is None or kind[0] != "hash":
+            raise P4UnsupportedError(inst.loc, f"ActionSelector {inst.name}: its Hash here")
+        algo, width = kind[1]
+        if enum_member(args[2]) != "FAIR":
+            raise P4UnsupportedError(inst.loc, f"ActionSelector {inst.name} in mode {enum_member(args[2])}")
+        if any(isinstance(getattr(a, "type", None), ast.ExternT) and a.type.name == "Register" for a in args[3:]):
+            raise P4UnsupportedError(inst.loc, f"ActionSelector {inst.name} with a member-state Register")
+        params = {"algorithm": algo, "size": size, "output_width": width}
+        self.manifest.externs.append(res.ExternDesc("action_selector", py, fq, params, inst.annotations, inst))
+
+    # ---- tables -------------------------------------------------------------------------
+    def declare_table(self, t: ast.TableDecl) -> None:
+        impl = t.implementation
+        if impl is not None and id(impl) in self.profiles and \
+                not any(x.decl is impl for x in self.manifest.externs):
+            py, fq, size, inst = self.profiles[id(impl)]
+            self.manifest.externs.append(res.ExternDesc("action_profile", py, fq, {"size": size},
+                                                        inst.annotations, inst))
+        super().declare_table(t)
+
+    def apply_table(self, call: ast.MethodCall, hit: str | None, act: str | None) -> None:
+        # a TNA DirectCounter counts where an action calls count(), not on every hit as v1model's
+        desc = self.table_desc(call.decl)
+        owner, desc.direct_counter = desc.direct_counter, None
+        try:
+            super().apply_table(call, hit, act)
+        finally:
+            desc.direct_counter = owner
 
     # ---- statements ----------------------------------------------------------------------
     def st_AssignStmt(self, s: ast.AssignStmt) -> None:
@@ -255,8 +387,10 @@ class TnaGen(BlockGen):
         src = "\n".join([prelude, self.classes.source(), *self.functions, *tail]) + "\n"
         if self.may_exit:
             raise P4UnsupportedError(main.loc, "exit in a TNA program")
-        return GeneratedModule(src, self.manifest, blocks, {}, list(self.program.errors),
-                               aliases={}, empty_blocks=frozenset(), uses_ctx=True, sm_aliases={})
+        module = GeneratedModule(src, self.manifest, blocks, {}, list(self.program.errors),
+                                 aliases={}, empty_blocks=frozenset(), uses_ctx=True, sm_aliases={})
+        module.tna_objects = list(self.tna_objects)
+        return module
 
     def bind_params(self, params: list[ast.Param]) -> list[str]:
         names = super().bind_params(params)

@@ -27,7 +27,7 @@ from typing import Any
 from p4sim.backend.exprgen import width_of
 from p4sim.backend.rt import AssertionFailed
 from p4sim.errors import UserError
-from p4sim.v1model.packet_path import PacketPath, QueuedPacket, QueueMetadata, Transmit
+from p4sim.v1model.packet_path import Enqueue, PacketPath, QueuedPacket, QueueMetadata, Transmit
 
 PARSER_ERROR_NO_MATCH = 0x0001
 PARSER_ERROR_PARTIAL_HDR = 0x0002
@@ -89,6 +89,8 @@ class TnaPath(PacketPath):
         # the ingress prefix: ingress_intrinsic_metadata_t, then the port metadata (zeros)
         self._ig = ig = _Packer(_layout(ast_program, "ingress_intrinsic_metadata_t"), port_md_bits)
         self._ig_port, self._ig_tstamp = ig.shifts["ingress_port"], ig.shifts["ingress_mac_tstamp"]
+        self._resubmit_flag = 1 << ig.shifts["resubmit_flag"][0]
+        self._port_md_bytes = port_md_bits // 8
         eg_layout = _layout(ast_program, "egress_intrinsic_metadata_t")
         self._eg = eg = _Packer(eg_layout)
         self._eg_fields = tuple(eg.shifts[f] for f in ("egress_port", "enq_qdepth", "deq_qdepth", "enq_tstamp",
@@ -131,7 +133,8 @@ class TnaPath(PacketPath):
 
     # ---- ingress ---------------------------------------------------------------------------
     def ingress(self, data: bytes, port: int, now_us: int, context: Any = None) -> list[QueuedPacket]:
-        """Ingress parser .. ingress deparser for one packet on ``port``: what enters the TM."""
+        """Ingress parser .. ingress deparser for one packet on ``port``: what enters the TM.
+        ``context``: the resubmit header bytes of a resubmitted packet (``Resubmit.emit``)."""
         if type(data) is not bytes:
             data = bytes(data)
         ctx = self._ctx
@@ -141,23 +144,38 @@ class TnaPath(PacketPath):
         h, m, ig, tm, prs, dpr = new_h(), new_m(), new_ig(), new_tm(), new_prs(), new_dpr()
         tstamp = (now_us * 1000) & _M48
         (pshift, pmask), (tshift, tmask) = self._ig_port, self._ig_tstamp
-        full = (((port & pmask) << pshift) | ((tstamp & tmask) << tshift)).to_bytes(self._ig.nbytes, "big") + data
+        prefix = ((port & pmask) << pshift) | ((tstamp & tmask) << tshift)
+        if context is not None:     # resubmitted: the flag, and its header where the port metadata was
+            prefix |= self._resubmit_flag | int.from_bytes(bytes(context)[:self._port_md_bytes].ljust(
+                self._port_md_bytes, b"\0"), "big")
+        full = prefix.to_bytes(self._ig.nbytes, "big") + data
         try:
             off, parts = self._run_pipe(self._ig_run, full, prs, tstamp, (h, m, ig, tm, prs), (h, m, ig, prs, dpr, tm),
                                         (h, m, dpr, ig))
         except (AssertionFailed, UserError) as err:
+            ctx.mirrors.clear()
+            ctx.resubmit.clear()
             self._assert_failed(err)
             return []
+        out: list[QueuedPacket] = []
+        if ctx.mirrors:             # a copy of the packet as it arrived, behind the mirror header
+            self._mirror(ctx.mirrors, data, port, out)
+        if ctx.resubmit:
+            resubmit = ctx.resubmit[-1]
+            ctx.resubmit.clear()
+            if context is not None:
+                self.drops["resubmit_again"] += 1     # Tofino resubmits a packet once
+                return out
+            return out + self.ingress(data, port, now_us, resubmit)
         if dpr.drop_ctl & 1:
             self.drops["ingress_drop"] += 1
-            return []
+            return out
         parts.append(full[off:])
         out_bytes = b"".join(parts)
         length = len(out_bytes)
         qid = tm.qid & self._qmask
         bypass = bool(tm.bypass_egress)
         grp_a, grp_b = tm.mcast_grp_a, tm.mcast_grp_b
-        out: list[QueuedPacket] = []
         if grp_a or grp_b:
             for mgid in (grp_a, grp_b):
                 if mgid:
@@ -196,13 +214,37 @@ class TnaPath(PacketPath):
             off, parts = self._run_pipe(self._eg_run, full, eprs, (now_us * 1000) & _M48, (h, m, eg, eprs, edpr),
                                         (h, m, eg, eprs, edpr, oport), (h, m, edpr, eg, eprs))
         except (AssertionFailed, UserError) as err:
+            ctx.mirrors.clear()
             self._assert_failed(err)
             return []
+        parts.append(full[off:])
+        out_bytes = b"".join(parts)
+        outputs: list[Any] = []
+        if ctx.mirrors:             # a copy of the packet as deparsed, behind the mirror header
+            copies: list[QueuedPacket] = []
+            self._mirror(ctx.mirrors, out_bytes, tp.ingress_port, copies)
+            outputs += [Enqueue(c) for c in copies]
         if edpr.drop_ctl & 1:
             self.drops["egress_drop"] += 1
-            return []
-        parts.append(full[off:])
-        return [Transmit(port, b"".join(parts))]
+            return outputs
+        outputs.append(Transmit(port, out_bytes))
+        return outputs
+
+    def _mirror(self, mirrors: list[tuple[int, bytes]], data: bytes, port: int, out: list[QueuedPacket]) -> None:
+        """One copy per ``Mirror.emit`` to the session's ports (p4sim's clone sessions, set with
+        P4Runtime's CloneSessionEntry): the mirror header, then ``data``, truncated as the
+        session says; it enters the TM in queue 0 and crosses egress."""
+        for session, header in mirrors:
+            targets = self._pre.clone_targets(session)
+            if not targets:
+                self.drops["mirror_no_session"] += 1
+            sess = self._pre.session(session)
+            copy = header + data
+            if sess is not None and sess.truncate_length:
+                copy = copy[:sess.truncate_length]
+            for rid, eport in targets:
+                out.append(QueuedPacket(eport, 0, len(copy), TnaPacket(copy, port, 0, rid, False)))
+        mirrors.clear()
 
     def ghost(self, qid: int, qlength: int, pipe_id: int = 0) -> None:
         """Tofino2's ghost thread: report queue ``qid``'s length (no-op without a ghost block)."""

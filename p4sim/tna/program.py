@@ -18,21 +18,32 @@ ARCHES = {"tna": 1, "t2na": 2}
 
 
 class TnaContext(PacketContext):
-    """``PacketContext`` plus the error code the parser stopped with (None: no error)."""
+    """``PacketContext`` plus the error code the parser stopped with (None: no error), and what a
+    deparser asked for: mirror copies (session id, mirror header bytes) and a resubmission (its
+    header bytes). ``TnaPath`` empties the two lists after each deparser."""
 
-    __slots__ = ("parser_error",)
+    __slots__ = ("parser_error", "mirrors", "resubmit")
 
     def __init__(self) -> None:
         super().__init__()
         self.parser_error = None
+        self.mirrors: list[tuple[int, bytes]] = []
+        self.resubmit: list[bytes] = []
 
 
 class TnaPipeline(Pipeline):
     """One switch's tables and externs for a TNA program (the packet path is ``TnaPath``)."""
 
     def _bind(self):  # type: ignore[override]
+        from p4sim.tna.runtime import DirectRegister
+
         self.ctx = TnaContext()
-        return super()._bind()
+        ns = super()._bind()
+        self.direct_registers: dict[str, DirectRegister] = {}
+        for pyname, kind, name, width in getattr(self.program.module, "tna_objects", ()):
+            if kind == "direct_register":
+                ns[pyname] = self.direct_registers[name] = DirectRegister(name, width)
+        return ns
 
 
 class TnaCompiledProgram(CompiledProgram):

@@ -26,3 +26,27 @@ def csum16_fields(fields: list[tuple[int, int]]) -> int:
             acc = (acc << width) | value
             bits += width
     return csum16_int(acc << (-bits % 16))
+
+
+class DirectRegister:
+    """``DirectRegister<T>``: one cell per table entry (0 until written), read and written by a
+    ``DirectRegisterAction`` in an action of the owning table; keyed by the entry object, so a
+    deleted and re-added entry starts from 0 again."""
+
+    __slots__ = ("name", "bitwidth", "_cells")
+
+    def __init__(self, name: str, bitwidth: int) -> None:
+        self.name, self.bitwidth = name, bitwidth
+        self._cells: dict[int, tuple[object, int]] = {}
+
+    def read(self, entry: object | None) -> int:
+        """The cell of ``entry`` (a miss, None, has no cell: 0)."""
+        slot = self._cells.get(id(entry)) if entry is not None else None
+        return slot[1] if slot is not None and slot[0] is entry else 0
+
+    def write(self, entry: object | None, value: int) -> None:
+        if entry is not None:
+            self._cells[id(entry)] = (entry, value & ((1 << self.bitwidth) - 1))
+
+    def reset(self) -> None:
+        self._cells.clear()

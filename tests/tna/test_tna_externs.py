@@ -102,8 +102,8 @@ def test_register_action_is_one_read_modify_write_with_its_return_value(tmp_path
 
 
 @pytest.mark.parametrize("decl, what", [
-    ("DirectCounter<bit<32>>(CounterType_t.PACKETS) dc;", "extern instance of DirectCounter"),
-    ("Meter<bit<8>>(16, MeterType_t.PACKETS) m;", "extern instance of Meter"),
+    ("Lpf<bit<16>, bit<8>>(16) lpf;", "extern instance of Lpf"),
+    ("Wred<bit<19>, bit<8>>(16, 1, 0) wred;", "extern instance of Wred"),
     ("Hash<bit<16>>(HashAlgorithm_t.CRC64) h64;", "Hash h64 with algorithm CRC64"),
 ])
 def test_unmodelled_externs_are_refused_with_their_location(tmp_path: Path, decl: str, what: str) -> None:
