@@ -72,10 +72,13 @@ class Switch:
         self.marked = 0
 
     def congest(self, depth: int) -> None:
+        """Every queue of the egress port holds ``depth`` packets: the counts dlcp.p4's ingress
+        reads (enq_count_reg - deq_count_reg, docs/dataplane.md "Per-queue depth")."""
         self.depth = depth
-        reg = self.pipeline.registers["queue_depth_reg"]
+        enq, deq = self.pipeline.registers["enq_count_reg"], self.pipeline.registers["deq_count_reg"]
         for q in range(8):
-            reg.write(EGRESS_PORT * 8 + q, depth)
+            enq.write(EGRESS_PORT * 8 + q, depth)
+            deq.write(EGRESS_PORT * 8 + q, 0)
 
     def __call__(self, udp_payload: bytes) -> int:
         """Run one packet through ingress and egress: DROP, MARK_CE (the program set CE) or FORWARD."""
@@ -83,6 +86,7 @@ class Switch:
         frame = bytes(Ether(dst="00:00:00:00:00:02", src="00:00:00:00:00:01")
                       / IP(src="10.0.1.1", dst="10.0.2.2", tos=P.ECN_ECT0)
                       / UDP(sport=40000, dport=P.DLCP_UDP_PORT) / udp_payload)
+        self.congest(self.depth)            # the queues stay as deep as we say, packet after packet
         out = self.path.ingress(frame, 1, 0)
         h = P.DlcpHeader.unpack(udp_payload)
         if not out:
@@ -90,10 +94,9 @@ class Switch:
             return DROP
         if h.msg_type == P.MSG_DATA:
             self.queues[h.layer_class] = out[0].priority
-        # egress sees the queue as congested as we say: dlcp.p4 estimates a queue's depth as
-        # (deq_timedelta_us * 1666 packets/s, its default drain rate) >> 20, so wait that long
-        qmeta = QueueMetadata(enq_timestamp=0, enq_qdepth=0, deq_qdepth=self.depth,
-                              deq_timedelta=(self.depth << 20) // 1666 + 1, qid=out[0].priority)
+        # the TM reports the port as deep as we say (egress clamps the counts to it)
+        qmeta = QueueMetadata(enq_timestamp=0, enq_qdepth=self.depth, deq_qdepth=self.depth,
+                              deq_timedelta=0, qid=out[0].priority)
         sent = [o for o in self.path.egress(out[0], qmeta, 0) if isinstance(o, Transmit)]
         assert len(sent) == 1 and sent[0].port == EGRESS_PORT
         if Ether(sent[0].data)[IP].tos & 3 == P.ECN_CE:
