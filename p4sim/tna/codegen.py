@@ -129,9 +129,7 @@ class TnaGen(BlockGen):
         obj = self.ex(target)
         kind = self.stateless.get(id(inst))
         if ext == "Counter" and m == "count":
-            if len(a) > 1 and a[1] is not None:
-                raise P4UnsupportedError(call.loc, "Counter.count with adjust_byte_count")
-            return f"{obj}.count({self.as_int(a[0])}, _CTX.length)"
+            return f"{obj}.count({self.as_int(a[0])}, {self.adjusted_length(a[1] if len(a) > 1 else None)})"
         if ext == "Register" and m == "read":
             return f"{obj}.read({self.as_int(a[0])})"
         if ext == "Register" and m == "write":

@@ -68,6 +68,7 @@ control I(inout hdr_t hdr, inout md_t md, in ingress_intrinsic_metadata_t ig_int
     DirectCounter<bit<32>>(CounterType_t.PACKETS_AND_BYTES) by_dst;
     DirectMeter(MeterType_t.PACKETS) dst_meter;
     Meter<bit<8>>(16, MeterType_t.PACKETS) port_meter;
+    Counter<bit<64>, bit<8>>(16, CounterType_t.PACKETS_AND_BYTES) port_bytes;
     DirectRegister<bit<32>>() dst_hits;
     DirectRegisterAction<bit<32>, bit<32>>(dst_hits) bump = {
         void apply(inout bit<32> value, out bit<32> rv) {
@@ -111,6 +112,7 @@ control I(inout hdr_t hdr, inout md_t md, in ingress_intrinsic_metadata_t ig_int
                 hdr.eth.src = 48w0x5e00000000 | (bit<48>)md.resub.seen;
             }
             md.color = port_meter.execute(ig_intr_md.ingress_port[7:0]);
+            port_bytes.count(ig_intr_md.ingress_port[7:0], 4);      /* less the FCS, say */
             if (!dst.apply().hit) {
                 spread.apply();
             }
@@ -194,6 +196,7 @@ def test_direct_counter_counts_where_the_action_calls_count_less_the_adjustment(
     size = len(frame(0xA1))
     assert (counted.packets, counted.bytes) == (3, 3 * (size - 14))
     assert (uncounted.packets, uncounted.bytes) == (0, 0)         # hit, but its action does not count
+    assert pipeline.counters["pipe.I.port_bytes"].cells[1] == [4, 4 * (size - 4)]   # indexed, adjusted
     assert "pipe.I.by_dst" in pipeline.direct_counters
 
 
