@@ -12,16 +12,28 @@ import time
 from pathlib import Path
 
 from controller.errors import ConfigError
-from simulation.policy import load_policy
+from simulation.policy import policy_for
 from simulation.topology import PRESETS, preset
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="dlcp-sim", description=__doc__.splitlines()[0])
     p.add_argument("--preset", default="small-16", help=f"fabric: {', '.join(PRESETS)}")
-    p.add_argument("--policy", help="policy YAML (default: controller/data/default_policy.yaml)")
+    p.add_argument("--policy", help="policy YAML (default: controller/data/default_policy.yaml below 1 Gbit/s, simulation/data/fabric_policy.yaml on faster fabrics)")
     p.add_argument("--modes", default="dlcp,tcp-cubic,dctcp", help="comma-separated: dlcp, tcp-newreno, tcp-cubic, dctcp")
-    p.add_argument("--workload", default="ps-incast", choices=["ps-incast"])
+    p.add_argument("--workload", default="ps-incast", choices=["ps-incast", "ps-train", "ps-incast-open"],
+                   help="ps-incast: one gradient per worker into h0 over each mode's transport; ps-train: PS "
+                        "iterations of --model with background; ps-incast-open: open-loop DLCP sender (switch only)")
+    p.add_argument("--model", default="resnet50", help="ps-train: host_agent/profiles/<model>.json")
+    p.add_argument("--scale", type=float, default=1 / 1000, help="ps-train: model bytes x this (stated in the report)")
+    p.add_argument("--groups", type=int, default=8, help="ps-train: gradient groups (buckets) per iteration")
+    p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--compute-ratio", type=float, default=1.0,
+                   help="ps-train: compute per iteration = this x the worker's gradient time on its link")
+    p.add_argument("--background-cdf", default="web-search", choices=["web-search", "data-mining"])
+    p.add_argument("--loads", default="0.6", help="ps-train: comma-separated background loads (share of host links)")
+    p.add_argument("--loss-bound", type=float, default=0.10, help="DLCP gradients' loss bound p")
+    p.add_argument("--max-sim-ms", type=float, default=2000.0, help="ps-train: stop here if iterations remain")
     p.add_argument("--gradient-bytes", type=int, default=200_000, help="bytes per worker->PS gradient flow")
     p.add_argument("--background", type=int, default=8, help="background TCP flows")
     p.add_argument("--background-bytes", type=int, default=100_000)
@@ -39,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dlcp-sim: --preset: {err.args[0]}", file=sys.stderr)
         return 2
     try:
-        policy = load_policy(a.policy)
+        policy = policy_for(min(lk.rate_bps for lk in topo.links), a.policy)
     except ConfigError as err:
         print(f"dlcp-sim: {err}", file=sys.stderr)
         return 2
@@ -51,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dlcp-sim: --modes: unknown mode '{bad[0] if bad else ''}' (known: {', '.join(MODES)})",
               file=sys.stderr)
         return 2
+    if a.workload in ("ps-train", "ps-incast"):
+        return _run_jobs(a, topo, policy, modes)
     from simulation.report import summary, write
 
     flows = ps_incast(topo, a.gradient_bytes, a.background, a.background_bytes, a.seed)
@@ -69,6 +83,65 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(flows) - a.background} gradient flows of {a.gradient_bytes} B to h0, {a.background} background "
               f"TCP flows of {a.background_bytes} B, {a.sim_ms} ms simulated, seed {a.seed}.")
     report = write(out, runs, header)
+    print(f"dlcp-sim: wrote {report}")
+    return 0
+
+
+def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
+    """ps-train / ps-incast over each mode's transport (simulation.job), one fresh process per run."""
+    from simulation import job_report
+    from simulation.job import JobSpec, run_job_fresh
+    from simulation.scenario import ps_incast
+    from simulation.workload import WorkloadError, load_cdf, ps_workload
+
+    try:
+        loads = [float(x) for x in a.loads.split(",") if x.strip()]
+    except ValueError:
+        print(f"dlcp-sim: --loads: expected numbers, got '{a.loads}'", file=sys.stderr)
+        return 2
+    if not loads or any(not 0 <= x < 1 for x in loads):
+        print(f"dlcp-sim: --loads: every load must be in [0, 1), got '{a.loads}'", file=sys.stderr)
+        return 2
+    if not 0 <= a.loss_bound < 1:
+        print(f"dlcp-sim: --loss-bound: {a.loss_bound} outside [0, 1)", file=sys.stderr)
+        return 2
+    host_bps = max(lk.rate_bps for lk in topo.links if lk.a in topo.hosts or lk.b in topo.hosts)
+    try:
+        cdf = load_cdf(a.background_cdf)
+        work = ps_workload(a.model, a.scale, a.groups, a.iterations, host_bps, a.compute_ratio) \
+            if a.workload == "ps-train" else None
+    except WorkloadError as err:
+        print(f"dlcp-sim: {err}", file=sys.stderr)
+        return 2
+    index = {h: i for i, h in enumerate(topo.hosts)}
+    flows = []
+    if a.workload == "ps-incast":
+        flows = [(index[f.src], index[f.dst], f.bytes, f.start_s, f.layer_class)
+                 for f in ps_incast(topo, a.gradient_bytes, 0, 0, a.seed)]
+    out = Path(a.out or f"results/sim-{a.preset}-{a.workload}-{time.strftime('%Y%m%d-%H%M%S')}")
+    runs = []
+    t0 = time.perf_counter()
+    for load in loads:
+        for mode in modes:
+            spec = JobSpec(work, cdf, a.background_cdf, load, a.loss_bound, a.seed, a.max_sim_ms / 1000,
+                           flows=flows)
+            print(f"dlcp-sim: {a.preset} {a.workload} {mode} load {load} ...", flush=True)
+            r = run_job_fresh(topo, policy, mode, spec)
+            r.extra["load"] = load
+            s = job_report.summary(r)
+            print(f"dlcp-sim: {mode} load {load}: iteration mean {s['iteration']['mean_ms']} ms "
+                  f"({s['iteration']['iterations']} closed); gradient FCT mean {s['gradient']['mean_us']} µs "
+                  f"p99 {s['gradient']['p99_us']} µs ({s['gradient']['completed']}/{s['gradient']['flows']}); "
+                  f"{r.events:,} events in {r.run_wall_s:.1f} s Run ({s['events_per_s']:,}/s), build "
+                  f"{r.build_wall_s:.1f} s, {s['max_rss_mb']} MB", flush=True)
+            runs.append(r)
+    what = (f"PS job of {a.model} x {a.scale:g} ({work.bytes_per_worker:,} B of gradients per worker per "
+            f"iteration in {len(work.group_bytes)} groups), {a.iterations} iterations, compute ratio "
+            f"{a.compute_ratio}" if work else f"{len(flows)} gradient flows of {a.gradient_bytes} B into h0")
+    header = (f"# dlcp-sim {a.preset}: {a.workload}\n\n{topo.description}. Policy: {policy.source}. {what}; "
+              f"background {a.background_cdf} at loads {loads} of each host link; DLCP loss bound "
+              f"{a.loss_bound}; seed {a.seed}. Whole command {time.perf_counter() - t0:.0f} s wall.")
+    report = job_report.write(out, runs, header)
     print(f"dlcp-sim: wrote {report}")
     return 0
 

@@ -14,18 +14,24 @@ from controller import netconfig
 from controller.netconfig import Policy
 
 DEFAULT_POLICY = netconfig.DEFAULT_POLICY_FILE
+# the default policy's priority map with packet thresholds: for fabrics of 1 Gbit/s and more, where
+# the default's delay thresholds (tuned for 20 Mbit/s) are deeper than any queue (file header)
+FABRIC_POLICY = Path(__file__).resolve().parent / "data" / "fabric_policy.yaml"
 FULL_SIZE_BITS = 1500 * 8      # the data plane's "packet" unit (docs/dataplane.md, port_drain)
 
 
 def load_policy(path: str | Path | None = None) -> Policy:
     """The parsed policy of ``path`` (default: the controller's default policy); raises
     controller.errors.ConfigError with file:line on bad input."""
-    if path is None:
-        raw, lines, file = netconfig.default_policy_raw()
-    else:
-        raw, lines, file = netconfig._load_policy_file(Path(path))
-        raw = {**netconfig.BUILTIN_POLICY, **raw}
-    return netconfig._policy(raw, file, lines, ())
+    return netconfig.load_policy(path)
+
+
+def policy_for(topo_min_rate_bps: int, path: str | Path | None) -> Policy:
+    """``path`` if given; else the controller's default policy on sub-Gbit/s fabrics (the Mininet
+    demo's speed) and FABRIC_POLICY on faster ones."""
+    if path is not None:
+        return load_policy(path)
+    return load_policy(None if topo_min_rate_bps < 1_000_000_000 else FABRIC_POLICY)
 
 
 def thresholds_for_rate(policy: Policy, rate_bps: int) -> dict[tuple[int, int], tuple[int, int]]:

@@ -97,8 +97,20 @@ def _rate(bps: int) -> str:
     return f"{bps}bps"
 
 
-def run(topo: Topology, policy: Policy, mode: str, flows: list[Flow], sim_time_s: float) -> RunResult:
-    """Build the network in ns-3, run ``sim_time_s`` simulated seconds, collect results."""
+@dataclass
+class Network:
+    """A built fabric: ns-3 nodes by name, host addresses, switch queue discs and routers."""
+    ns: object
+    sim: object
+    nodes: dict
+    host_ip: dict[str, int]
+    qdiscs: list
+    routers: dict
+
+
+def build_network(topo: Topology, policy: Policy, mode: str) -> Network:
+    """A fresh simulator with ``topo`` built for ``mode``: TCP defaults, links, switch queue discs,
+    host FIFOs, host default routes and DlcpRouting in every switch."""
     if mode not in MODES:
         raise ValueError(f"unknown mode '{mode}' (known: {', '.join(MODES)})")
     ns, sim = switch_model.ns3()
@@ -163,7 +175,15 @@ def run(topo: Topology, policy: Policy, mode: str, flows: list[Flow], sim_time_s
             for n in neighbours:
                 iface, gw = ends[(sw, n)]
                 r.AddMember(host_ip[host], iface, gw)
+    return Network(ns, sim, nodes, host_ip, qdiscs, routers)
 
+
+def run(topo: Topology, policy: Policy, mode: str, flows: list[Flow], sim_time_s: float) -> RunResult:
+    """Build the network in ns-3, run ``sim_time_s`` simulated seconds, collect results (the
+    open-loop DLCP sender: the fidelity scenario of the switch model; simulation.job runs the
+    bounded-loss transport)."""
+    net = build_network(topo, policy, mode)
+    ns, sim, nodes, host_ip, qdiscs, routers = net.ns, net.sim, net.nodes, net.host_ip, net.qdiscs, net.routers
     sinks = []
     senders = []
     for i, f in enumerate(flows):
@@ -208,7 +228,7 @@ def run(topo: Topology, policy: Policy, mode: str, flows: list[Flow], sim_time_s
     events = int(ns.Simulator.GetEventCount())
 
     results = _flow_results(ns, fmh, monitor, flows, mode, host_ip, sinks)
-    counters = _counters(mode, qdiscs, routers)
+    counters = switch_counters(mode, qdiscs, routers)
     ns.Simulator.Destroy()
     return RunResult(mode, results, sim_time_s, wall, events, counters)
 
@@ -269,7 +289,9 @@ def _flow_results(ns, fmh, monitor, flows: list[Flow], mode: str, host_ip: dict[
     return out
 
 
-def _counters(mode: str, qdiscs: list, routers: dict) -> dict:
+def switch_counters(mode: str, qdiscs: list, routers: dict) -> dict:
+    """Spray/pin decisions, and selective drops, ECN marks and tail drops per (queue, class) (DLCP) or
+    total drops and marks (the baselines' queue discs)."""
     c: dict = {"sprayed_packets": sum(int(r.Sprayed()) for r in routers.values()),
                "pinned_packets": sum(int(r.Pinned()) for r in routers.values())}
     if mode == "dlcp":

@@ -1,4 +1,5 @@
-"""The DLCP switch model in ns-3: compiles dlcp_switch.h once through cppyy and fills its policy.
+"""The DLCP switch model in ns-3: compiles dlcp_switch.h (and the hosts, dlcp_transport.h) once
+through cppyy and fills the switch policy.
 
 Why this exists: every per-packet decision (priority map, per-(queue, magnitude) drop/ECN,
 critical never selectively dropped, spraying vs per-flow ECMP) runs in C++ inside ns-3
@@ -14,6 +15,7 @@ from pathlib import Path
 from controller.netconfig import Policy
 
 HEADER = Path(__file__).with_name("dlcp_switch.h")
+TRANSPORT = Path(__file__).with_name("dlcp_transport.h")      # hosts: DLCP transport, TCP, workloads
 KEYS = ("is_dlcp", "msg_type", "layer_class", "mag_class", "flags")
 
 
@@ -26,9 +28,12 @@ def ns3():
     if not hasattr(cppyy.gbl, "dlcpsim"):
         if not cppyy.cppdef(HEADER.read_text()):
             raise RuntimeError(f"{HEADER}: cppyy could not compile the switch model")
+        if not cppyy.cppdef(TRANSPORT.read_text()):
+            raise RuntimeError(f"{TRANSPORT}: cppyy could not compile the host transport")
     cppyy.gbl.dlcpsim.DlcpQueueDisc.GetTypeId()      # register the TypeIds
     cppyy.gbl.dlcpsim.DlcpRouting.GetTypeId()
     cppyy.gbl.dlcpsim.DlcpSender.GetTypeId()
+    cppyy.gbl.dlcpsim.DlcpHost.GetTypeId()
     return ns_module, cppyy.gbl.dlcpsim
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 
 from simulation import report
-from simulation.policy import load_policy
+from simulation.policy import FABRIC_POLICY, load_policy
 from simulation.scenario import ps_incast, run_fresh
 from simulation.topology import preset
 
 
 def test_small_incast_dlcp_tcp_dctcp(ns3_installed, tmp_path) -> None:
     topo = preset("small-16")
-    policy = load_policy()
+    policy = load_policy(FABRIC_POLICY)      # packet thresholds: the default's are tuned for 20 Mbit/s
     flows = ps_incast(topo, gradient_bytes=100_000, background=6, background_bytes=50_000, seed=3)
     runs = [run_fresh(topo, policy, mode, flows, 0.004) for mode in ("dlcp", "tcp-cubic", "dctcp")]
     dlcp, cubic, dctcp = runs

@@ -1,0 +1,158 @@
+"""Results of a training run (dlcp-sim --workload ps-train): JSON lines, report.md and plots.
+
+Why this exists: every figure of a run is kept as data (transfers.jsonl: one object per transfer;
+iterations.jsonl: one per worker and iteration; runs.json: per mode and load) beside the human
+report and its plots (FCT mean and p99 by flow-size bucket vs load, iteration-time CDF, drops per
+class), so a reader can recompute any number. The report states the scale of what was simulated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from simulation.job import JobResult
+
+SIZE_BUCKETS = ((0, 100_000, "< 100 kB"), (100_000, 1_000_000, "100 kB - 1 MB"),
+                (1_000_000, 10_000_000, "1 - 10 MB"), (10_000_000, math.inf, ">= 10 MB"))
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (p in 0..100)."""
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(p / 100 * len(ordered))) - 1]
+
+
+def fct_stats(transfers: list[dict], kind: str, lo: float = 0, hi: float = math.inf) -> dict:
+    sel = [t for t in transfers if t["kind"] == kind and lo <= t["bytes"] < hi]
+    done = [t["fct_s"] for t in sel if t["completed"]]
+    return {"flows": len(sel), "completed": len(done),
+            "mean_us": round(1e6 * sum(done) / len(done), 1) if done else None,
+            "p99_us": round(1e6 * percentile(done, 99), 1) if done else None}
+
+
+def iteration_stats(r: JobResult) -> dict:
+    """Per iteration, the job's time is its slowest worker's; mean and max over iterations."""
+    by_it: dict[int, float] = {}
+    for rec in r.iterations:
+        if rec["iter_s"] is not None:
+            by_it[rec["iteration"]] = max(by_it.get(rec["iteration"], 0.0), rec["iter_s"])
+    times = [by_it[k] for k in sorted(by_it)]
+    return {"iterations": len(times), "mean_ms": round(1e3 * sum(times) / len(times), 3) if times else None,
+            "max_ms": round(1e3 * max(times), 3) if times else None, "times_ms": [round(1e3 * t, 3) for t in times]}
+
+
+def summary(r: JobResult) -> dict:
+    grads = [t for t in r.transfers if t["kind"] == "gradient" and t["dlcp"]]
+    return {"mode": r.mode, "load": r.extra.get("load"), "gradient": fct_stats(r.transfers, "gradient"),
+            "parameter": fct_stats(r.transfers, "parameter"), "background": fct_stats(r.transfers, "background"),
+            "iteration": iteration_stats(r), "finished": r.finished, "sim_ms": round(r.sim_time_s * 1e3, 3),
+            "events": r.events, "events_per_s": round(r.events / r.run_wall_s) if r.run_wall_s else None,
+            "run_wall_s": round(r.run_wall_s, 2), "build_wall_s": round(r.build_wall_s, 2),
+            "collect_wall_s": round(r.collect_wall_s, 2), "max_rss_mb": round(r.max_rss_mb),
+            "dlcp_retx": sum(t.get("retx", 0) for t in grads),
+            "dlcp_zero_filled_packets": sum(t.get("zero_filled", 0) for t in grads),
+            "dlcp_packets": sum(t.get("packets", 0) for t in grads)}
+
+
+def write(out: Path, runs: list[JobResult], header: str) -> Path:
+    """transfers.jsonl, iterations.jsonl, runs.json, report.md and plots/*.png into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "transfers.jsonl").open("w") as fh:
+        for r in runs:
+            for t in r.transfers:
+                fh.write(json.dumps(t | {"load": r.extra.get("load")}) + "\n")
+    with (out / "iterations.jsonl").open("w") as fh:
+        for r in runs:
+            for it in r.iterations:
+                fh.write(json.dumps(it | {"load": r.extra.get("load")}) + "\n")
+    sums = [summary(r) for r in runs]
+    (out / "runs.json").write_text(json.dumps([r.as_dict() | {"summary": s} for r, s in zip(runs, sums, strict=True)],
+                                              indent=1) + "\n")
+    lines = [header, "", "| mode | load | iteration mean (ms) | iteration max (ms) | iterations | gradient FCT mean (µs) | "
+             "gradient FCT p99 (µs) | gradients complete | parameter FCT p99 (µs) | background complete | "
+             "DLCP retx / zero-filled / packets | sim (ms) | events | events/s | Run (s) | build (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in sums:
+        g, p, b, it = s["gradient"], s["parameter"], s["background"], s["iteration"]
+        lines.append(f"| {s['mode']} | {s['load']} | {it['mean_ms']} | {it['max_ms']} | {it['iterations']} | "
+                     f"{g['mean_us']} | {g['p99_us']} | {g['completed']}/{g['flows']} | {p['p99_us']} | "
+                     f"{b['completed']}/{b['flows']} | {s['dlcp_retx']} / {s['dlcp_zero_filled_packets']} / "
+                     f"{s['dlcp_packets']} | {s['sim_ms']} | {s['events']:,} | {s['events_per_s']:,} | "
+                     f"{s['run_wall_s']} | {s['build_wall_s']} |")
+    lines += ["", "Background FCT by flow size (µs; mean / p99 / complete of started):", "",
+              "| mode | load | " + " | ".join(b[2] for b in SIZE_BUCKETS) + " |", "|---|---|" + "---|" * len(SIZE_BUCKETS)]
+    for r, s in zip(runs, sums, strict=True):
+        cells = []
+        for lo, hi, _ in SIZE_BUCKETS:
+            st = fct_stats(r.transfers, "background", lo, hi)
+            cells.append(f"{st['mean_us']} / {st['p99_us']} / {st['completed']} of {st['flows']}")
+        lines.append(f"| {s['mode']} | {s['load']} | " + " | ".join(cells) + " |")
+    lines += ["", "Switch counters:", ""]
+    for r in runs:
+        lines.append(f"* {r.mode} (load {r.extra.get('load')}): `{json.dumps(r.counters, sort_keys=True)}`")
+    _plots(out, runs)
+    lines += ["", "Plots: `fct_by_size.png` (background FCT mean and p99 per size bucket vs load), "
+              "`iteration_cdf.png`, `drops_per_class.png`.", "",
+              "FCT = receiver complete - transfer start. DLCP gradients complete at the loss bound "
+              "(missing non-critical packets zero-filled), TCP ones when every byte arrived; parameters are "
+              "fully reliable in every mode. Iteration time = fwd_done(i+1) - fwd_done(i) of the slowest worker."]
+    report = out / "report.md"
+    report.write_text("\n".join(lines) + "\n")
+    return report
+
+
+def _plots(out: Path, runs: list[JobResult]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    modes = sorted({r.mode for r in runs})
+    fig, axes = plt.subplots(2, len(SIZE_BUCKETS), figsize=(4 * len(SIZE_BUCKETS), 6), squeeze=False)
+    for col, (lo, hi, name) in enumerate(SIZE_BUCKETS):
+        for mode in modes:
+            pts = sorted((r.extra.get("load") or 0, fct_stats(r.transfers, "background", lo, hi))
+                         for r in runs if r.mode == mode)
+            for row, key in enumerate(("mean_us", "p99_us")):
+                xs = [x for x, st in pts if st[key] is not None]
+                ys = [st[key] for x, st in pts if st[key] is not None]
+                axes[row][col].plot(xs, ys, marker="o", label=mode)
+                axes[row][col].set_title(f"{name}: {key.split('_')[0]}")
+                axes[row][col].set_xlabel("load")
+                axes[row][col].set_ylabel("FCT (µs)")
+    axes[0][0].legend()
+    fig.tight_layout()
+    fig.savefig(out / "fct_by_size.png")
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r in runs:
+        times = sorted(1e3 * rec["iter_s"] for rec in r.iterations if rec["iter_s"] is not None)
+        if times:
+            ax.step(times, [(i + 1) / len(times) for i in range(len(times))], where="post",
+                    label=f"{r.mode} load {r.extra.get('load')}")
+    ax.set_xlabel("iteration time per worker (ms)")
+    ax.set_ylabel("CDF")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "iteration_cdf.png")
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for r in runs:
+        sel = r.counters.get("selective_drops")
+        if isinstance(sel, dict) and sel:
+            per_mag = [sum(v for k, v in sel.items() if k.endswith(f"/m{m}")) for m in range(16)]
+            ax.plot(range(16), per_mag, marker="o", label=f"{r.mode} load {r.extra.get('load')}: selective")
+        tail = r.counters.get("tail_drops")
+        if isinstance(tail, dict) and tail:
+            ax.bar([int(k[1:]) + 0.5 for k in tail], list(tail.values()), width=0.4, alpha=0.4,
+                   label=f"{r.mode} load {r.extra.get('load')}: tail drops by queue")
+    ax.set_xlabel("magnitude class (selective) / queue (tail)")
+    ax.set_ylabel("packets dropped")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "drops_per_class.png")
+    plt.close(fig)

@@ -1,0 +1,748 @@
+// dlcp_transport.h -- end hosts for ns-3: DLCP's bounded-loss transport, TCP transfers, and the
+// training / background workloads that drive them, all in C++.
+//
+// Why this file exists: issue 13 asks for DLCP's transport (the host_agent state machine: OPEN,
+// paced DATA tagged like host_agent, PROBE/BITMAP, selective retransmission of what the receiver
+// needs, completion at the loss bound) inside ns-3, with no Python in the per-packet path, and for
+// PS training iterations (backprop order, compute/communication overlap) plus flow-size-CDF
+// background traffic. Python (simulation/scenario.py) builds these objects before Simulator::Run
+// and reads their records after it. The mapping to host_agent is in docs/simulation.md.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "ns3/core-module.h"
+#include "ns3/network-module.h"
+#include "ns3/internet-module.h"
+
+namespace dlcpsim {
+
+constexpr uint8_t kMsgProbe = 1, kMsgBitmap = 2, kMsgDone = 3, kMsgControl = 4;   // protocol.py MSG_*
+constexpr uint8_t kFlagRetx = 0x20, kFlagPull = 0x10;
+constexpr uint8_t kSubOpen = 1, kSubEcnEcho = 2;
+constexpr uint16_t kTcpPort = 5000;
+constexpr uint32_t kElem = 4;                 // float32
+
+// One transfer (a gradient push, a parameter pull, a background flow): what the run reports.
+struct TransferRec {
+  uint32_t src = 0, dst = 0;                  // host indices
+  uint64_t bytes = 0;
+  uint8_t layer = 0;
+  uint8_t kind = 0;                           // 0 gradient push, 1 parameter pull, 2 background
+  bool dlcp = false;
+  double lossBound = 0;
+  double start = -1, end = -1;                // s; end = receiver complete
+  uint32_t packets = 0, critical = 0, droppable = 0;
+  uint32_t sent = 0, retx = 0, probes = 0, rounds = 0, zeroFilled = 0, ceMarks = 0;
+  int32_t iteration = -1;
+};
+
+// Knobs of the DLCP transport in simulated time (host_agent's defaults scaled to the fabric).
+struct TransportConfig {
+  double criticalShare = 0.05;                // TagPolicy.critical_share
+  uint8_t protectedMag = 12;                  // TagPolicy.protected_mag_class
+  uint32_t payload = 1448;                    // bytes of DATA payload (362 float32)
+  double rtoInit = 1e-3, rtoMin = 1e-3, rtoMax = 0.5;   // s (host_agent 20 ms / 0.5 s; TCP MinRto here)
+  double holdoff = 20e-6;                     // s: PROBE answered after DATA was quiet this long
+  double ecnEchoGap = 10e-6;                  // s: at most one ECN_ECHO per tensor per gap
+  double decreaseGap = 20e-6;                 // s: at most one rate cut per gap (about one RTT)
+  double increaseInterval = 20e-6;            // s
+  double additiveFrac = 0.02;                 // of the rate set by the last cut
+  double minRateFrac = 0.001;                 // floor, as a share of the line rate
+};
+
+class DlcpHost;
+
+// Everything of one run: hosts, transfers, the workload's completion hook.
+class SimNet {
+ public:
+  static SimNet& Get() { static SimNet net; return net; }
+  void Reset() { *this = SimNet(); }
+  std::vector<ns3::Ptr<DlcpHost>> hosts;
+  std::vector<uint32_t> addr;                 // host index -> IPv4
+  std::vector<uint64_t> lineRate;             // host index -> bps
+  std::vector<TransferRec> transfers;
+  std::function<void(uint32_t)> onDone;       // receiver completed transfer id
+  TransportConfig cfg;
+  uint64_t dataPackets = 0, ctrlPackets = 0;
+
+  uint32_t Add(uint32_t src, uint32_t dst, uint64_t bytes, uint8_t layer, uint8_t kind, bool dlcp, double p) {
+    TransferRec r;
+    r.src = src; r.dst = dst; r.bytes = bytes; r.layer = layer; r.kind = kind; r.dlcp = dlcp; r.lossBound = p;
+    transfers.push_back(r);
+    return (uint32_t)transfers.size() - 1;
+  }
+  void Complete(uint32_t id) {
+    TransferRec& r = transfers[id];
+    if (r.end >= 0) return;
+    r.end = ns3::Simulator::Now().GetSeconds();
+    if (onDone) onDone(id);
+  }
+  uint32_t HostOf(uint32_t ip) const {
+    for (uint32_t i = 0; i < addr.size(); ++i) if (addr[i] == ip) return i;
+    return UINT32_MAX;
+  }
+};
+
+inline uint64_t Rng64(uint64_t& s) {          // splitmix64: deterministic per transfer
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+inline uint32_t Get32(const uint8_t* p) { return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]; }
+
+// Sender state of one DLCP transfer (host_agent/outgoing.py).
+struct OutTransfer {
+  uint32_t id = 0;
+  std::vector<uint8_t> mag, crit;             // per packet: magnitude class, CRITICAL
+  std::vector<uint32_t> gRank;                // per packet: |g| rank (higher = larger)
+  std::deque<uint32_t> queue;                 // packet indices still to send this round
+  bool retxRound = false, probing = false, done = false;
+  uint32_t round = 0, retxCounter = 0;
+  double probeSent = 0;
+  double rto = 0;
+  ns3::EventId rtoEvent;
+  bool openSent = false;
+};
+
+// Receiver state of one DLCP transfer (host_agent/assembly.py + receiver.py).
+struct InTransfer {
+  uint32_t n = 0, nc = 0;
+  double p = 0;
+  std::vector<uint8_t> got;
+  uint32_t gotCrit = 0, gotNc = 0, gotAll = 0, ce = 0, ceEchoed = 0;
+  bool complete = false;
+  double lastData = -1, lastEcho = -1;
+  ns3::EventId answer;
+  uint32_t pendingRound = 0;
+  uint32_t src = 0;
+};
+
+// One end host: a DLCP endpoint on UDP 9290 (sender and receiver sides, one AIMD pacer shared by
+// its transfers, served round robin) and TCP transfers (listener on 5000, one connection each).
+class DlcpHost : public ns3::Application {
+ public:
+  static ns3::TypeId GetTypeId() {
+    static ns3::TypeId tid = ns3::TypeId("dlcpsim::DlcpHost").SetParent<ns3::Application>()
+                                 .SetGroupName("Applications").AddConstructor<DlcpHost>();
+    return tid;
+  }
+  void Setup(uint32_t index, uint16_t job) { m_index = index; m_job = job; }
+
+  // Start transfer ``id`` now (from this host).
+  void StartTransfer(uint32_t id) {
+    SimNet& net = SimNet::Get();
+    TransferRec& r = net.transfers[id];
+    r.start = ns3::Simulator::Now().GetSeconds();
+    if (r.dlcp) StartDlcp(id); else StartTcp(id);
+  }
+
+ private:
+  // ---------------------------------------------------------------- setup
+  void StartApplication() override {
+    SimNet& net = SimNet::Get();
+    m_rate = m_line = (double)net.lineRate[m_index];
+    m_udp = ns3::Socket::CreateSocket(GetNode(), ns3::UdpSocketFactory::GetTypeId());
+    m_udp->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), kDlcpPortDefault));
+    m_udp->SetIpRecvTos(true);
+    m_udp->SetRecvCallback(ns3::MakeCallback(&DlcpHost::OnUdp, this));
+    m_listen = ns3::Socket::CreateSocket(GetNode(), ns3::TcpSocketFactory::GetTypeId());
+    m_listen->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), kTcpPort));
+    m_listen->Listen();
+    m_listen->SetAcceptCallback(ns3::MakeNullCallback<bool, ns3::Ptr<ns3::Socket>, const ns3::Address&>(),
+                                ns3::MakeCallback(&DlcpHost::OnAccept, this));
+  }
+  void StopApplication() override { ns3::Simulator::Cancel(m_sendEvent); }
+
+  // ---------------------------------------------------------------- TCP transfers
+  struct TcpOut { uint32_t id; uint64_t left; bool header; };
+  void StartTcp(uint32_t id) {
+    SimNet& net = SimNet::Get();
+    auto s = ns3::Socket::CreateSocket(GetNode(), ns3::TcpSocketFactory::GetTypeId());
+    s->Bind();
+    m_tcpOut[ns3::PeekPointer(s)] = TcpOut{id, net.transfers[id].bytes, true};
+    m_tcpSockets.push_back(s);
+    s->SetConnectCallback(ns3::MakeCallback(&DlcpHost::OnConnected, this), ns3::MakeNullCallback<void, ns3::Ptr<ns3::Socket>>());
+    s->SetSendCallback(ns3::MakeCallback(&DlcpHost::OnSendSpace, this));
+    s->Connect(ns3::InetSocketAddress(ns3::Ipv4Address(net.addr[net.transfers[id].dst]), kTcpPort));
+  }
+  void OnConnected(ns3::Ptr<ns3::Socket> s) { Fill(s); }
+  void OnSendSpace(ns3::Ptr<ns3::Socket> s, uint32_t) { Fill(s); }
+  void Fill(ns3::Ptr<ns3::Socket> s) {
+    auto it = m_tcpOut.find(ns3::PeekPointer(s));
+    if (it == m_tcpOut.end()) return;
+    TcpOut& o = it->second;
+    if (o.header) {                            // the transfer id: the stream's first 4 bytes
+      if (s->GetTxAvailable() < 4) return;
+      uint8_t h[4] = {(uint8_t)(o.id >> 24), (uint8_t)(o.id >> 16), (uint8_t)(o.id >> 8), (uint8_t)o.id};
+      s->Send(ns3::Create<ns3::Packet>(h, 4));
+      o.header = false;
+    }
+    while (o.left > 0) {
+      uint32_t room = s->GetTxAvailable();
+      if (room == 0) return;
+      uint32_t n = (uint32_t)std::min<uint64_t>({o.left, room, 65536});
+      int sent = s->Send(ns3::Create<ns3::Packet>(n));
+      if (sent <= 0) return;
+      o.left -= (uint64_t)sent;
+    }
+    s->Close();
+    m_tcpOut.erase(it);
+  }
+  struct TcpIn { int64_t id = -1; uint8_t hdr[4]; uint32_t hdrGot = 0; uint64_t got = 0; };
+  void OnAccept(ns3::Ptr<ns3::Socket> s, const ns3::Address&) {
+    m_tcpIn[ns3::PeekPointer(s)] = TcpIn();
+    m_tcpSockets.push_back(s);
+    s->SetRecvCallback(ns3::MakeCallback(&DlcpHost::OnTcpRecv, this));
+  }
+  void OnTcpRecv(ns3::Ptr<ns3::Socket> s) {
+    SimNet& net = SimNet::Get();
+    TcpIn& in = m_tcpIn[ns3::PeekPointer(s)];
+    ns3::Ptr<ns3::Packet> p;
+    while ((p = s->Recv())) {
+      uint32_t size = p->GetSize(), off = 0;
+      if (in.hdrGot < 4) {
+        uint8_t buf[4];
+        uint32_t take = std::min<uint32_t>(4 - in.hdrGot, size);
+        p->CopyData(buf, take);
+        for (uint32_t i = 0; i < take; ++i) in.hdr[in.hdrGot++] = buf[i];
+        off = take;
+        if (in.hdrGot == 4) in.id = Get32(in.hdr);
+      }
+      in.got += size - off;
+      if (in.id >= 0 && in.got >= net.transfers[in.id].bytes) net.Complete((uint32_t)in.id);
+    }
+  }
+
+  // ---------------------------------------------------------------- DLCP sender
+  // Tagging as host_agent's TagPolicy (drop_within_bound): the top critical_share by |g| CRITICAL;
+  // the d = n_nc - ceil((1-p) n_nc) smallest non-critical (never LAST) ranked onto 0..protected-1,
+  // every other packet onto protected..15. |g| ranks are a random permutation (synthetic gradients).
+  void StartDlcp(uint32_t id) {
+    SimNet& net = SimNet::Get();
+    TransferRec& r = net.transfers[id];
+    auto o = std::make_shared<OutTransfer>();
+    o->id = id;
+    uint32_t n = (uint32_t)((r.bytes + net.cfg.payload - 1) / net.cfg.payload);
+    n = std::max<uint32_t>(n, 1);
+    uint64_t seed = 0x5EED0000ull + id;
+    std::vector<uint32_t> perm(n);
+    for (uint32_t i = 0; i < n; ++i) perm[i] = i;
+    for (uint32_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[Rng64(seed) % (i + 1)]);
+    // perm[i] = |g| rank of packet i (0 = smallest)
+    uint32_t nc = (uint32_t)std::ceil(net.cfg.criticalShare * n - 1e-9);
+    uint32_t nnc = n - nc;
+    uint32_t d = nnc - (uint32_t)std::ceil((1.0 - r.lossBound) * nnc - 1e-9);
+    if (d > 0 && perm[n - 1] < d) {             // LAST is never droppable: swap its rank with rank d
+      uint32_t j = (uint32_t)(std::find(perm.begin(), perm.end(), d) - perm.begin());
+      std::swap(perm[n - 1], perm[j]);
+      if (perm[n - 1] < d) d = 0;               // (only when n is tiny)
+    }
+    o->mag.resize(n); o->crit.resize(n); o->gRank = perm;
+    uint8_t pm = net.cfg.protectedMag;
+    uint32_t rest = n - d;
+    for (uint32_t i = 0; i < n; ++i) {
+      uint32_t g = perm[i];
+      o->crit[i] = g >= n - nc;
+      if (g < d) o->mag[i] = (uint8_t)(g * std::min<uint32_t>(pm, d) / d);
+      else o->mag[i] = (uint8_t)(pm + (g - d) * std::min<uint32_t>(16 - pm, rest) / rest);
+      o->queue.push_back(i);
+    }
+    r.packets = n; r.critical = nc; r.droppable = d;
+    o->rto = std::max(net.cfg.rtoInit, m_srtt > 0 ? m_srtt + 4 * m_rttvar : 0.0);
+    m_out[id] = o;
+    SendControlOpen(*o);
+    m_active.push_back(id);
+    Kick();
+  }
+  void Header(uint8_t* h, uint8_t msg, uint8_t layer, uint8_t mag, uint8_t flags, uint32_t id, uint16_t count,
+              uint32_t offset, uint32_t seq, uint16_t worker) {
+    uint8_t* p = h;
+    Put(p, (1u << 4) | msg, 1); Put(p, ((uint32_t)layer << 5) | mag, 1); Put(p, flags, 1); Put(p, 0, 1);
+    Put(p, m_job, 2); Put(p, worker, 2); Put(p, id, 4); Put(p, 0, 2); Put(p, count, 2);
+    Put(p, offset, 4); Put(p, seq, 4);
+  }
+  void SendTo(uint32_t host, std::vector<uint8_t>& buf, bool ect) {
+    SimNet& net = SimNet::Get();
+    m_udp->SetIpTos(ect ? 0x02 : 0x00);
+    m_udp->SendTo(ns3::Create<ns3::Packet>(buf.data(), buf.size()), 0,
+                  ns3::InetSocketAddress(ns3::Ipv4Address(net.addr[host]), kDlcpPortDefault));
+  }
+  // OPEN (CONTROL subtype 1) with the descriptor: n_packets, n_critical, loss bound (ppm).
+  void SendControlOpen(OutTransfer& o) {
+    SimNet& net = SimNet::Get();
+    TransferRec& r = net.transfers[o.id];
+    std::vector<uint8_t> buf(kDlcpHeaderLen + 16, 0);
+    Header(buf.data(), kMsgControl, r.layer, 15, kFlagCritical, o.id, 0, 0, 0, (uint16_t)m_index);
+    uint8_t* p = buf.data() + kDlcpHeaderLen;
+    Put(p, kSubOpen, 4); Put(p, r.packets, 4); Put(p, r.critical, 4); Put(p, (uint32_t)std::lround(r.lossBound * 1e6), 4);
+    SendTo(r.dst, buf, false);
+    net.ctrlPackets++;
+  }
+  void SendProbe(OutTransfer& o) {
+    SimNet& net = SimNet::Get();
+    TransferRec& r = net.transfers[o.id];
+    std::vector<uint8_t> buf(kDlcpHeaderLen + 12, 0);
+    Header(buf.data(), kMsgProbe, r.layer, 15, kFlagCritical, o.id, 0, 0, o.round, (uint16_t)m_index);
+    uint8_t* p = buf.data() + kDlcpHeaderLen;
+    Put(p, r.packets, 4); Put(p, r.critical, 4); Put(p, (uint32_t)std::lround(r.lossBound * 1e6), 4);
+    SendTo(r.dst, buf, false);
+    net.ctrlPackets++;
+    r.probes++;
+    o.probing = true;
+    o.probeSent = ns3::Simulator::Now().GetSeconds();
+    ns3::Simulator::Cancel(o.rtoEvent);
+    o.rtoEvent = ns3::Simulator::Schedule(ns3::Seconds(o.rto), &DlcpHost::OnRto, this, o.id);
+  }
+  void OnRto(uint32_t id) {
+    auto it = m_out.find(id);
+    if (it == m_out.end() || it->second->done) return;
+    OutTransfer& o = *it->second;
+    o.rto = std::min(o.rto * 2, SimNet::Get().cfg.rtoMax);
+    o.round++;
+    SendProbe(o);
+  }
+  // The pacer: one DATA packet per gap at the current AIMD rate, round robin over transfers.
+  void Kick() {
+    if (m_sendEvent.IsPending()) return;
+    double now = ns3::Simulator::Now().GetSeconds();
+    double at = std::max(now, m_nextSend);
+    m_sendEvent = ns3::Simulator::Schedule(ns3::Seconds(at - now), &DlcpHost::SendOne, this);
+  }
+  void SendOne() {
+    SimNet& net = SimNet::Get();
+    Increase();
+    while (!m_active.empty()) {
+      uint32_t id = m_active.front();
+      m_active.pop_front();
+      auto it = m_out.find(id);
+      if (it == m_out.end() || it->second->done || it->second->queue.empty()) continue;
+      OutTransfer& o = *it->second;
+      TransferRec& r = net.transfers[id];
+      uint32_t i = o.queue.front();
+      o.queue.pop_front();
+      uint32_t chunk = (uint32_t)std::min<uint64_t>(net.cfg.payload, r.bytes - (uint64_t)i * net.cfg.payload);
+      if (r.bytes == 0) chunk = 0;
+      bool last = i == r.packets - 1;
+      uint8_t flags = kFlagEcnCapable | (o.crit[i] ? kFlagCritical : 0) | (last ? kFlagLast : 0) |
+                      (r.kind == 1 ? kFlagPull : 0);
+      uint32_t seq;
+      if (o.retxRound) {                         // retransmissions: CRITICAL, low seq bit = was critical
+        flags |= kFlagRetx | kFlagCritical;
+        seq = (++o.retxCounter << 1) | o.crit[i];
+        r.retx++;
+      } else {
+        seq = m_seq++;
+      }
+      std::vector<uint8_t> buf(kDlcpHeaderLen + chunk, 0);
+      Header(buf.data(), kMsgData, r.layer, o.mag[i], flags, id, (uint16_t)(chunk / kElem),
+             i * (net.cfg.payload / kElem), seq, (uint16_t)m_index);
+      SendTo(r.dst, buf, true);
+      net.dataPackets++;
+      r.sent++;
+      if (o.queue.empty()) SendProbe(o); else m_active.push_back(id);
+      double bits = (double)(buf.size() + 8 + 20 + 2) * 8.0;
+      m_nextSend = ns3::Simulator::Now().GetSeconds() + bits / m_rate;
+      break;
+    }
+    if (!m_active.empty()) Kick();
+  }
+  // AIMD (host_agent/ratecontrol.py): cut on ECN echo by half the marked share, halve on a lossy
+  // BITMAP, at most once per decrease gap; add additive_frac of the cut rate per interval.
+  void Cut(double factor) {
+    SimNet& net = SimNet::Get();
+    double now = ns3::Simulator::Now().GetSeconds();
+    double gap = std::max(net.cfg.decreaseGap, m_srtt);
+    if (now - m_lastCut < gap) return;
+    m_lastCut = now;
+    m_rate = std::max(m_rate * factor, m_line * net.cfg.minRateFrac);
+    m_cutRate = m_rate;
+    m_lastIncrease = now;
+  }
+  void Increase() {
+    SimNet& net = SimNet::Get();
+    double now = ns3::Simulator::Now().GetSeconds();
+    int steps = (int)((now - m_lastIncrease) / net.cfg.increaseInterval);
+    if (steps <= 0) return;
+    m_lastIncrease += steps * net.cfg.increaseInterval;
+    m_rate = std::min(m_line, m_rate + steps * std::max(net.cfg.additiveFrac * m_cutRate, m_line * 1e-4));
+  }
+  void OnBitmap(uint32_t id, uint32_t round, uint32_t deficit, const uint8_t* bits, uint32_t nbits) {
+    auto it = m_out.find(id);
+    if (it == m_out.end() || it->second->done) return;
+    OutTransfer& o = *it->second;
+    if (round != o.round || !o.probing) return;            // stale answer
+    SimNet& net = SimNet::Get();
+    TransferRec& r = net.transfers[id];
+    Rtt(ns3::Simulator::Now().GetSeconds() - o.probeSent);
+    ns3::Simulator::Cancel(o.rtoEvent);
+    // plan: every missing critical, then the deficit's largest-|g| missing non-critical
+    std::vector<uint32_t> missNc;
+    o.queue.clear();
+    for (uint32_t i = 0; i < nbits && i < r.packets; ++i) {
+      if (bits[i >> 3] & (1u << (i & 7))) continue;
+      if (o.crit[i]) o.queue.push_back(i); else missNc.push_back(i);
+    }
+    std::sort(missNc.begin(), missNc.end(), [&](uint32_t a, uint32_t b) { return o.gRank[a] > o.gRank[b]; });
+    for (uint32_t k = 0; k < deficit && k < missNc.size(); ++k) o.queue.push_back(missNc[k]);
+    Cut(0.5);                                     // a BITMAP with missing packets is congestion
+    o.round++;
+    r.rounds++;
+    o.probing = false;
+    o.retxRound = true;
+    o.rto = std::max(net.cfg.rtoMin, std::min(net.cfg.rtoMax, m_srtt + 4 * m_rttvar));
+    if (o.queue.empty()) { SendProbe(o); return; }
+    m_active.push_back(id);
+    Kick();
+  }
+  void Rtt(double sample) {
+    if (m_srtt <= 0) { m_srtt = sample; m_rttvar = sample / 2; return; }
+    m_rttvar = 0.75 * m_rttvar + 0.25 * std::fabs(m_srtt - sample);
+    m_srtt = 0.875 * m_srtt + 0.125 * sample;
+  }
+  void OnDone(uint32_t id) {
+    auto it = m_out.find(id);
+    if (it == m_out.end()) return;
+    if (it->second->probing) Rtt(ns3::Simulator::Now().GetSeconds() - it->second->probeSent);
+    ns3::Simulator::Cancel(it->second->rtoEvent);
+    m_out.erase(it);
+  }
+
+  // ---------------------------------------------------------------- DLCP receiver
+  void OnUdp(ns3::Ptr<ns3::Socket> s) {
+    ns3::Address from;
+    ns3::Ptr<ns3::Packet> p;
+    while ((p = s->RecvFrom(from))) {
+      uint8_t h[kDlcpHeaderLen + 16];
+      uint32_t len = p->CopyData(h, sizeof(h));
+      if (len < kDlcpHeaderLen || (h[0] >> 4) != 1) continue;
+      uint8_t msg = h[0] & 0x0F, flags = h[2];
+      uint32_t id = Get32(h + 8), offset = Get32(h + 16), seq = Get32(h + 20);
+      uint32_t srcHost = ((uint32_t)h[6] << 8) | h[7];
+      if (msg == kMsgData) {
+        ns3::SocketIpTosTag tos;
+        bool ce = p->PeekPacketTag(tos) && (tos.GetTos() & 0x3) == 3;
+        OnData(id, srcHost, offset / (SimNet::Get().cfg.payload / kElem), flags, seq, ce);
+      } else if (msg == kMsgControl && len >= kDlcpHeaderLen + 16) {
+        uint32_t sub = Get32(h + kDlcpHeaderLen);
+        if (sub == kSubOpen) Open(id, srcHost, Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8),
+                                  Get32(h + kDlcpHeaderLen + 12));
+        else if (sub == kSubEcnEcho) OnEcnEcho(id, Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8));
+      } else if (msg == kMsgProbe && len >= kDlcpHeaderLen + 12) {
+        Open(id, srcHost, Get32(h + kDlcpHeaderLen), Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8));
+        OnProbe(id, seq);
+      } else if (msg == kMsgBitmap) {
+        std::vector<uint8_t> all(p->GetSize());
+        p->CopyData(all.data(), all.size());
+        const uint8_t* b = all.data() + kDlcpHeaderLen;
+        OnBitmap(id, Get32(b), Get32(b + 4), b + 12, Get32(b + 8));
+      } else if (msg == kMsgDone) {
+        OnDone(id);
+      }
+    }
+  }
+  InTransfer* Open(uint32_t id, uint32_t src, uint32_t n, uint32_t nCrit, uint32_t ppm) {
+    auto it = m_in.find(id);
+    if (it != m_in.end()) return &it->second;
+    InTransfer& t = m_in[id];
+    t.n = n; t.nc = nCrit; t.p = ppm / 1e6; t.src = src;
+    t.got.assign(n, 0);
+    // DATA that arrived before its OPEN (sprayed past it) was held: replay
+    auto e = m_early.find(id);
+    if (e != m_early.end()) {
+      auto held = e->second;
+      m_early.erase(e);
+      for (auto& x : held) OnData(id, src, x.first, x.second.first, x.second.second, false);
+    }
+    return &t;
+  }
+  bool RuleHolds(const InTransfer& t) const {
+    uint32_t nnc = t.n - t.nc;
+    return t.gotCrit >= t.nc && t.gotNc >= (uint32_t)std::ceil((1.0 - t.p) * nnc - 1e-9);
+  }
+  void OnData(uint32_t id, uint32_t src, uint32_t idx, uint8_t flags, uint32_t seq, bool ce) {
+    auto it = m_in.find(id);
+    if (it == m_in.end()) {
+      if (m_early[id].size() < 4096) m_early[id].push_back({idx, {flags, seq}});
+      return;
+    }
+    InTransfer& t = it->second;
+    SimNet& net = SimNet::Get();
+    double now = ns3::Simulator::Now().GetSeconds();
+    if (ce) {
+      t.ce++;
+      net.transfers[id].ceMarks++;
+      if (!t.complete && now - t.lastEcho >= net.cfg.ecnEchoGap) {
+        t.lastEcho = now;
+        std::vector<uint8_t> buf(kDlcpHeaderLen + 16, 0);
+        Header(buf.data(), kMsgControl, 7, 15, kFlagCritical, id, 0, 0, 0, (uint16_t)src);
+        uint8_t* p = buf.data() + kDlcpHeaderLen;
+        Put(p, kSubEcnEcho, 4); Put(p, t.ce, 4); Put(p, t.gotAll, 4);
+        SendTo(src, buf, false);
+        net.ctrlPackets++;
+      }
+    }
+    if (t.complete || idx >= t.n || t.got[idx]) return;
+    t.got[idx] = 1;
+    t.gotAll++;
+    bool critical = (flags & kFlagCritical) && (!(flags & kFlagRetx) || (seq & 1));
+    if (critical) t.gotCrit++; else t.gotNc++;
+    t.lastData = now;
+    if (t.gotAll == t.n) Finish(id, t);
+  }
+  void OnProbe(uint32_t id, uint32_t round) {
+    InTransfer& t = m_in[id];
+    if (t.complete) { SendDone(id, t); return; }
+    if (RuleHolds(t)) { Finish(id, t); return; }
+    t.pendingRound = round;
+    ns3::Simulator::Cancel(t.answer);
+    t.answer = ns3::Simulator::Schedule(ns3::Seconds(SimNet::Get().cfg.holdoff), &DlcpHost::AnswerProbe, this, id);
+  }
+  // The hold-off: answer once DATA has been quiet for ``holdoff`` (stragglers sprayed over another
+  // path are not asked for again), or at once when the rule holds.
+  void AnswerProbe(uint32_t id) {
+    InTransfer& t = m_in[id];
+    if (t.complete) return;
+    if (RuleHolds(t)) { Finish(id, t); return; }
+    double now = ns3::Simulator::Now().GetSeconds(), quiet = SimNet::Get().cfg.holdoff;
+    if (t.lastData >= 0 && now - t.lastData < quiet) {
+      double wait = std::max(t.lastData + quiet - now, 1e-8);   // never 0: ns-3 time is whole ns
+      t.answer = ns3::Simulator::Schedule(ns3::Seconds(wait), &DlcpHost::AnswerProbe, this, id);
+      return;
+    }
+    uint32_t nnc = t.n - t.nc;
+    uint32_t need = (uint32_t)std::ceil((1.0 - t.p) * nnc - 1e-9);
+    uint32_t deficit = need > t.gotNc ? need - t.gotNc : 0;
+    std::vector<uint8_t> buf(kDlcpHeaderLen + 12 + (t.n + 7) / 8, 0);
+    Header(buf.data(), kMsgBitmap, 7, 15, kFlagCritical, id, 0, 0, t.pendingRound, (uint16_t)t.src);
+    uint8_t* p = buf.data() + kDlcpHeaderLen;
+    Put(p, t.pendingRound, 4); Put(p, deficit, 4); Put(p, t.n, 4);
+    for (uint32_t i = 0; i < t.n; ++i) if (t.got[i]) p[i >> 3] |= (uint8_t)(1u << (i & 7));
+    SendTo(t.src, buf, false);
+    SimNet::Get().ctrlPackets++;
+  }
+  void Finish(uint32_t id, InTransfer& t) {
+    t.complete = true;
+    ns3::Simulator::Cancel(t.answer);
+    SimNet& net = SimNet::Get();
+    net.transfers[id].zeroFilled = t.n - t.gotAll;
+    SendDone(id, t);
+    t.got.clear(); t.got.shrink_to_fit();
+    net.Complete(id);
+  }
+  void SendDone(uint32_t id, InTransfer& t) {
+    std::vector<uint8_t> buf(kDlcpHeaderLen + 8, 0);
+    Header(buf.data(), kMsgDone, 7, 15, kFlagCritical, id, 0, 0, 0, (uint16_t)t.src);
+    uint8_t* p = buf.data() + kDlcpHeaderLen;
+    Put(p, t.gotAll, 4); Put(p, t.n - t.gotAll, 4);
+    SendTo(t.src, buf, false);
+    SimNet::Get().ctrlPackets++;
+  }
+  void OnEcnEcho(uint32_t id, uint32_t ce, uint32_t got) {
+    auto it = m_out.find(id);
+    if (it == m_out.end()) return;
+    auto& seen = m_ceSeen[id];                    // (CE, received) at the last echo
+    uint32_t dce = ce - std::min(ce, seen.first), dgot = got - std::min(got, seen.second);
+    double frac = std::min(1.0, (double)dce / std::max<uint32_t>(1, dgot));
+    seen = {ce, got};
+    Cut(1.0 - std::max(frac, 0.05) / 2.0);
+  }
+
+  uint32_t m_index = 0;
+  uint16_t m_job = 1;
+  ns3::Ptr<ns3::Socket> m_udp, m_listen;
+  std::vector<ns3::Ptr<ns3::Socket>> m_tcpSockets;
+  std::map<ns3::Socket*, TcpOut> m_tcpOut;
+  std::map<ns3::Socket*, TcpIn> m_tcpIn;
+  std::map<uint32_t, std::shared_ptr<OutTransfer>> m_out;
+  std::map<uint32_t, InTransfer> m_in;
+  std::map<uint32_t, std::vector<std::pair<uint32_t, std::pair<uint8_t, uint32_t>>>> m_early;
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> m_ceSeen;
+  std::deque<uint32_t> m_active;
+  ns3::EventId m_sendEvent;
+  double m_nextSend = 0, m_rate = 1e9, m_line = 1e9, m_cutRate = 0, m_lastCut = -1, m_lastIncrease = 0;
+  double m_srtt = 0, m_rttvar = 0;
+  uint32_t m_seq = 0;
+};
+
+// -------------------------------------------------------------------- workloads
+
+// One synchronous parameter-server job (host_agent/overlap.py): per iteration each worker runs the
+// backward pass layer group by layer group in reverse model order and pushes each group's gradient
+// as soon as it is ready; the PS pulls a group back to every worker once all workers pushed it;
+// the next forward pass runs group by group as each group's parameters arrive.
+// iteration time = fwd_done(i+1) - fwd_done(i).
+class PsJob {
+ public:
+  void Configure(uint32_t ps, const std::vector<uint32_t>& workers, const std::vector<uint64_t>& groupBytes,
+                 const std::vector<uint8_t>& groupLayer, const std::vector<double>& fwd, const std::vector<double>& bwd,
+                 uint32_t iterations, bool dlcp, double lossBound) {
+    m_ps = ps; m_workers = workers; m_bytes = groupBytes; m_layer = groupLayer; m_fwd = fwd; m_bwd = bwd;
+    m_iters = iterations; m_dlcp = dlcp; m_p = lossBound;
+    m_pushed.assign(iterations, std::vector<uint32_t>(groupBytes.size(), 0));
+    W = workers.size();
+    G = groupBytes.size();
+    m_pulled.assign(W, std::vector<int32_t>(G, -1));
+    m_fwdDone.assign(W, std::vector<double>(iterations + 1, -1));
+    m_fwdPos.assign(W, 0);
+    m_fwdBusy.assign(W, false);
+    m_iterOf.assign(W, 0);
+  }
+  void Start() {
+    SimNet::Get().onDone = [this](uint32_t id) { this->OnDone(id); };
+    for (uint32_t w = 0; w < W; ++w) ForwardStep(w, 0);       // iteration 0's forward needs no pull
+  }
+  double FwdDone(uint32_t w, uint32_t i) const { return m_fwdDone[w][i]; }
+  uint32_t Iterations() const { return m_iters; }
+  uint32_t Workers() const { return (uint32_t)W; }
+  uint32_t FinishedWorkers() const {
+    uint32_t n = 0;
+    for (uint32_t w = 0; w < W; ++w) n += m_fwdDone[w][m_iters] >= 0;
+    return n;
+  }
+  std::function<void(uint32_t)> background;   // chained: background transfers' completions
+
+ private:
+  struct Tag { uint32_t w, g, it; bool push; };
+  // forward pass of iteration ``it`` on worker w: group g may run once its parameters of it-1 arrived
+  void ForwardStep(uint32_t w, uint32_t it) {
+    if (m_fwdBusy[w]) return;
+    uint32_t g = m_fwdPos[w];
+    if (g == G) {                              // forward done: record, then the backward pass
+      m_fwdDone[w][it] = ns3::Simulator::Now().GetSeconds();
+      if (it == m_iters) return;
+      m_fwdPos[w] = 0;
+      double t = 0;
+      for (int64_t k = (int64_t)G - 1; k >= 0; --k) {
+        t += m_bwd[k];
+        ns3::Simulator::Schedule(ns3::Seconds(t), &PsJob::Push, this, w, (uint32_t)k, it);
+      }
+      m_iterOf[w] = it + 1;
+      return;
+    }
+    if (it > 0 && m_pulled[w][g] < (int32_t)(it - 1)) return;      // waits for the pull
+    m_fwdBusy[w] = true;
+    ns3::Simulator::Schedule(ns3::Seconds(m_fwd[g]), &PsJob::ForwardDone, this, w, it);
+  }
+  void ForwardDone(uint32_t w, uint32_t it) {
+    m_fwdBusy[w] = false;
+    m_fwdPos[w]++;
+    ForwardStep(w, it);
+  }
+  void Push(uint32_t w, uint32_t g, uint32_t it) {
+    SimNet& net = SimNet::Get();
+    uint32_t id = net.Add(m_workers[w], m_ps, m_bytes[g], m_layer[g], 0, m_dlcp, m_p);
+    net.transfers[id].iteration = (int32_t)it;
+    m_tags[id] = Tag{w, g, it, true};
+    net.hosts[m_workers[w]]->StartTransfer(id);
+  }
+  void OnDone(uint32_t id) {
+    auto it = m_tags.find(id);
+    if (it == m_tags.end()) { if (background) background(id); return; }
+    Tag t = it->second;
+    m_tags.erase(it);
+    SimNet& net = SimNet::Get();
+    if (t.push) {
+      if (++m_pushed[t.it][t.g] < W) return;
+      for (uint32_t w = 0; w < W; ++w) {       // all pushed: pull the group back to every worker
+        uint32_t pid = net.Add(m_ps, m_workers[w], m_bytes[t.g], m_layer[t.g], 1, m_dlcp, 0.0);
+        net.transfers[pid].iteration = (int32_t)t.it;
+        m_tags[pid] = Tag{w, t.g, t.it, false};
+        net.hosts[m_ps]->StartTransfer(pid);
+      }
+    } else {
+      m_pulled[t.w][t.g] = (int32_t)t.it;
+      if (m_iterOf[t.w] == t.it + 1) ForwardStep(t.w, t.it + 1);
+    }
+  }
+
+  uint32_t m_ps = 0, m_iters = 0;
+  size_t W = 0, G = 0;
+  std::vector<uint32_t> m_workers;
+  std::vector<uint64_t> m_bytes;
+  std::vector<uint8_t> m_layer;
+  std::vector<double> m_fwd, m_bwd;
+  bool m_dlcp = false;
+  double m_p = 0;
+  std::vector<std::vector<uint32_t>> m_pushed;
+  std::vector<std::vector<int32_t>> m_pulled;
+  std::vector<std::vector<double>> m_fwdDone;
+  std::vector<uint32_t> m_fwdPos, m_iterOf;
+  std::vector<bool> m_fwdBusy;
+  std::map<uint32_t, Tag> m_tags;
+};
+
+// Background: per host, Poisson flow arrivals to uniformly random other hosts with sizes from a
+// flow-size CDF (piecewise linear between the published points), at ``load`` of the host's link.
+class Background {
+ public:
+  void Configure(const std::vector<uint32_t>& hosts, const std::vector<double>& cdfBytes,
+                 const std::vector<double>& cdfProb, double load, double until, uint64_t seed) {
+    m_hosts = hosts; m_x = cdfBytes; m_p = cdfProb; m_load = load; m_until = until; m_seed = seed;
+    double mean = 0;
+    for (size_t i = 1; i < m_x.size(); ++i) mean += (m_p[i] - m_p[i - 1]) * (m_x[i] + m_x[i - 1]) / 2;
+    m_mean = mean;
+  }
+  double MeanBytes() const { return m_mean; }
+  void Start() {
+    for (uint32_t h : m_hosts) Next(h);
+  }
+  uint32_t Started() const { return m_started; }
+
+ private:
+  double Uniform() { return (Rng64(m_seed) >> 11) * (1.0 / 9007199254740992.0); }
+  void Next(uint32_t h) {
+    SimNet& net = SimNet::Get();
+    double lambda = m_load * (double)net.lineRate[h] / (8.0 * m_mean);   // flows per second
+    double gap = -std::log(1.0 - Uniform()) / lambda;
+    double at = ns3::Simulator::Now().GetSeconds() + gap;
+    if (at >= m_until) return;
+    ns3::Simulator::Schedule(ns3::Seconds(gap), &Background::Fire, this, h);
+  }
+  void Fire(uint32_t h) {
+    SimNet& net = SimNet::Get();
+    uint32_t dst = m_hosts[Rng64(m_seed) % m_hosts.size()];
+    if (dst == h) dst = m_hosts[(std::find(m_hosts.begin(), m_hosts.end(), h) - m_hosts.begin() + 1) % m_hosts.size()];
+    double u = Uniform(), size = m_x.back();
+    for (size_t i = 1; i < m_x.size(); ++i) {
+      if (u <= m_p[i]) {
+        double f = m_p[i] > m_p[i - 1] ? (u - m_p[i - 1]) / (m_p[i] - m_p[i - 1]) : 1.0;
+        size = m_x[i - 1] + f * (m_x[i] - m_x[i - 1]);
+        break;
+      }
+    }
+    uint32_t id = net.Add(h, dst, std::max<uint64_t>(1, (uint64_t)size), 0, 2, false, 0.0);
+    m_started++;
+    net.hosts[h]->StartTransfer(id);
+    Next(h);
+  }
+  std::vector<uint32_t> m_hosts;
+  std::vector<double> m_x, m_p;
+  double m_load = 0, m_until = 0, m_mean = 1;
+  uint64_t m_seed = 1;
+  uint32_t m_started = 0;
+};
+
+// Python-side helpers (cppyy): build and read without touching per-packet paths.
+inline ns3::Ptr<DlcpHost> NewHost(ns3::Ptr<ns3::Node> node, uint32_t index) {
+  auto h = ns3::CreateObject<DlcpHost>();
+  h->Setup(index, 1);
+  node->AddApplication(h);
+  h->SetStartTime(ns3::Seconds(0));
+  SimNet::Get().hosts.push_back(h);
+  return h;
+}
+inline void ScheduleTransfer(uint32_t id, double at) {
+  SimNet& net = SimNet::Get();
+  ns3::Simulator::Schedule(ns3::Seconds(at), &DlcpHost::StartTransfer, net.hosts[net.transfers[id].src], id);
+}
+inline SimNet& Net() { return SimNet::Get(); }
+
+}  // namespace dlcpsim
