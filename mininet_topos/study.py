@@ -396,15 +396,17 @@ def collect_records(out_dir: Path, scen: Scenario, mode: str, seed: int) -> list
         for host in members:
             for r in _read(out_dir / f"{host}.jsonl"):
                 srv = server.get(r["iteration"], {})
-                own_pk = sum((r.get("packets_by_class") or {}).values())
-                own_miss = sum((r.get("missing_by_class") or {}).values())
+                hook = r.get("dlcp") or {}            # torch-ddp: the DDP hook's step report
+                own_pk = (sum((r.get("packets_by_class") or {}).values())
+                          or sum((hook.get("packets_by_layer_class") or {}).values()))
+                own_miss = sum((r.get("missing_by_class") or {}).values()) or int(hook.get("packets_given_up", 0))
                 records.append({
                     "scenario": scen.name, "job": job.name, "kind": job.kind, "workload": job.workload,
                     "mode": mode, "seed": seed, "worker": host, "iteration": r["iteration"],
                     "iter_time_s": r.get("iter_seconds", r.get("iteration_seconds", r.get("comm_seconds", 0.0))),
                     "compute_s": r.get("compute_seconds", 0.0),
                     "exposed_comm_s": r.get("exposed_comm_seconds", 0.0),
-                    "comm_time_s": r.get("comm_seconds", 0.0), "bytes": r.get("bytes_sent", 0),
+                    "comm_time_s": r.get("comm_seconds", hook.get("comm_seconds", 0.0)), "bytes": r.get("bytes_sent", 0),
                     "retransmissions": r.get("retransmissions", 0),
                     # receiver side, what was actually given up: this worker's parameters / reduced chunks
                     # kept stale, and (PS) the server's zero-filled gradient packets of the iteration
