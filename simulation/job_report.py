@@ -13,15 +13,10 @@ import math
 from pathlib import Path
 
 from simulation.job import JobResult
+from simulation.report import percentile
 
 SIZE_BUCKETS = ((0, 100_000, "< 100 kB"), (100_000, 1_000_000, "100 kB - 1 MB"),
                 (1_000_000, 10_000_000, "1 - 10 MB"), (10_000_000, math.inf, ">= 10 MB"))
-
-
-def percentile(values: list[float], p: float) -> float:
-    """Nearest-rank percentile (p in 0..100)."""
-    ordered = sorted(values)
-    return ordered[max(1, math.ceil(p / 100 * len(ordered))) - 1]
 
 
 def fct_stats(transfers: list[dict], kind: str, lo: float = 0, hi: float = math.inf) -> dict:

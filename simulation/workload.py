@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from host_agent.overlap import buckets_of
+
 PROFILES = Path(__file__).resolve().parent.parent / "host_agent" / "profiles"
 CDFS = Path(__file__).resolve().parent / "data"
 BACKGROUNDS = ("web-search", "data-mining")
@@ -42,20 +44,6 @@ class PsWorkload:
         return sum(self.group_bytes)
 
 
-def groups_of(sizes: list[int], count: int) -> list[list[int]]:
-    """Contiguous groups of layers (model order) of about equal size, like DDP's gradient buckets."""
-    count = max(1, min(count, len(sizes)))
-    total = sum(sizes)
-    groups: list[list[int]] = [[]]
-    acc = 0
-    for i, s in enumerate(sizes):
-        if groups[-1] and acc >= total * len(groups) / count and len(groups) < count:
-            groups.append([])
-        groups[-1].append(i)
-        acc += s
-    return groups
-
-
 def ps_workload(model: str, scale: float, groups: int, iterations: int, host_bps: int,
                 compute_ratio: float) -> PsWorkload:
     """The profile ``model`` (host_agent/profiles/<model>.json) cut into ``groups`` contiguous
@@ -69,7 +57,7 @@ def ps_workload(model: str, scale: float, groups: int, iterations: int, host_bps
         raise WorkloadError(f"--scale: {scale} outside (0, 1]")
     layers = json.loads(path.read_text())["layers"]
     sizes = [int(layer["params"]) * ELEM_BYTES for layer in layers]
-    parts = groups_of(sizes, groups)
+    parts = buckets_of(sizes, groups)        # the host agent's own grouping (DDP-like buckets)
     group_bytes = [max(ELEM_BYTES, int(sum(sizes[i] for i in g) * scale) // ELEM_BYTES * ELEM_BYTES) for g in parts]
     n = len(parts)
     layer_class = [7 - (k * 8) // n for k in range(n)]
