@@ -202,7 +202,8 @@ class ExternGen:
     def extern_function(self, call: ast.MethodCall) -> str | None:
         name = call.decl.name
         a = call.args
-        if name != "verify":    # p4c's P4Info then carries type_info (core's verify does not count)
+        if name not in ("verify", "static_assert"):    # p4c's P4Info then carries type_info
+            # (core's verify does not count; static_assert is folded away at compile time)
             self.manifest.extern_function_calls = True
         if name in BMV2_REFUSED:
             # declared (deprecated) in p4c 1.2.5's v1model.p4 but refused by its BMv2 back end:
