@@ -118,6 +118,8 @@ def _field_widths(data: dict) -> dict[str, int]:
 
 def find_key(table: Bmv2Table, name: str) -> int:
     """Index of the key an STF ``name`` means (bmv2stf's ``TableKeyInstance.set`` rules)."""
+    if name.endswith(".isValid()"):     # p4c's key name for `x.isValid()` is `x.$valid$`
+        name = name[:-len(".isValid()")] + ".$valid$"
     m = re.match(r"(.*)\$([0-9]+)(.*)", name)
     if m:
         name = f"{m.group(1)}[{m.group(2)}]{m.group(3)}"

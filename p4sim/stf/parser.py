@@ -207,6 +207,10 @@ def _parse_add(words: str) -> tuple[str, int | None, list[tuple[str, str]], str,
     keys: list[tuple[str, str]] = []
     tokens = rest.split()
     for i, tok in enumerate(tokens):
+        call_key = re.fullmatch(r"([^():]+\.isValid\(\)):(.*)", tok)
+        if call_key:       # `hdr.t.isValid():1`: a validity key written as the call (issue 14)
+            keys.append((call_key.group(1), call_key.group(2)))
+            continue
         paren, colon = tok.find("("), tok.find(":")
         if paren >= 0 and (colon < 0 or paren < colon) and not tok.startswith("("):
             action, args = _split_action(" ".join(tokens[i:]))

@@ -55,6 +55,15 @@ def test_parse_sample():
     assert isinstance(cc, CheckCounterCommand) and (cc.name, cc.index, cc.op, cc.value) == ("cnt", 10, "==", 2)
 
 
+def test_validity_key_written_as_the_call_is_a_key_not_the_action():
+    # issue 14: `hdr.t.isValid():1` names the key p4c calls `hdr.t.$valid$`
+    add = parse_text("add t hdr.t.isValid():1 k:2 set_port(port:2)\n").commands[0]
+    assert add.keys == [("hdr.t.isValid()", "1"), ("k", "2")]
+    assert (add.action, add.args) == ("set_port", [("port", "2")])
+    add = parse_text("add t 3 t.isValid():0 NoAction()\n").commands[0]
+    assert (add.priority, add.keys, add.action) == (3, [("t.isValid()", "0")], "NoAction")
+
+
 def test_keywords_case_insensitive_and_ports():
     cmds = parse_text("ADD t k:1 a()\nPACKET 3 00\n").commands
     assert cmds[0].kind == "add" and cmds[1].port == 3
