@@ -32,6 +32,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="ps-train: compute per iteration = this x the worker's gradient time on its link")
     p.add_argument("--background-cdf", default="web-search", choices=["web-search", "data-mining"])
     p.add_argument("--loads", default="0.6", help="ps-train: comma-separated background loads (share of host links)")
+    p.add_argument("--background-ms", type=float, help="no new background flow after this (default: --max-sim-ms)")
     p.add_argument("--loss-bound", type=float, default=0.10, help="DLCP gradients' loss bound p")
     p.add_argument("--max-sim-ms", type=float, default=2000.0, help="ps-train: stop here if iterations remain")
     p.add_argument("--gradient-bytes", type=int, default=200_000, help="bytes per worker->PS gradient flow")
@@ -124,6 +125,7 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
     for load in loads:
         for mode in modes:
             spec = JobSpec(work, cdf, a.background_cdf, load, a.loss_bound, a.seed, a.max_sim_ms / 1000,
+                           background_until_s=a.background_ms / 1000 if a.background_ms is not None else None,
                            flows=flows)
             print(f"dlcp-sim: {a.preset} {a.workload} {mode} load {load} ...", flush=True)
             r = run_job_fresh(topo, policy, mode, spec)
@@ -139,7 +141,8 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
             f"iteration in {len(work.group_bytes)} groups), {a.iterations} iterations, compute ratio "
             f"{a.compute_ratio}" if work else f"{len(flows)} gradient flows of {a.gradient_bytes} B into h0")
     header = (f"# dlcp-sim {a.preset}: {a.workload}\n\n{topo.description}. Policy: {policy.source}. {what}; "
-              f"background {a.background_cdf} at loads {loads} of each host link; DLCP loss bound "
+              f"background {a.background_cdf} at loads {loads} of each host link"
+              f"{f' for the first {a.background_ms} ms' if a.background_ms is not None else ''}; DLCP loss bound "
               f"{a.loss_bound}; seed {a.seed}. Whole command {time.perf_counter() - t0:.0f} s wall.")
     report = job_report.write(out, runs, header)
     print(f"dlcp-sim: wrote {report}")

@@ -52,8 +52,9 @@ struct TransportConfig {
   double ecnEchoGap = 10e-6;                  // s: at most one ECN_ECHO per tensor per gap
   double decreaseGap = 20e-6;                 // s: at most one rate cut per gap (about one RTT)
   double increaseInterval = 20e-6;            // s
-  double additiveFrac = 0.02;                 // of the rate set by the last cut
-  double minRateFrac = 0.001;                 // floor, as a share of the line rate
+  double additiveFrac = 0.02;                 // of the rate set by the last cut ...
+  double additiveLineFrac = 0.05;             // ... or this share of the line rate, the larger
+  double minRateFrac = 0.01;                  // floor, as a share of the line rate
 };
 
 class DlcpHost;
@@ -372,7 +373,7 @@ class DlcpHost : public ns3::Application {
     int steps = (int)((now - m_lastIncrease) / net.cfg.increaseInterval);
     if (steps <= 0) return;
     m_lastIncrease += steps * net.cfg.increaseInterval;
-    m_rate = std::min(m_line, m_rate + steps * std::max(net.cfg.additiveFrac * m_cutRate, m_line * 1e-4));
+    m_rate = std::min(m_line, m_rate + steps * std::max(net.cfg.additiveFrac * m_cutRate, m_line * net.cfg.additiveLineFrac));
   }
   void OnBitmap(uint32_t id, uint32_t round, uint32_t deficit, const uint8_t* bits, uint32_t nbits) {
     auto it = m_out.find(id);
