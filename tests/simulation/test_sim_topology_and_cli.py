@@ -64,3 +64,36 @@ def test_cli_bad_input_is_one_line(capsys, tmp_path) -> None:
     assert err.count("\n") == 1 and f"{bad}:" in err
     assert cli.main(["--modes", "dlcp,quic"]) == 2
     assert "unknown mode 'quic'" in capsys.readouterr().err
+
+
+def test_workload_bad_input_is_one_line(capsys, tmp_path) -> None:
+    for args, needle in ((["--loads", "0.6,x"], "--loads: expected numbers"),
+                         (["--loads", "1.5"], "--loads: every load must be in [0, 1)"),
+                         (["--model", "alexnet"], "--model: unknown profile 'alexnet'"),
+                         (["--scale", "0"], "--scale: 0.0 outside (0, 1]"),
+                         (["--loss-bound", "1.2"], "--loss-bound: 1.2 outside [0, 1)")):
+        assert cli.main(["--workload", "ps-train", "--out", str(tmp_path), *args]) == 2, args
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and needle in err, (args, err)
+    assert not any(tmp_path.iterdir())                      # nothing written
+
+
+def test_fabric_policy_and_workload_data() -> None:
+    from simulation.policy import FABRIC_POLICY, policy_for
+    from simulation.workload import cdf_mean, load_cdf, ps_workload
+
+    fab = load_policy(FABRIC_POLICY)
+    assert fab.threshold_unit == "packets" and fab.thresholds[(1, 0)] == (16, 8)
+    assert [r.name for r in fab.priority_map] == [r.name for r in load_policy().priority_map]
+    assert policy_for(100_000_000_000, None).source == str(FABRIC_POLICY)
+    assert policy_for(20_000_000, None).threshold_unit == "us"          # the demo's speed: the default
+    xs, ps = load_cdf("web-search")
+    assert ps[0] == 0 and ps[-1] == 1 and 1.5e6 < cdf_mean(xs, ps) < 1.8e6
+    xs, ps = load_cdf("data-mining")
+    assert ps[1] == 0.5 and 7e6 < cdf_mean(xs, ps) < 8e6
+    w = ps_workload("resnet50", 1 / 1000, 8, 10, 100_000_000_000, 1.0)
+    assert len(w.group_bytes) == 8 and w.layer_class == [7, 6, 5, 4, 3, 2, 1, 0]
+    assert abs(w.bytes_per_worker - 25_557_032 * 4 / 1000) < 8 * 4
+    # compute = 1 x the worker's gradient time on its link, 1/3 forward, 2/3 backward
+    total = w.bytes_per_worker * 8 / 100e9
+    assert abs(sum(w.forward_s) - total / 3) < 1e-12 and abs(sum(w.backward_s) - 2 * total / 3) < 1e-12
