@@ -55,22 +55,25 @@ def _rank(rank: int, world: int, port: int, repeat: int, shape: tuple[int, int],
     buckets = list(torch.split(grads.clone(), BUCKET_ELEMENTS))
     state = DlcpCommState(model, DlcpHookConfig(peer_timeout=60))
     comm = {"gloo": [], "dlcp": []}
+    cpu = {"gloo": [], "dlcp": []}        # CPU seconds of this process (all threads, user + system)
     for _ in range(repeat):                                  # alternate: load hits both alike
         for b, src in zip(buckets, torch.split(grads, BUCKET_ELEMENTS), strict=True):
             b.copy_(src)
         dist.barrier()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for b in buckets:
             dist.all_reduce(b)
         comm["gloo"].append(time.perf_counter() - t0)
+        cpu["gloo"].append(time.process_time() - c0)
         for b, src in zip(buckets, torch.split(grads, BUCKET_ELEMENTS), strict=True):
             b.copy_(src)
         dist.barrier()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         futs = [state.allreduce(b) for b in buckets]
         for f in futs:
             f.wait()
         comm["dlcp"].append(time.perf_counter() - t0)
+        cpu["dlcp"].append(time.process_time() - c0)
     bytes_sent = sum(r.bytes_sent for r in state.reports[-len(buckets):])
     state.close()
     x = torch.randn(8, shape[0], generator=torch.Generator().manual_seed(100 + rank))
@@ -90,7 +93,7 @@ def _rank(rank: int, world: int, port: int, repeat: int, shape: tuple[int, int],
         if st is not None:
             st.close()
         del ddp
-    q.put((rank, {"n_params": n_params, "comm": comm, "step": step, "dlcp_bytes_sent": bytes_sent}))
+    q.put((rank, {"n_params": n_params, "comm": comm, "cpu": cpu, "step": step, "dlcp_bytes_sent": bytes_sent}))
     q.close()
     q.join_thread()
     dist.destroy_process_group()
@@ -126,6 +129,10 @@ def bench_25m(world: int, repeat: int, shape: tuple[int, int]) -> None:
         print(f"  {'':32s} fastest rounds: gloo {gb:7.3f} s   DLCP {db:7.3f} s   ratio {gb / db:.2f}x   "
               f"(rounds gloo {' '.join(f'{t:.3f}' for t in r0[what]['gloo'])}; "
               f"DLCP {' '.join(f'{t:.3f}' for t in r0[what]['dlcp'])})")
+    # what a round costs in CPU whatever else runs on the machine (loopback: the kernel's delivery
+    # to the peer is charged to the sender); a CPU-bound rank's throughput on a core of its own
+    gc, dc = statistics.median(r0["cpu"]["gloo"]), statistics.median(r0["cpu"]["dlcp"])
+    print(f"  {'all-reduce CPU time, rank 0':32s} gloo {gc:7.3f} s   DLCP {dc:7.3f} s   ratio gloo/DLCP = {gc / dc:.2f}x")
     print(f"  DLCP bytes sent per all-reduce by rank 0: {r0['dlcp_bytes_sent'] / 1e6:.1f} MB")
 
 

@@ -88,6 +88,12 @@ def _row_abs_means(rows: np.ndarray, out: np.ndarray) -> None:
     out /= np.float32(width)
 
 
+def records_bytes(n_elements: int, mtu: int = DEFAULT_MTU, dtype: int = P.DTYPE_FLOAT32) -> int:
+    """Bytes ``packetize`` needs for a tensor of ``n_elements`` (the size of a reusable buffer)."""
+    epp = P.max_elements_per_packet(mtu, dtype)
+    return -(-n_elements // epp) * (P.DLCP_HEADER_LEN + epp * P.elem_size(dtype))
+
+
 @dataclass
 class PacketizedTensor:
     """All DATA packets of one tensor, ready to send; ``packet(i)`` is the UDP payload of packet i."""
@@ -171,8 +177,13 @@ class PacketizedTensor:
 def packetize(tensor: object, *, tensor_id: int, policy: TagPolicy, position: int = 0,
               num_layers: int = 1, job_id: int = 0, worker_id: int = 0, iteration: int = 0,
               mtu: int = DEFAULT_MTU, pull: bool = False, kind: int = P.KIND_GRADIENT,
-              bfloat16: bool = False) -> PacketizedTensor:
-    """Cut ``tensor`` into tagged DLCP DATA packets (see TagPolicy for the tags)."""
+              bfloat16: bool = False, buffer: np.ndarray | None = None) -> PacketizedTensor:
+    """Cut ``tensor`` into tagged DLCP DATA packets (see TagPolicy for the tags).
+
+    ``buffer``: a uint8 array to build the packets in when it is large enough (``records_bytes``),
+    e.g. one reused by a caller that sends one tensor at a time: pages already mapped, so no page
+    faults on a fresh tensor-sized allocation. The packets must be sent before it is reused.
+    """
     flat = as_numpy(tensor)
     code = dtype_code(flat, bfloat16)
     esize = P.elem_size(code)
@@ -184,7 +195,11 @@ def packetize(tensor: object, *, tensor_id: int, policy: TagPolicy, position: in
         raise ValueError(f"tensor of {n} elements exceeds the 32-bit offset")
     n_packets = -(-n // epp)
     full = n // epp
-    rec = np.empty(n_packets, header_dtype(epp * esize))
+    dt = header_dtype(epp * esize)
+    if buffer is not None and buffer.dtype == np.uint8 and buffer.size >= n_packets * dt.itemsize:
+        rec = buffer[: n_packets * dt.itemsize].view(dt)
+    else:
+        rec = np.empty(n_packets, dt)
 
     mags = packet_magnitudes(flat, epp, code)
     if policy.tagged:

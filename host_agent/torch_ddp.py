@@ -45,7 +45,7 @@ from host_agent import protocol as P
 from host_agent.endpoint import Endpoint, EndpointConfig
 from host_agent.errors import HostAgentError
 from host_agent.ifmtu import MAX_IPV4_MTU, interface_mtu
-from host_agent.packetizer import packetize
+from host_agent.packetizer import packetize, records_bytes
 from host_agent.policy import TagPolicy
 
 __all__ = ["DlcpCommError", "DlcpCommState", "DlcpHookConfig", "StepReport", "dlcp_hook",
@@ -169,6 +169,10 @@ class DlcpCommState:
             endpoint = Endpoint(EndpointConfig(job_id=self.cfg.job_id, worker_id=self.rank, bind=(host, port),
                                                give_up_after=self.cfg.peer_timeout, offload=self.cfg.offload))
         self.ep = endpoint
+        # reused across ring steps (one transfer each way at a time): packet records being sent,
+        # and the partial sums being received; mapped once, so no page faults per step
+        self._send_buffer = np.empty(0, np.uint8)
+        self._recv_buffer = np.empty(0, np.float32)
         # packets as large as the local link allows: 64 KB on loopback, 1500 bytes on Ethernet
         self.mtu = self.cfg.mtu or interface_mtu(self.ep.address[0])
         mine = self.cfg.advertise or self.ep.address
@@ -306,7 +310,7 @@ class DlcpCommState:
         previous = self._previous.get((job.bucket_index, job.layout)) if self.cfg.lost_elements == "previous" else None
         for s in range(n - 1):                                       # reduce-scatter
             send_c, recv_c = (r - s) % n, (r - s - 1) % n
-            tmp = np.zeros(chunk[recv_c].size, np.float32)
+            tmp = self._receive_buffer(chunk[recv_c].size)      # the receiver writes (or zero-fills) it all
             recv = self._transfer(job, s, base + s, chunk[send_c], position[send_c], policy, P.KIND_GRADIENT,
                                   tmp)
             if recv is not None and previous is not None and recv.stats.received < recv.stats.n_packets:
@@ -316,6 +320,17 @@ class DlcpCommState:
             send_c, recv_c = (r + 1 - s) % n, (r - s) % n
             self._transfer(job, n - 1 + s, base + n - 1 + s, chunk[send_c], position[send_c], gather,
                            P.KIND_PARAMETER, chunk[recv_c])
+
+    def _receive_buffer(self, n: int) -> np.ndarray:
+        if self._recv_buffer.size < n:
+            self._recv_buffer = np.empty(n, np.float32)
+        return self._recv_buffer[:n]
+
+    def _packet_buffer(self, n_elements: int) -> np.ndarray:
+        need = records_bytes(n_elements, self.mtu)
+        if self._send_buffer.size < need:
+            self._send_buffer = np.empty(need, np.uint8)
+        return self._send_buffer
 
     def _fill_previous(self, recv: Any, tmp: np.ndarray, prev: np.ndarray, ranks: int) -> None:
         """Lost elements of a partial sum of ``ranks`` ranks: ``ranks`` x the last averaged value."""
@@ -338,7 +353,8 @@ class DlcpCommState:
         if send.size:
             pt = packetize(send, tensor_id=tid, policy=policy, position=position, num_layers=self._n_params,
                            job_id=ep.cfg.job_id, worker_id=ep.cfg.worker_id, iteration=it,
-                           pull=kind == P.KIND_PARAMETER, kind=kind, mtu=self.mtu)
+                           pull=kind == P.KIND_PARAMETER, kind=kind, mtu=self.mtu,
+                           buffer=self._packet_buffer(send.size))
             handles.append(ep.send(pt, self.right))
         spurious0 = ep.spurious_retransmissions
         self._run(handles, job, step)

@@ -87,3 +87,18 @@ def test_torch_tensor_is_accepted():
     b = torch.ones(10, dtype=torch.bfloat16)
     pb = packetize(b, tensor_id=2, policy=POL, bfloat16=True)
     assert pb.dtype == P.DTYPE_BFLOAT16 and bytes(pb.packet(0))[24:26] == b"\x80\x3f"
+
+
+def test_packetize_into_a_reused_buffer_builds_the_same_packets():
+    from host_agent.packetizer import records_bytes
+    x = np.random.default_rng(5).standard_normal(10_000).astype(np.float32)
+    ref = packetize(x, tensor_id=3, policy=TagPolicy(), mtu=1500)
+    buf = np.full(records_bytes(x.size, 1500) + 100, 0xAB, np.uint8)     # dirty, larger than needed
+    got = packetize(x, tensor_id=3, policy=TagPolicy(), mtu=1500, buffer=buf)
+    assert np.shares_memory(got.records, buf)
+    assert got.n_packets == ref.n_packets
+    assert all(bytes(got.packet(i)) == bytes(ref.packet(i)) for i in range(ref.n_packets))
+    small = np.empty(records_bytes(x.size, 1500) - 1, np.uint8)          # too small: a fresh array
+    other = packetize(x, tensor_id=3, policy=TagPolicy(), mtu=1500, buffer=small)
+    assert not np.shares_memory(other.records, small)
+    assert bytes(other.packet(ref.n_packets - 1)) == bytes(ref.packet(ref.n_packets - 1))
