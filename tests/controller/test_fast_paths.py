@@ -17,7 +17,7 @@ from controller import desired, netconfig, reconcile, wire
 from controller import dlcp_tables as api
 from controller.encoding import _ipv4
 from controller.errors import ValueError_
-from controller.gc_pause import paused
+from controller.gc_pause import BULK_OBJECTS, paused
 from controller.netconfig import _prefix_text
 
 
@@ -95,7 +95,11 @@ def test_gc_pause_restores_the_collector_state():
         del junk
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0   # nothing left exempt from collection
+    with paused():                       # a bulk pause: what it allocated goes to the oldest generation
+        junk = [[i] for i in range(BULK_OBJECTS)]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
     assert gc.get_count()[0] < 50        # no deferred young pass over what the pause allocated
+    del junk
     gc.disable()
     try:
         with paused():
