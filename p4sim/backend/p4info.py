@@ -72,6 +72,12 @@ def _hidden(annotations: list[Any]) -> bool:
     return any(a.name == "hidden" for a in annotations or ())
 
 
+def _register_cell_type(decl: Any) -> Any:
+    t = getattr(decl, "type", None)
+    args = getattr(t, "type_args", None)
+    return args[0] if args else None
+
+
 def _table_property_true(decl: Any, name: str) -> bool:
     prop = decl.prop(name) if decl is not None else None
     return prop is not None and isinstance(prop.value, ast.BoolLiteral) and prop.value.value
@@ -276,7 +282,10 @@ def build_p4info(program: ast.Program, man: Manifest) -> p4info_pb2.P4Info:
         elif x.kind == "register":
             m = info.registers.add()
             _fill_preamble(m.preamble, pid, x.name, alias[x.name], x.annotations)
-            m.type_spec.bitstring.bit.bitwidth = x.params["bitwidth"]
+            cell = _register_cell_type(x.decl)
+            if cell is None or not _type_spec(info, m.type_spec, cell):
+                m.type_spec.Clear()
+                m.type_spec.bitstring.bit.bitwidth = x.params["bitwidth"]
             m.size = x.params["size"]
         else:
             m = info.action_profiles.add()

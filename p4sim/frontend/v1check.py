@@ -49,8 +49,9 @@ class V1ModelChecks:
                                           f"got {a.value}")
         if t.name in ("register", "direct_meter") and t.type_args:
             vt = t.type_args[0]
+            # a serializable enum is its underlying bit<W> (p4c's BMv2 back end takes it too)
             if not isinstance(vt, A.BitT) and not (t.name == "register" and
-                                                   isinstance(vt, (A.StructT, A.HeaderT))):
+                                                   isinstance(vt, (A.StructT, A.HeaderT, A.SerEnumT))):
                 raise self.err(d, f"{t.name} '{d.name}': cell type must be bit<W> or int<W>, "
                                   f"not {type_str(vt)}")
         if t.name == "register" and not t.type_args:
