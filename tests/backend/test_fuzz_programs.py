@@ -6,7 +6,8 @@ program) -- span deletions and duplications, line swaps, identifier and number s
 non-advancing parser loops). Every mutant must either compile (then it is loaded and three
 packets go through it) or be refused with one ``UserError`` line; a traceback, an ``internal
 error`` message or a mutant taking longer than ``PER_PROGRAM_SECONDS`` (a hang) fails the test
-and names the seed that reproduces it.
+and names the seed that reproduces it; the process's RSS over the last 10 % of the run must stay
+within 10 % of the first 10 %.
 
 Budget: at least ``MINIMUM`` mutants, about 60-90 s on a shared 2-core machine in ``make test``;
 ``DLCP_FUZZ_SECONDS`` (``make fuzz``) keeps going for that many seconds.
@@ -81,6 +82,14 @@ def mutate(text: str, rng: random.Random) -> str:
     return text
 
 
+RSS_EVERY = 25      # mutants between two RSS samples (memory flat within 10 % over the run)
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
 class Hang(Exception):
     pass
 
@@ -115,6 +124,7 @@ def test_fuzz_mutated_programs_through_front_and_back_end(tmp_path):
     base = sources()
     small = [s for s in base if len(s[1]) < 6000]
     counts = {"ok": 0, "refused": 0}
+    rss: list[int] = []                   # current RSS every RSS_EVERY mutants
     start = time.monotonic()
     old = signal.signal(signal.SIGALRM, _alarm)
     try:
@@ -139,12 +149,17 @@ def test_fuzz_mutated_programs_through_front_and_back_end(tmp_path):
             finally:
                 signal.alarm(0)
             i += 1
+            if i % RSS_EVERY == 0:
+                rss.append(_rss_kib())
     finally:
         signal.signal(signal.SIGALRM, old)
     elapsed = time.monotonic() - start
+    tenth = max(1, len(rss) // 10)
+    first, last = sum(rss[:tenth]) / tenth, sum(rss[-tenth:]) / tenth
     print(f"fuzz: {i} mutants in {elapsed:.0f} s: {counts['ok']} compiled and ran packets, "
-          f"{counts['refused']} refused with one line")
+          f"{counts['refused']} refused with one line; RSS {first:.0f} -> {last:.0f} KiB (first/last 10 %)")
     assert i >= MINIMUM
+    assert last <= first * 1.10, f"RSS grew {first:.0f} -> {last:.0f} KiB over {i} mutants"
     assert counts["ok"] >= i // 20      # mutations still leave many programs valid
     assert counts["refused"] >= i // 2
 
