@@ -43,6 +43,8 @@ GRANT_FLOOR = 1e4                      # bytes/s: a grant below this is raised t
 # (the receiver's share for us may have shrunk since its last grant: other senders started) ...
 UNSCHEDULED_PACKETS = 4
 GRANT_WAIT_MIN = 0.1                   # ... and waits at most max(this, 2 RTO) for it (OPEN lost)
+WRITE_OFF_MIN = 0.1                    # s: unacknowledged packets of a closed window presumed lost after
+                                       # max(this, 2 RTO) without ACK progress (a stalled switch is slower)
 
 
 @dataclass
@@ -296,6 +298,9 @@ class Endpoint:
                 worked = True
         return worked
 
+    def _write_off(self, dest: tuple[str, int]) -> float:
+        return max(WRITE_OFF_MIN, 2 * self.rto_for(dest))
+
     def _grant_wait(self, tx: OutgoingTensor) -> float:
         return max(GRANT_WAIT_MIN, 2 * self.rto_for(tx.dest))
 
@@ -314,11 +319,15 @@ class Endpoint:
         burst = grants.burst_bytes(dest)
         if burst is not None:                  # a granted rate: no GSO batch beyond its bucket
             gso_k = min(gso_k, int(burst // stride))
+        write_off = self._write_off(dest)
+        window = grants.windows.get(dest)
+        if window is not None:                 # ... nor beyond the window
+            gso_k = min(gso_k, window)
         while pos < end:
             i = int(queue[pos])
             k = min(gso_k, end - pos, full - i)
             try:
-                if not grants.ready(dest):
+                if not grants.ready(dest) or not grants.window_open(dest, write_off):
                     break
                 if k > 1:
                     nbytes = k * stride
@@ -345,6 +354,7 @@ class Endpoint:
             except OSError as exc:
                 log.debug("sendto %s failed: %s", dest, exc)
             grants.charge(dest, nbytes)
+            grants.on_sent(dest, k)
             tx.stats.packets += k
             tx.stats.bytes += nbytes
             pos += k
@@ -359,6 +369,7 @@ class Endpoint:
                 grant_wait = self.grants.wait_time(tx.dest)   # 0: not grant-bound (pacer, socket)
                 if not tx.granted:
                     grant_wait = max(grant_wait, tx.data_start + self._grant_wait(tx) - now)
+                grant_wait = max(grant_wait, self.grants.window_wait(tx.dest, self._write_off(tx.dest)))
                 if grant_wait > 0:
                     wait = min(wait, grant_wait)
             elif tx.state is SendState.OPENING:
@@ -455,6 +466,7 @@ class Endpoint:
             return
         msg = b0 & 0xF
         if msg == P.MSG_DATA:
+            self.rx.count_data(addr, 1, worker, it, tid, b3 >> 4)
             self.rx.data(mv, flags, b3, worker, it, tid, count, off, ce, seq, addr)
         else:
             self._control(msg, b1 >> 5, flags, b3 >> 4, worker, it, tid, seq,
@@ -473,12 +485,18 @@ class Endpoint:
                 self.rx.on_open(layer, dtype, worker, it, tid, rest, addr)
             elif sub == P.CTRL_OPEN_ACK:
                 self._peer_ready(addr)
+            elif sub == P.CTRL_ACK:
+                if len(rest) < P.ACK_BODY.size:
+                    self.drops["bad_control"] += 1
+                    return
+                self.grants.on_ack(addr, P.ACK_BODY.unpack_from(rest)[0])
             elif sub == P.CTRL_GRANT:
                 if len(rest) < P.GRANT_BODY.size:
                     self.drops["bad_control"] += 1
                     return
-                rate, _senders = P.GRANT_BODY.unpack_from(rest)
+                rate, _senders, window = P.GRANT_BODY.unpack_from(rest)
                 self.grants.grant(addr, max(GRANT_FLOOR, float(rate)))
+                self.grants.set_window(addr, window)
                 tx = self.outgoing.get((addr, tid))
                 if tx is not None and tx.pt.iteration == it:
                     tx.granted = True            # the answer to this tensor's OPEN
@@ -504,6 +522,8 @@ class Endpoint:
             ready = tx.on_bitmap(round_, chunk, n_chunks, first, nbits, deficit, body[P.BITMAP_HEAD.size:], now)
             self._rtt_sample(tx)
             if ready:
+                self._round_over(tx)
+            if ready:
                 self._plan(tx, now)
         elif msg == P.MSG_DONE:
             tx = self.outgoing.get((addr, tid))
@@ -511,8 +531,15 @@ class Endpoint:
                 self.drops["stale_control"] += 1
                 return
             tx.on_done(body, now)
+            self._round_over(tx)
         else:
             self.drops["bad_msg_type"] += 1
+
+    def _round_over(self, tx: OutgoingTensor) -> None:
+        """A round's answer: what the receiver has not counted of it is lost, not in flight (unless
+        another tensor to the same receiver is sending: its packets may still be on the way)."""
+        if not any(o is not tx and o.dest == tx.dest and o.state is SendState.SENDING for o in self._active):
+            self.grants.write_off(tx.dest)
 
     def _peer_ready(self, addr: tuple[str, int]) -> None:
         if addr in self.ready_peers:

@@ -187,8 +187,10 @@ CTRL_OPEN = 1       # body: TensorDescriptor; announces a tensor before its DATA
 CTRL_ECN_ECHO = 2   # body: ECN_ECHO_BODY; receiver saw CE marks on this tensor
 CTRL_OPEN_ACK = 3   # no body; receiver accepted an OPEN (first contact: sender waits for it)
 ECN_ECHO_BODY = struct.Struct("!I")  # cumulative CE-marked packets of this tensor
-CTRL_GRANT = 4      # body: GRANT_BODY; receiver-driven rate for this sender (receiver.py)
-GRANT_BODY = struct.Struct("!II")    # granted bytes/s, senders active towards the receiver
+CTRL_GRANT = 4      # body: GRANT_BODY; receiver-driven rate and window for this sender (receiver.py)
+GRANT_BODY = struct.Struct("!III")   # granted bytes/s, senders active towards the receiver, window (packets)
+CTRL_ACK = 5        # body: ACK_BODY; DATA packets received from this sender so far (all tensors)
+ACK_BODY = struct.Struct("!I")
 
 # Kind of payload a tensor carries (decides loss semantics at the receiver).
 KIND_GRADIENT = 0    # missing elements are zero-filled

@@ -147,6 +147,11 @@ class GrantPacer:
     The bucket is small (``GRANT_BURST_S`` of the rate), so six senders starting together put a
     few packets each into the receiver's queue, not a window each. The endpoint's AimdPacer still
     applies on top (congestion the receiver cannot see, e.g. TCP on the same port).
+
+    A receiver that grants also gives a window (packets in flight, its share of a queue) and
+    acknowledges every few DATA packets (CONTROL/ACK, cumulative per sender), so a sender stops
+    after its window when the path stalls (a descheduled software switch that would otherwise take
+    a rate's worth of backlog and release it into one queue at once) instead of pacing on into it.
     """
 
     def __init__(self, default_rate: float | None = None, clock=time.monotonic) -> None:
@@ -156,6 +161,13 @@ class GrantPacer:
         self._tokens: dict = {}        # dest -> bytes (may go negative: the debt of the last packet)
         self._refilled: dict = {}      # dest -> time of the last refill
         self.grants_received = 0
+        # window (receivers that grant also acknowledge): DATA packets in flight per destination
+        self.windows: dict = {}        # dest -> packets it lets us have in flight
+        self._sent: dict = {}          # dest -> DATA packets sent to it (all tensors)
+        self._acked: dict = {}         # dest -> DATA packets it reported received (CONTROL/ACK)
+        self._written_off: dict = {}   # dest -> packets presumed lost (no ACK for them in time)
+        self._progress: dict = {}      # dest -> when the in-flight count last went down
+        self.window_stalls = 0         # times a window was written off for want of ACKs
 
     def rate(self, dest) -> float | None:
         return self.rates.get(dest, self.default_rate)
@@ -166,6 +178,57 @@ class GrantPacer:
         self._refill(dest, self.clock())
         self.rates[dest] = max(1.0, float(rate))
         self._tokens[dest] = min(self._tokens.get(dest, 0.0), self._burst(self.rates[dest]))
+
+    def set_window(self, dest, packets: int) -> None:
+        self.windows[dest] = max(1, int(packets))
+
+    def on_sent(self, dest, packets: int) -> None:
+        if dest in self.windows:
+            if self.in_flight(dest) == 0:
+                self._progress[dest] = self.clock()   # the write-off timer runs from here
+            self._sent[dest] = self._sent.get(dest, 0) + packets
+
+    def on_ack(self, dest, received: int) -> None:
+        """The receiver's cumulative DATA count from us (monotonic; older ACKs are ignored)."""
+        if received > self._acked.get(dest, 0):
+            self._acked[dest] = received
+            self._progress[dest] = self.clock()
+
+    def in_flight(self, dest) -> int:
+        return max(0, self._sent.get(dest, 0) - self._acked.get(dest, 0) - self._written_off.get(dest, 0))
+
+    def window_open(self, dest, write_off_after: float) -> bool:
+        """True when one more packet may go to ``dest`` without exceeding its window.
+
+        Packets not acknowledged within ``write_off_after`` of the last progress are presumed lost
+        (selective drop, tail drop) and stop counting, so losses cannot close the window for good;
+        a path that stalls (a descheduled software switch) holds at most a window per write-off.
+        """
+        window = self.windows.get(dest)
+        if window is None:
+            return True
+        flight = self.in_flight(dest)
+        if flight < window:
+            return True
+        if self.clock() - self._progress.get(dest, 0.0) >= write_off_after:
+            self._written_off[dest] = self._written_off.get(dest, 0) + flight
+            self._progress[dest] = self.clock()
+            self.window_stalls += 1
+            return True
+        return False
+
+    def write_off(self, dest) -> None:
+        """Nothing is in flight to ``dest`` any more (a round's answer came): forget the rest."""
+        if dest in self.windows:
+            self._written_off[dest] = self._sent.get(dest, 0) - self._acked.get(dest, 0)
+            self._progress[dest] = self.clock()
+
+    def window_wait(self, dest, write_off_after: float) -> float:
+        """Seconds until a closed window is written off (0 when open or not bound)."""
+        window = self.windows.get(dest)
+        if window is None or self.in_flight(dest) < window:
+            return 0.0
+        return max(0.0, self._progress.get(dest, 0.0) + write_off_after - self.clock())
 
     @staticmethod
     def _burst(rate: float) -> float:

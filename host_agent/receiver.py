@@ -3,7 +3,8 @@
 Owns the assemblies (one per sender and tensor), the callers' expectations and the staging of
 tensors that arrive before anyone asked for them, answers PROBEs (BITMAP or DONE, held back while
 DATA is still trickling in), echoes ECN marks and completes tensors. When the host's link rate is known it also grants every active sender an
-equal share of that link (CONTROL/GRANT, receiver-driven admission). The endpoint reads the socket
+equal share of that link and of a window of packets in flight (CONTROL/GRANT, receiver-driven
+admission) and acknowledges their DATA every few packets (CONTROL/ACK). The endpoint reads the socket
 and hands each DATA packet, GRO batch, OPEN and PROBE to this class; everything it refuses is
 counted in the shared ``drops`` counter.
 
@@ -41,6 +42,9 @@ STAGING_MIN_CHARGE = 1024     # elements a staged tensor costs at least (bounds 
 GRANT_SHARE = 0.93            # share of the link granted (headers, control and pacing jitter: the rest)
 GRANT_IDLE = 0.5              # s without DATA after which a sender no longer counts as active
 GRANT_TICK = 0.02             # s between checks for senders that went quiet (grants to the others)
+WINDOW_PACKETS = 40           # DATA packets all granted senders together may have in flight towards us
+WINDOW_MIN = 4                # ... but each at least this many
+ACK_EVERY = 4                 # CONTROL/ACK after this many DATA packets from a sender
 Address = tuple[str, int]
 
 
@@ -103,6 +107,9 @@ class ReceiveSide:
         self._next_grant_check = 0.0
         self.grants_sent = 0
         self.active_senders_max = 0   # most senders granted at once (all-time)
+        self._rx_from: collections.Counter[Address] = collections.Counter()   # DATA packets per sender
+        self._acked_at: dict[Address, int] = {}
+        self.acks_sent = 0
 
     # -- public API ----------------------------------------------------------------------------
     def expect(self, worker_id: int, iteration: int, tensor_id: int, out: np.ndarray,
@@ -217,6 +224,7 @@ class ReceiveSide:
         if not asm.accept_run(b3 >> 4, count, off, payload, n_crit, ce):
             return 0
         self.packets_received += k
+        self.count_data(addr, k, worker, it, tid, b3 >> 4)
         asm.note_arrival(time.monotonic(), off // asm.epp, k)
         if ce:
             self._echo_ce(asm)
@@ -303,6 +311,23 @@ class ReceiveSide:
                     active[peer] = asm
         return active
 
+    def count_data(self, addr: Address, k: int, worker: int, it: int, tid: int, dtype: int) -> None:
+        """``k`` DATA packets arrived from ``addr``: acknowledge every ``ACK_EVERY`` (window clock).
+
+        The count is cumulative over all tensors from that address, whatever became of the packets
+        (accepted, duplicate, refused): the sender's window counts packets that left the network.
+        """
+        if self.cfg.link_rate is None:
+            return
+        n = self._rx_from[addr] + k
+        self._rx_from[addr] = n
+        if n - self._acked_at.get(addr, 0) >= ACK_EVERY:
+            self._acked_at[addr] = n
+            self.acks_sent += 1
+            hdr = P.DlcpHeader(msg_type=P.MSG_CONTROL, flags=P.FLAG_CRITICAL, dtype=dtype, job_id=self.cfg.job_id,
+                               worker_id=worker, iteration=it, tensor_id=tid)
+            self._send(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_ACK) + P.ACK_BODY.pack(n & 0xFFFFFFFF), addr)
+
     def _regrant(self, now: float, opener: Address | None = None) -> None:
         """Grant every active sender an equal share of our link (CONTROL/GRANT, bytes/s).
 
@@ -321,7 +346,8 @@ class ReceiveSide:
             return
         self.active_senders_max = max(self.active_senders_max, len(active))
         rate = GRANT_SHARE * self.cfg.link_rate / len(active)
-        body = P.CONTROL_HEAD.pack(P.CTRL_GRANT) + P.GRANT_BODY.pack(int(rate), len(active))
+        window = max(WINDOW_MIN, WINDOW_PACKETS // len(active))
+        body = P.CONTROL_HEAD.pack(P.CTRL_GRANT) + P.GRANT_BODY.pack(int(rate), len(active), window)
         for peer, asm in active.items():
             if peer == opener or self._granted.get(peer) != rate:
                 self._granted[peer] = rate

@@ -5,7 +5,9 @@ one switch port: a FIFO of ``depth`` packets drained at ``rate`` bytes/s, tail d
 Queue occupancy is computed from the kernel's receive timestamps (SO_TIMESTAMPNS), so a relay
 thread that is descheduled for a while does not invent a burst. Without grants six unpaced
 senders overrun the queue (the incast of docs/experiments.md); with grants the receiver shares
-its link among them and the queue never overflows.
+its link among them and the queue never overflows. With ``stall`` the relay also behaves like a
+descheduled software switch (it stops reading for a while and loses that link time): then only
+the window (ACK-clocked packets in flight) keeps the backlog within the queue.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 import pytest
 
 from host_agent import protocol as P
+from host_agent import receiver
 from host_agent.packetizer import packetize
 from host_agent.policy import TagPolicy
 from host_agent.receiver import GRANT_SHARE
@@ -36,8 +39,13 @@ PACKETS = 160                 # per sender: 960 packets, ~0.9 s at LINK
 class Bottleneck:
     """Relay whose client->target direction is one rate-limited, tail-dropping FIFO port."""
 
-    def __init__(self, target: tuple[str, int], rate: float, depth: int) -> None:
+    def __init__(self, target: tuple[str, int], rate: float, depth: int,
+                 stall: tuple[float, float] | None = None) -> None:
         self.target, self.rate, self.depth = target, rate, depth
+        # (every, for): stop reading for ``for`` s every ``every`` s and take packets when read, as a
+        # descheduled software switch does (it sees a packet when it reads it: its link time is lost)
+        self.stall = stall
+        self._next_stall = time.time() + (stall[0] if stall else 0.0)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -86,6 +94,10 @@ class Bottleneck:
     def _loop(self) -> None:
         while not self._stop.is_set():
             now = time.time()
+            if self.stall and now >= self._next_stall:
+                time.sleep(self.stall[1])
+                self._next_stall = time.time() + self.stall[0]
+                now = time.time()
             while self.queue and self.queue[0][0] <= now:
                 _dep, up, data = self.queue.popleft()
                 up.sendto(data, self.target)
@@ -96,7 +108,7 @@ class Bottleneck:
                 if s is self.sock:
                     data, anc, _f, client = s.recvmsg(65536, socket.CMSG_SPACE(16))
                     when = time.time()
-                    for level, kind, cdata in anc:
+                    for level, kind, cdata in anc if self.stall is None else ():
                         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(cdata) >= 16:
                             sec, nsec = struct.unpack("qq", cdata[:16])
                             when = sec + nsec * 1e-9
@@ -106,18 +118,18 @@ class Bottleneck:
                     if len(data) >= P.DLCP_HEADER_LEN + P.CONTROL_HEAD.size and data[0] & 0xF == P.MSG_CONTROL \
                             and data[P.DLCP_HEADER_LEN] == P.CTRL_GRANT:
                         self.grants_seen += 1
-                        rate, _n = P.GRANT_BODY.unpack_from(data, P.DLCP_HEADER_LEN + P.CONTROL_HEAD.size)
+                        rate = P.GRANT_BODY.unpack_from(data, P.DLCP_HEADER_LEN + P.CONTROL_HEAD.size)[0]
                         client = self.client_of[s]
                         self.min_grant[client] = min(rate, self.min_grant.get(client, rate))
                     self.sock.sendto(data, self.client_of[s])
 
 
-def _incast(endpoints, link_rate: float | None):
+def _incast(endpoints, link_rate: float | None, stall: tuple[float, float] | None = None):
     """Six senders push one tensor each at the same moment; returns (bottleneck, senders, rx, secs)."""
     rx = endpoints(job_id=1, link_rate=link_rate)
     senders = [endpoints(job_id=1, worker_id=w, link_rate=link_rate) for w in range(SENDERS)]
     policy = TagPolicy(critical_share=1.0, loss_bound=0.0)      # every packet needed: drops show as retx
-    with Bottleneck(rx.address, LINK, DEPTH) as port:
+    with Bottleneck(rx.address, LINK, DEPTH, stall) as port:
         for ep in senders:                     # first contact (OPEN/OPEN_ACK) before the measurement
             h = ep.send(packetize(np.ones(8, np.float32), tensor_id=1, policy=policy, job_id=1,
                                   worker_id=ep.cfg.worker_id, iteration=0), port.address)
@@ -171,3 +183,23 @@ def test_without_grants_six_senders_overrun_the_queue(endpoints):
     assert rx.rx.grants_sent == 0 and port.grants_seen == 0
     assert port.tail_drops > SENDERS * PACKETS // 4
     assert sum(s.stats.retransmitted for s in sends) > 0
+
+
+STALL = (0.15, 0.06)          # the relay stops for 60 ms every 150 ms (a loaded machine's switch process)
+
+
+@pytest.mark.timeout(120)
+def test_window_bounds_the_burst_after_a_switch_stall(endpoints):
+    """Rate alone keeps sending into a stalled switch, which then releases the backlog at once; the
+    window (ACK-clocked) stops each sender after its share of the queue."""
+    port, sends, rx, senders, elapsed = _incast(endpoints, LINK, STALL)
+    assert rx.rx.acks_sent > 0 and all(ep.grants.windows for ep in senders)
+    assert port.max_occupancy <= receiver.WINDOW_PACKETS + SENDERS * 2, port.max_occupancy
+    assert port.tail_drops == 0, f"{port.tail_drops} tail drops (max occupancy {port.max_occupancy})"
+
+
+@pytest.mark.timeout(120)
+def test_rate_without_window_overruns_a_stalling_switch(endpoints, monkeypatch):
+    monkeypatch.setattr(receiver, "WINDOW_PACKETS", 1 << 20)      # grants as before, window never closes
+    port, sends, rx, senders, elapsed = _incast(endpoints, LINK, STALL)
+    assert port.tail_drops > 0

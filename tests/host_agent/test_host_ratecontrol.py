@@ -129,3 +129,28 @@ def test_grant_pacer_bounds_each_destination_at_its_grant():
     for _ in range(3):
         g.charge(a, 1500)                   # 4500 bytes out of a 3000-byte bucket
     assert g.wait_time(a) == pytest.approx((4500 - GRANT_BURST_MIN) / 1e4)
+
+
+def test_grant_pacer_window_acks_and_write_off():
+    from host_agent.ratecontrol import GrantPacer
+    clk = Clock()
+    g = GrantPacer(default_rate=None, clock=clk)
+    d = ("10.0.0.1", 1)
+    assert g.window_open(d, 0.1)            # no window from this receiver: not bound
+    g.set_window(d, 6)
+    for _ in range(6):
+        assert g.window_open(d, 0.1)
+        g.on_sent(d, 1)
+    assert not g.window_open(d, 0.1) and g.in_flight(d) == 6
+    assert g.window_wait(d, 0.1) == pytest.approx(0.1)
+    g.on_ack(d, 4)                          # the receiver counted 4: two still in flight
+    assert g.in_flight(d) == 2 and g.window_open(d, 0.1)
+    g.on_ack(d, 3)                          # an older ACK changes nothing
+    assert g.in_flight(d) == 2
+    g.on_sent(d, 4)
+    assert not g.window_open(d, 0.1)
+    clk.t += 0.11                           # no ACK progress for the write-off time: presumed lost
+    assert g.window_open(d, 0.1) and g.in_flight(d) == 0 and g.window_stalls == 1
+    g.on_sent(d, 3)
+    g.write_off(d)                          # a round's answer: nothing is in flight any more
+    assert g.in_flight(d) == 0
