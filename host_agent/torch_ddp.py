@@ -263,8 +263,7 @@ class DlcpCommState:
         work = buf if buf.dtype == torch.float32 else buf.to(torch.float32)
         flat = work.detach().numpy().reshape(-1)
         if self.world > 1:
-            self._ring(job, flat)
-        flat /= self.world
+            self._ring(job, flat)       # averages: each rank divides the chunk it reduced
         if self.cfg.lost_elements == "previous":
             self._previous[(job.bucket_index, job.layout)] = flat.copy()
         if work is not buf:
@@ -316,6 +315,7 @@ class DlcpCommState:
             if recv is not None and previous is not None and recv.stats.received < recv.stats.n_packets:
                 self._fill_previous(recv, tmp, previous[bounds[recv_c]:bounds[recv_c + 1]], s + 1)
             chunk[recv_c] += tmp
+        chunk[(r + 1) % n] /= n         # the chunk this rank reduced; the others arrive averaged
         for s in range(n - 1):                                       # all-gather
             send_c, recv_c = (r + 1 - s) % n, (r - s) % n
             self._transfer(job, n - 1 + s, base + n - 1 + s, chunk[send_c], position[send_c], gather,
