@@ -163,41 +163,80 @@ class DlcpHost : public ns3::Application {
   void StopApplication() override { ns3::Simulator::Cancel(m_sendEvent); }
 
   // ---------------------------------------------------------------- TCP transfers
-  struct TcpOut { uint32_t id; uint64_t left; bool header; };
-  void StartTcp(uint32_t id) {
+  // A connection carries transfers one after another, each as [transfer id: 4 bytes][its bytes].
+  // Training traffic (pushes, pulls) uses one persistent connection per peer, opened when the job
+  // starts (as ps-lite/Gloo keep theirs); background flows get a connection each, closed after.
+  struct TcpConn { ns3::Ptr<ns3::Socket> s; std::deque<uint32_t> q; uint64_t left = 0; bool header = true;
+                   bool persistent = false, connected = false; };
+ public:
+  void Preconnect(uint32_t dst) {
+    if (!m_persistent.count(dst)) m_persistent[dst] = OpenConn(dst, true);
+  }
+ private:
+  ns3::Socket* OpenConn(uint32_t dst, bool persistent) {
     SimNet& net = SimNet::Get();
     auto s = ns3::Socket::CreateSocket(GetNode(), ns3::TcpSocketFactory::GetTypeId());
     s->Bind();
-    m_tcpOut[ns3::PeekPointer(s)] = TcpOut{id, net.transfers[id].bytes, true};
-    m_tcpSockets.push_back(s);
+    TcpConn& c = m_conns[ns3::PeekPointer(s)];
+    c.s = s;
+    c.persistent = persistent;
     s->SetConnectCallback(ns3::MakeCallback(&DlcpHost::OnConnected, this), ns3::MakeNullCallback<void, ns3::Ptr<ns3::Socket>>());
     s->SetSendCallback(ns3::MakeCallback(&DlcpHost::OnSendSpace, this));
-    s->Connect(ns3::InetSocketAddress(ns3::Ipv4Address(net.addr[net.transfers[id].dst]), kTcpPort));
+    s->Connect(ns3::InetSocketAddress(ns3::Ipv4Address(net.addr[dst]), kTcpPort));
+    return ns3::PeekPointer(s);
   }
-  void OnConnected(ns3::Ptr<ns3::Socket> s) { Fill(s); }
+  void StartTcp(uint32_t id) {
+    SimNet& net = SimNet::Get();
+    const TransferRec& r = net.transfers[id];
+    ns3::Socket* s;
+    if (r.kind == 2) {
+      s = OpenConn(r.dst, false);
+    } else {
+      Preconnect(r.dst);
+      s = m_persistent[r.dst];
+    }
+    TcpConn& c = m_conns[s];
+    c.q.push_back(id);
+    if (c.connected) Fill(c.s);
+  }
+  void OnConnected(ns3::Ptr<ns3::Socket> s) {
+    auto it = m_conns.find(ns3::PeekPointer(s));
+    if (it == m_conns.end()) return;
+    it->second.connected = true;
+    Fill(s);
+  }
   void OnSendSpace(ns3::Ptr<ns3::Socket> s, uint32_t) { Fill(s); }
   void Fill(ns3::Ptr<ns3::Socket> s) {
-    auto it = m_tcpOut.find(ns3::PeekPointer(s));
-    if (it == m_tcpOut.end()) return;
-    TcpOut& o = it->second;
-    if (o.header) {                            // the transfer id: the stream's first 4 bytes
-      if (s->GetTxAvailable() < 4) return;
-      uint8_t h[4] = {(uint8_t)(o.id >> 24), (uint8_t)(o.id >> 16), (uint8_t)(o.id >> 8), (uint8_t)o.id};
-      s->Send(ns3::Create<ns3::Packet>(h, 4));
-      o.header = false;
+    auto it = m_conns.find(ns3::PeekPointer(s));
+    if (it == m_conns.end() || !it->second.connected) return;
+    TcpConn& c = it->second;
+    while (!c.q.empty()) {
+      uint32_t id = c.q.front();
+      if (c.header) {
+        if (s->GetTxAvailable() < 4) return;
+        uint8_t h[4] = {(uint8_t)(id >> 24), (uint8_t)(id >> 16), (uint8_t)(id >> 8), (uint8_t)id};
+        s->Send(ns3::Create<ns3::Packet>(h, 4));
+        c.header = false;
+        c.left = SimNet::Get().transfers[id].bytes;
+      }
+      while (c.left > 0) {
+        uint32_t room = s->GetTxAvailable();
+        if (room == 0) return;
+        uint32_t n = (uint32_t)std::min<uint64_t>({c.left, room, 65536});
+        int sent = s->Send(ns3::Create<ns3::Packet>(n));
+        if (sent <= 0) return;
+        c.left -= (uint64_t)sent;
+      }
+      c.q.pop_front();
+      c.header = true;
+      if (!c.persistent) {
+        s->Close();
+        m_conns.erase(it);
+        return;
+      }
     }
-    while (o.left > 0) {
-      uint32_t room = s->GetTxAvailable();
-      if (room == 0) return;
-      uint32_t n = (uint32_t)std::min<uint64_t>({o.left, room, 65536});
-      int sent = s->Send(ns3::Create<ns3::Packet>(n));
-      if (sent <= 0) return;
-      o.left -= (uint64_t)sent;
-    }
-    s->Close();
-    m_tcpOut.erase(it);
   }
-  struct TcpIn { int64_t id = -1; uint8_t hdr[4]; uint32_t hdrGot = 0; uint64_t got = 0; };
+  struct TcpIn { int64_t id = -1; uint8_t hdr[4]; uint32_t hdrGot = 0; uint64_t left = 0; };
   void OnAccept(ns3::Ptr<ns3::Socket> s, const ns3::Address&) {
     m_tcpIn[ns3::PeekPointer(s)] = TcpIn();
     m_tcpSockets.push_back(s);
@@ -209,16 +248,26 @@ class DlcpHost : public ns3::Application {
     ns3::Ptr<ns3::Packet> p;
     while ((p = s->Recv())) {
       uint32_t size = p->GetSize(), off = 0;
-      if (in.hdrGot < 4) {
-        uint8_t buf[4];
-        uint32_t take = std::min<uint32_t>(4 - in.hdrGot, size);
-        p->CopyData(buf, take);
-        for (uint32_t i = 0; i < take; ++i) in.hdr[in.hdrGot++] = buf[i];
-        off = take;
-        if (in.hdrGot == 4) in.id = Get32(in.hdr);
+      while (off < size) {
+        if (in.id < 0) {                       // the next transfer's id
+          uint32_t take = std::min<uint32_t>(4 - in.hdrGot, size - off);
+          uint8_t buf[4];
+          p->CreateFragment(off, take)->CopyData(buf, take);
+          for (uint32_t i = 0; i < take; ++i) in.hdr[in.hdrGot++] = buf[i];
+          off += take;
+          if (in.hdrGot < 4) break;
+          in.hdrGot = 0;
+          in.id = Get32(in.hdr);
+          in.left = net.transfers[in.id].bytes;
+        }
+        uint32_t take = (uint32_t)std::min<uint64_t>(in.left, size - off);
+        in.left -= take;
+        off += take;
+        if (in.left == 0) {
+          net.Complete((uint32_t)in.id);
+          in.id = -1;
+        }
       }
-      in.got += size - off;
-      if (in.id >= 0 && in.got >= net.transfers[in.id].bytes) net.Complete((uint32_t)in.id);
     }
   }
 
@@ -560,7 +609,8 @@ class DlcpHost : public ns3::Application {
   uint16_t m_job = 1;
   ns3::Ptr<ns3::Socket> m_udp, m_listen;
   std::vector<ns3::Ptr<ns3::Socket>> m_tcpSockets;
-  std::map<ns3::Socket*, TcpOut> m_tcpOut;
+  std::map<ns3::Socket*, TcpConn> m_conns;
+  std::map<uint32_t, ns3::Socket*> m_persistent;
   std::map<ns3::Socket*, TcpIn> m_tcpIn;
   std::map<uint32_t, std::shared_ptr<OutTransfer>> m_out;
   std::map<uint32_t, InTransfer> m_in;
@@ -598,7 +648,7 @@ class PsJob {
   }
   void Start() {
     SimNet::Get().onDone = [this](uint32_t id) { this->OnDone(id); };
-    for (uint32_t w = 0; w < W; ++w) ForwardStep(w, 0);       // iteration 0's forward needs no pull
+    ns3::Simulator::Schedule(ns3::NanoSeconds(1), &PsJob::Begin, this);   // after the hosts started
   }
   double FwdDone(uint32_t w, uint32_t i) const { return m_fwdDone[w][i]; }
   uint32_t Iterations() const { return m_iters; }
@@ -612,6 +662,16 @@ class PsJob {
 
  private:
   struct Tag { uint32_t w, g, it; bool push; };
+  void Begin() {
+    SimNet& net = SimNet::Get();
+    if (!m_dlcp) {                             // TCP: the job's persistent connections, both ways
+      for (uint32_t w = 0; w < W; ++w) {
+        net.hosts[m_workers[w]]->Preconnect(m_ps);
+        net.hosts[m_ps]->Preconnect(m_workers[w]);
+      }
+    }
+    for (uint32_t w = 0; w < W; ++w) ForwardStep(w, 0);       // iteration 0's forward needs no pull
+  }
   // forward pass of iteration ``it`` on worker w: group g may run once its parameters of it-1 arrived
   void ForwardStep(uint32_t w, uint32_t it) {
     if (m_fwdBusy[w]) return;
