@@ -96,11 +96,14 @@ def test_gc_pause_restores_the_collector_state():
         del junk
     assert gc.isenabled()
     assert gc.get_freeze_count() == frozen   # nothing left exempt from collection
+    young_passes = gc.get_stats()[0]["collections"]
     with paused():                       # a bulk pause: what it allocated goes to the oldest generation
-        junk = [[i] for i in range(BULK_OBJECTS)]
+        junk = [[i] for i in range(BULK_OBJECTS + 1000)]
+    more = [[i] for i in range(300)]     # allocations after it (fewer than the young threshold)
     assert gc.isenabled() and gc.get_freeze_count() == frozen
-    assert gc.get_count()[0] < 50        # no deferred young pass over what the pause allocated
-    del junk
+    assert gc.get_stats()[0]["collections"] == young_passes   # no deferred young pass over the pause's objects
+    assert gc.get_count()[0] < 350
+    del junk, more
     gc.disable()
     try:
         with paused():

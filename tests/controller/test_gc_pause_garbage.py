@@ -69,7 +69,7 @@ def test_garbage_moved_by_bulk_pauses_is_collected_eventually(monkeypatch) -> No
     monkeypatch.setattr(gc_pause, "_after_collect", 0, raising=False)
     for _ in range(12):
         with gc_pause.paused():
-            bulk = [(i,) for i in range(bulk_size)]    # a bulk pause (e.g. a big YAML)
+            bulk = [(i,) for i in range(bulk_size + 1000)]    # a bulk pause (e.g. a big YAML)
             for _ in range(2000):
                 _Cycle()
         del bulk
