@@ -10,7 +10,7 @@ DlcpSender). Modes:
 * ``tcp-newreno`` / ``tcp-cubic``: gradient flows over TCP, switch ports one FIFO holding the same
   total buffer as a DLCP port (queues x queue_depth packets);
 * ``dctcp``: TcpDctcp with ECN, switch ports RED marking at K = 65 packets per 10 Gbit/s
-  (the DCTCP paper's guideline, at least 20), same total buffer.
+  (the DCTCP paper's guideline, at least 20, at most half the buffer), same total buffer.
 
 Every switch forwards with DlcpRouting (per-flow ECMP, plus per-packet spraying of DLCP DATA).
 Background flows are TCP in every mode (the mode's TCP variant; NewReno for ``dlcp``).
@@ -246,7 +246,9 @@ def _install_switch_qdisc(ns, sim, dev, policy: Policy, mode: str, rate_bps: int
     if mode == "dlcp":
         tch.SetRootQueueDisc("dlcpsim::DlcpQueueDisc")
     elif mode == "dctcp":
-        k = max(20, round(65 * rate_bps / 10e9))
+        # the DCTCP paper's K (65 packets at 10 Gbit/s, at least 20), scaled with the rate but never past
+        # half the buffer: at 100 Gbit/s 650 packets exceed the 512-packet buffer and RED never marks
+        k = min(max(20, round(65 * rate_bps / 10e9)), total_buffer // 2)
         tch.SetRootQueueDisc("ns3::RedQueueDisc", "MinTh", ns.DoubleValue(k), "MaxTh", ns.DoubleValue(k),
                              "QW", ns.DoubleValue(1.0), "UseEcn", ns.BooleanValue(True),
                              "UseHardDrop", ns.BooleanValue(False), "MeanPktSize", ns.UintegerValue(1500),
