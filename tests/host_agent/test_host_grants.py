@@ -22,8 +22,8 @@ import time
 import numpy as np
 import pytest
 
+from host_agent import endpoint, receiver
 from host_agent import protocol as P
-from host_agent import receiver
 from host_agent.packetizer import packetize
 from host_agent.policy import TagPolicy
 from host_agent.receiver import GRANT_SHARE
@@ -185,13 +185,16 @@ def test_without_grants_six_senders_overrun_the_queue(endpoints):
     assert sum(s.stats.retransmitted for s in sends) > 0
 
 
-STALL = (0.15, 0.06)          # the relay stops for 60 ms every 150 ms (a loaded machine's switch process)
+STALL = (0.2, 0.08)           # the relay stops for 80 ms every 200 ms (a loaded machine's switch process)
 
 
 @pytest.mark.timeout(120)
-def test_window_bounds_the_burst_after_a_switch_stall(endpoints):
+def test_window_bounds_the_burst_after_a_switch_stall(endpoints, monkeypatch):
     """Rate alone keeps sending into a stalled switch, which then releases the backlog at once; the
-    window (ACK-clocked) stops each sender after its share of the queue."""
+    window (ACK-clocked) stops each sender after its share of the queue. (The write-off of a window
+    that got no ACK for 0.1 s, loss recovery, is moved out of the way: a loaded test machine can
+    delay this loop's ACKs that long; test_host_ratecontrol.py checks it.)"""
+    monkeypatch.setattr(endpoint, "WRITE_OFF_MIN", 0.5)
     port, sends, rx, senders, elapsed = _incast(endpoints, LINK, STALL)
     assert rx.rx.acks_sent > 0 and all(ep.grants.windows for ep in senders)
     assert port.max_occupancy <= receiver.WINDOW_PACKETS + SENDERS * 2, port.max_occupancy
@@ -201,5 +204,6 @@ def test_window_bounds_the_burst_after_a_switch_stall(endpoints):
 @pytest.mark.timeout(120)
 def test_rate_without_window_overruns_a_stalling_switch(endpoints, monkeypatch):
     monkeypatch.setattr(receiver, "WINDOW_PACKETS", 1 << 20)      # grants as before, window never closes
+    monkeypatch.setattr(endpoint, "WRITE_OFF_MIN", 0.5)
     port, sends, rx, senders, elapsed = _incast(endpoints, LINK, STALL)
-    assert port.tail_drops > 0
+    assert port.tail_drops > SENDERS * 2, f"{port.tail_drops} tail drops"
