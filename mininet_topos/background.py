@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--burst", type=int, default=0, help="packets per incast burst (0: none)")
     p.add_argument("--burst-every", type=float, default=0.5, help="seconds between bursts")
     p.add_argument("--tcp", action="store_true", help="one long-lived bulk TCP flow to --dst:--port (5001)")
-    p.add_argument("--cc", help="--tcp: congestion control (TCP_CONGESTION; default: the system's, cubic)")
+    p.add_argument("--cc", help="--tcp: congestion control (TCP_CONGESTION; default: the system's net.ipv4.tcp_congestion_control)")
     p.add_argument("--sink", action="store_true", help="accept bulk TCP on --port (5001) and discard it")
     args = p.parse_args(argv)
     if not args.sink and not args.dst:

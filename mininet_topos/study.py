@@ -34,6 +34,10 @@ from mininet_topos.scenarios import MODES, Job, Scenario
 from mininet_topos.topologies import Topology, build
 
 FLOW_WARMUP_S = 1.0
+# The competing bulk flows run Linux's default congestion control, set per socket: some machines
+# (this project's VMs) default to bbr, and the scenarios' status quo is cubic.
+BULK_TCP_CC = "cubic"
+ALLOWED_CC = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
 
 
 class StudyError(RuntimeError):
@@ -71,6 +75,25 @@ def run_order(modes: tuple[str, ...], seeds: list[int]) -> list[tuple[int, str]]
     return order
 
 
+def allow_congestion_controls(needed: set[str]) -> str | None:
+    """Add ``needed`` to the kernel's allowed list and return the old list (None: nothing changed).
+
+    A network namespace may make only an allowed congestion control its default, and gloo's
+    sockets (torch-ddp's TCP modes) use the namespace default: with the list at "reno bbr", a
+    namespace cannot pick cubic. Per-socket choices (our agents, the bulk flows) need no change:
+    the runner is root. ``stop_network`` restores the old list.
+    """
+    try:
+        old = ALLOWED_CC.read_text().split()
+    except OSError:
+        return None
+    missing = sorted(needed - set(old))
+    if not missing:
+        return None
+    ALLOWED_CC.write_text(" ".join(old + missing))
+    return " ".join(old)
+
+
 def _sh(cmd: list[str], what: str, timeout: float = 120.0) -> str:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0:
@@ -93,6 +116,7 @@ class Study:
         self.topo: Topology | None = None
         self.pipeline: dict[str, Path] = {}
         self.configs: dict[str, Path] = {}
+        self._allowed_cc_before: str | None = None
 
     # -- network ----------------------------------------------------------------------------
     def _topology(self) -> Topology:
@@ -108,6 +132,9 @@ class Study:
     def start_network(self) -> None:
         from mininet_topos.experiment import ExperimentConfig, netconfig
         self.topo = self._topology()
+        if any(j.kind == "torch-ddp" for j in self.scen.jobs):
+            self._allowed_cc_before = allow_congestion_controls({MODES[m].tcp_cc for m in self.modes
+                                                                 if MODES[m].tcp_cc})
         self.net = EmulatedNetwork(self.topo, self.run_dir / "switches", target=self.cfg.target, pcap=self.cfg.pcap,
                                    queue_depth=self.cfg.queue_depth)
         self.net.start()
@@ -126,6 +153,9 @@ class Study:
         if self.net is not None:
             self.net.stop()
             self.net = None
+        if self._allowed_cc_before is not None:
+            ALLOWED_CC.write_text(self._allowed_cc_before)
+            self._allowed_cc_before = None
 
     # -- one run ----------------------------------------------------------------------------
     def _job_commands(self, job: Job, mode: str, seed: int, iterations: int, out_dir: Path) -> dict[str, list[str]]:
@@ -196,7 +226,7 @@ class Study:
             for dst in sorted(sinks):
                 flows.append(self._popen(dst, agents.tcp_sink(self.cfg.timeout_s + 30), out_dir / f"sink-{dst}.log"))
             for i, f in enumerate(self.scen.flows):
-                cmd = agents.tcp_bulk(self.topo.hosts[f.dst], self.cfg.timeout_s + 30)
+                cmd = agents.tcp_bulk(self.topo.hosts[f.dst], self.cfg.timeout_s + 30, cc=BULK_TCP_CC)
                 flows.append(self._popen(f.src, cmd, out_dir / f"bulk{i}-{f.src}.log"))
             if flows:
                 time.sleep(FLOW_WARMUP_S)   # the bulk flows are long-lived: running before training starts

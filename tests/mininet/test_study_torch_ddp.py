@@ -1,7 +1,8 @@
 """``dlcp-exp --scenario torch-ddp`` in short form: real PyTorch DDP ranks in Mininet through p4sim.
 
 One seed, 3 DDP iterations per mode, ``dlcp`` (the DLCP hook, full DLCP switches) against
-``tcp-bbr`` (DDP's gloo all-reduce over TCP BBR, set in each host's network namespace) next to the
+``tcp-cubic`` (DDP's gloo all-reduce over TCP cubic, set in each host's network namespace: the
+runner adds cubic to the kernel's allowed list for the study and restores it) next to the
 scenario's bulk TCP flows. Checks the study runner's torch-ddp job kind end to end: every rank's
 iteration records (time from ``iteration_seconds``, the hook's packets for dlcp), no failed run,
 and a report row per mode. Budget: about 3 minutes on the loaded 2-core machine (torch imports in
@@ -18,7 +19,8 @@ from mininet_topos.study import Study, StudyConfig
 from mininet_topos.topologies import build
 
 pytestmark = [pytest.mark.mininet, pytest.mark.slow]
-MODES = ("dlcp", "tcp-bbr")
+MODES = ("dlcp", "tcp-cubic")
+ALLOWED_CC = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 ITERATIONS = 3
 
 
@@ -30,7 +32,11 @@ def _read(path):
 def study(tmp_path_factory):
     cfg = StudyConfig(scenario="torch-ddp", modes=MODES, seeds=1, iterations=ITERATIONS, timeout_s=120,
                       link_mbps=40, calibrate=False, out=str(tmp_path_factory.mktemp("torch-ddp")))
+    with open(ALLOWED_CC) as f:
+        allowed_before = f.read()
     run_dir = Study(cfg, log=lambda line: None).run()
+    with open(ALLOWED_CC) as f:
+        assert f.read() == allowed_before       # the kernel's list is as the study found it
     scen = scenarios.get("torch-ddp")
     assert leftovers(build(scen.topo, **scen.topo_params)) == []
     return scen, run_dir
