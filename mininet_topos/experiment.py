@@ -319,10 +319,11 @@ def run_experiment(cfg: ExperimentConfig) -> Path:
 
 
 def parse_args(argv: list[str] | None) -> ExperimentConfig:
+    from mininet_topos.scenarios import MODES, SCENARIOS
     p = argparse.ArgumentParser(prog="dlcp-exp", description="DLCP versus the status quo in Mininet",
-                                epilog="With --scenario NAME (incast, ecmp-collision, tcp-bulk): a study of that scenario, "
-                                       "--seeds runs per mode interleaved, modes dlcp, dlcp-prio, dlcp-drop, dlcp-spray, "
-                                       "udp-reliable, tcp-cubic, tcp-bbr; report with 95 % intervals.")
+                                epilog=f"With --scenario NAME ({', '.join(SCENARIOS)}): a study of that scenario, "
+                                       f"--seeds runs per mode interleaved, modes {', '.join(MODES)}; "
+                                       "report with 95 % intervals.")
     p.add_argument("--topo", default="leaf-spine", help="star | dumbbell | leaf-spine | fat-tree")
     p.add_argument("--workload", default="ps", help="ps | allreduce | torch-ddp | profile:MODEL")
     p.add_argument("--model", default="digits", help="what ps trains: digits (real MLP) or a profile name")
@@ -355,9 +356,10 @@ def parse_args(argv: list[str] | None) -> ExperimentConfig:
 
 
 def study_parser() -> argparse.ArgumentParser:
+    from mininet_topos.scenarios import SCENARIOS
     p = argparse.ArgumentParser(prog="dlcp-exp --scenario", description="one scenario, several modes and seeds, "
                                 "interleaved, with 95 % intervals (docs/experiments.md)")
-    p.add_argument("--scenario", required=True, help="incast | ecmp-collision | tcp-bulk")
+    p.add_argument("--scenario", required=True, help=" | ".join(SCENARIOS))
     p.add_argument("--mode", default="dlcp,dlcp-prio,dlcp-drop,dlcp-spray,udp-reliable,tcp-cubic,tcp-bbr",
                    help="comma-separated modes (default: all seven)")
     p.add_argument("--seeds", type=int, default=5, help="runs per mode (default 5)")
