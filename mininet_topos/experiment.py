@@ -136,18 +136,21 @@ def workload_commands(cfg: ExperimentConfig, topo: Topology, mode: str, out_dir:
     """Host name -> agent command for this workload (the first host serves / is rank 0)."""
     hosts = list(topo.hosts.values())
     common = dict(mode=mode, loss_bound=cfg.loss_bound, seed=cfg.seed, timeout=cfg.timeout_s)
+    # every host's link runs at --link-mbps: DLCP receivers grant their senders shares of it
+    # (docs/transport.md "Admission"), as in the --scenario studies
+    link = ("--link-mbps", str(cfg.link_mbps))
     if cfg.workload == "ps":
         server, workers = hosts[0], hosts[1:]
         cmds = {server.name: agents.ps_server(server, len(workers), cfg.model, cfg.iterations,
-                                              out=out_dir / f"{server.name}.jsonl", **common)}
+                                              out=out_dir / f"{server.name}.jsonl", extra=link, **common)}
         for rank, w in enumerate(workers):
             cmds[w.name] = agents.ps_worker(server, rank, len(workers), cfg.model, cfg.iterations,
-                                            out=out_dir / f"{w.name}.jsonl", **common)
+                                            out=out_dir / f"{w.name}.jsonl", extra=link, **common)
         return cmds
     if cfg.workload == "allreduce" or cfg.workload.startswith("profile:"):
         model = cfg.workload.split(":", 1)[1] if ":" in cfg.workload else "resnet50"
         return {h.name: agents.allreduce_rank(hosts, rank, model, cfg.iterations, out=out_dir / f"{h.name}.jsonl",
-                                              **common) for rank, h in enumerate(hosts)}
+                                              extra=link, **common) for rank, h in enumerate(hosts)}
     if cfg.workload == "torch-ddp":      # PyTorch DDP, digits CNN; mode tcp = gloo (host_agent/torch_train.py)
         return {h.name: agents.torch_ddp_rank(hosts, rank, cfg.iterations, out=out_dir / f"{h.name}.jsonl", **common)
                 for rank, h in enumerate(hosts)}
