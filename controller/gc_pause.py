@@ -19,6 +19,7 @@ issue 11). Hence:
 
 * a small pause (the usual case: one small YAML, one switch's restore) just re-enables the
   collector, whose ordinary young pass (a few milliseconds at most) frees its garbage;
+* the move is skipped while anything is frozen (``gc.unfreeze()`` cannot tell whose it was);
 * the objects moved by bulk pauses are counted, and once they exceed ``FULL_COLLECT_AFTER`` (and
   the population after the previous such collection) a full collection runs at the end of that
   pause, so garbage moved to the oldest generation stays bounded however long the process runs.
@@ -72,7 +73,9 @@ def _resume() -> None:
     """Re-enable collection at the end of the outermost pause (see the module docstring)."""
     global _moved, _after_collect
     grown = gc.get_count()[0] - _tracked_before     # objects allocated (net) during the pause
-    if grown >= BULK_OBJECTS:
+    # gc.unfreeze() would also thaw what another part of the process froze on purpose (an
+    # in-process p4sim server freezes its installed entries): then just re-enable.
+    if grown >= BULK_OBJECTS and gc.get_freeze_count() == 0:
         gc.freeze()                 # everything to the permanent generation, young count reset
         gc.unfreeze()               # ... and back into the oldest one, collectable as before
         _moved += grown

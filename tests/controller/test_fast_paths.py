@@ -86,7 +86,8 @@ def test_plan_lines_limit_is_a_prefix_of_all_lines(index, net_yaml):
 
 def test_gc_pause_restores_the_collector_state():
     assert gc.isenabled()
-    frozen = gc.get_freeze_count()       # an in-process p4sim server of an earlier test may have frozen some
+    gc.unfreeze()                        # an in-process p4sim server of an earlier test may have frozen some
+    frozen = 0
     with paused():
         assert not gc.isenabled()
         junk = [[i] for i in range(5000)]
@@ -111,3 +112,11 @@ def test_gc_pause_restores_the_collector_state():
         assert not gc.isenabled()     # a collector that was off stays off
     finally:
         gc.enable()
+    gc.freeze()                          # someone else's freeze (a p4sim server's) is never thawed
+    try:
+        with paused():
+            junk = [[i] for i in range(BULK_OBJECTS + 1000)]
+        assert gc.get_freeze_count() > 0 and gc.isenabled()
+    finally:
+        gc.unfreeze()
+        del junk
