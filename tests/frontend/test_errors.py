@@ -130,7 +130,7 @@ CASES = [
     pytest.param(P + 'control C(inout bit<8> x) {\n  action a(bit<8> d) { x = d; }\n  table t { key = { x: exact; } actions = { a; } default_action = a(x); }\n  apply { t.apply(); }\n}\n',
                  "prog.p4:5:69: error: argument 'd' of action 'a': action data must be a compile-time constant", False, id='default_data_nonconst'),
     pytest.param(P + 'control C(inout bit<8> x) {\n  counter(4, CounterType.packets) c;\n  table t { key = { x: exact; } actions = { NoAction; } implementation = c; }\n  apply { t.apply(); }\n}\n',
-                 "prog.p4:5:74: error: table property 'implementation' must name an action_profile or an action_selector instance; 'c' is not one", False, id='impl_not_profile'),
+                 "prog.p4:5:74: error: table property 'implementation' must name an action_profile or an action_selector or an ActionProfile or an ActionSelector instance; 'c' is not one", False, id='impl_not_profile'),
     pytest.param(P + 'control C(inout bit<8> x) {\n  register<bit<8>>(4) r;\n  apply { r.write(_, x); }\n}\n',
                  "prog.p4:5:19: error: '_' can only be passed to an 'out' parameter, 'index' is in", False, id='dontcare_in'),
     pytest.param(P + 'control C(inout bit<8> x) {\n  register<bit<8>>(4) r;\n  apply { r.write(idx = 0, value = x); }\n}\n',
