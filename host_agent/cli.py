@@ -290,11 +290,14 @@ def _compute(args: argparse.Namespace, wl) -> ComputeModel:
 def cmd_ps_server(args: argparse.Namespace) -> int:
     out = write_jsonl(args.out)
     wl = make_workload(args.workload, args.workers, args.scale, args.seed)
+    endpoints: list[Endpoint] = []          # the DLCP endpoint, once made (its counters go into records)
 
     def emit(it: int, st) -> None:
         rec = st.as_record()
         rec["packets_by_class"] = {str(k): v for k, v in sorted(st.packets_by_class.items())}
         rec["missing_by_class"] = {str(k): v for k, v in sorted(st.missing_by_class.items())}
+        if endpoints:
+            rec["transport"] = endpoints[0].counters()
         out({"event": "iteration", "role": "ps-server", "iteration": it, "mode": args.mode, **rec})
 
     if args.mode == "tcp":
@@ -303,6 +306,7 @@ def cmd_ps_server(args: argparse.Namespace) -> int:
                               start_timeout=args.start_timeout)
         return 0
     ep = make_endpoint(args, PS_SERVER_ID)
+    endpoints.append(ep)
     out({"event": "listening", "address": "{}:{}".format(*ep.address)})
     overlap.ps_server_udp(ep, wl, args.workers, args.iterations, make_policy(args), args.mtu, args.timeout, emit)
     ep.close(linger=0.5)

@@ -134,6 +134,12 @@ class Endpoint:
         self.grants_missed = 0               # tensors that went on without their GRANT
         self.ready_peers: set[tuple[str, int]] = set()
         self._srtt: dict[tuple[str, int], tuple[float, float]] = {}   # peer -> (srtt, rttvar)
+        # seconds the loop had DATA to send but held it, by what held it (window, grant, aimd,
+        # unscheduled: a new tensor waiting for its GRANT, socket): the records' evidence of why
+        # a transfer took longer than its bytes at the granted rate
+        self.send_blocked: collections.Counter[str] = collections.Counter()
+        self._blocked_since: float | None = None
+        self._blocked_reason = ""
 
     def _size_buffers(self) -> None:
         for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
@@ -276,19 +282,37 @@ class Endpoint:
             self._srtt[tx.dest] = (0.875 * srtt + 0.125 * sample, var)
         self.pacer.rtt = self._srtt[tx.dest][0]
 
+    def counters(self) -> dict:
+        """Cumulative transport counters for the per-iteration records (why time went where)."""
+        g = self.grants
+        return {"send_blocked_s": {k: round(v, 4) for k, v in sorted(self.send_blocked.items())},
+                "window_stalls": g.window_stalls, "grants_missed": self.grants_missed,
+                "grants_received": g.grants_received, "grants_sent": self.rx.grants_sent,
+                "acks_sent": self.rx.acks_sent, "aimd_cuts": self.pacer.decreases,
+                "aimd_rate": None if self.pacer.rate is None else round(self.pacer.rate),
+                "srtt_ms": {f"{a}:{p}": round(v[0] * 1e3, 2) for (a, p), v in self._srtt.items()},
+                "ack_rtt_min_ms": {f"{a}:{p}": round(v * 1e3, 2) for (a, p), v in g.ack_rtt_min.items()}}
+
     def _pump(self) -> bool:
         worked = False
         now = time.monotonic()
+        if self._blocked_since is not None:
+            self.send_blocked[self._blocked_reason] += now - self._blocked_since
+            self._blocked_since = None
+        blocked = ""
         for tx in self._active:
             if tx.state is not SendState.SENDING:
                 continue
             if not tx.granted and tx.stats.packets >= UNSCHEDULED_PACKETS:
                 if now - tx.data_start < self._grant_wait(tx):
+                    blocked = blocked or "unscheduled"
                     continue
                 tx.granted = True               # no GRANT came (OPEN or GRANT lost): last rate
                 self.grants_missed += 1
             before = tx.pos
-            self._send_some(tx)
+            reason = self._send_some(tx)
+            if reason and tx.pos < tx.queue.size and (not blocked or blocked == "unscheduled"):
+                blocked = reason
             worked |= tx.pos != before
             if tx.pos >= tx.queue.size:
                 defer = tx.stalls > 0
@@ -296,6 +320,8 @@ class Endpoint:
                 if not defer:
                     self._sendto(tx.probe_message(), tx.dest)
                 worked = True
+        if blocked:
+            self._blocked_since, self._blocked_reason = now, blocked
         return worked
 
     def _write_off(self, dest: tuple[str, int]) -> float:
@@ -304,8 +330,9 @@ class Endpoint:
     def _grant_wait(self, tx: OutgoingTensor) -> float:
         return max(GRANT_WAIT_MIN, 2 * self.rto_for(tx.dest))
 
-    def _send_some(self, tx: OutgoingTensor) -> None:
-        """Send up to send_batch packets of ``tx`` (GSO batches for runs of full packets)."""
+    def _send_some(self, tx: OutgoingTensor) -> str:
+        """Send up to send_batch packets of ``tx`` (GSO batches for runs of full packets); returns what
+        stopped it short of the batch ("window", "grant", "aimd", "socket", "" = nothing)."""
         pt, sock, dest, pacer = tx.pt, self.sock, tx.dest, self.pacer
         queue, pos = tx.queue, tx.pos
         end = min(pos + self.cfg.send_batch, queue.size)
@@ -323,15 +350,21 @@ class Endpoint:
         window = grants.windows.get(dest)
         if window is not None:                 # ... nor beyond the window
             gso_k = min(gso_k, window)
+        stopped = ""
         while pos < end:
             i = int(queue[pos])
             k = min(gso_k, end - pos, full - i)
             try:
-                if not grants.ready(dest) or not grants.window_open(dest, write_off):
+                if not grants.window_open(dest, write_off):
+                    stopped = "window"
+                    break
+                if not grants.ready(dest):
+                    stopped = "grant"
                     break
                 if k > 1:
                     nbytes = k * stride
                     if not pacer.allow(nbytes):
+                        stopped = "aimd"
                         break
                     try:
                         sock.sendmsg([pt.run(i, k)], [(SOL_UDP, UDP_SEGMENT, stride.to_bytes(2, sys.byteorder))],
@@ -347,9 +380,11 @@ class Endpoint:
                     k = 1
                     nbytes = int(lengths[i])
                     if not pacer.allow(nbytes):
+                        stopped = "aimd"
                         break
                     sock.sendto(pt.packet(i), dest)
             except (BlockingIOError, InterruptedError):
+                stopped = "socket"
                 break
             except OSError as exc:
                 log.debug("sendto %s failed: %s", dest, exc)
@@ -359,6 +394,7 @@ class Endpoint:
             tx.stats.bytes += nbytes
             pos += k
         tx.pos = pos
+        return stopped
 
     def _timers(self) -> float:
         now = time.monotonic()

@@ -106,9 +106,16 @@ class IterationRecord:
     compute_seconds: float
     comm_seconds: float
     comm: CommStats = field(default_factory=CommStats)
+    # when each layer's parameters arrived, seconds after the backward pass began (PS, DLCP)
+    layer_arrival_s: list[float] | None = None
+    transport: dict | None = None      # the endpoint's cumulative counters (Endpoint.counters)
 
     def as_record(self) -> dict:
         rec = self.comm.as_record()
+        if self.layer_arrival_s is not None:
+            rec["layer_arrival_s"] = [round(t, 4) for t in self.layer_arrival_s]
+        if self.transport is not None:
+            rec["transport"] = self.transport
         rec.update(iter_seconds=round(self.iter_seconds, 6), compute_seconds=round(self.compute_seconds, 6),
                    exposed_comm_seconds=round(max(0.0, self.iter_seconds - self.compute_seconds), 6),
                    comm_seconds=round(self.comm_seconds, 6),
@@ -221,7 +228,9 @@ def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int
             stats, comm_s = _finish_comm(loop, sends, recvs, comm_start)
             stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0
             spurious0 = ep.spurious_retransmissions
-            emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, comm_s, stats), params)
+            arrivals = [loop.done_at.get(id(h), fwd_done) - prev_done for h in recvs]
+            emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, comm_s, stats, arrivals,
+                                 ep.counters()), params)
         if it == iterations:
             break
         prev_done = fwd_done

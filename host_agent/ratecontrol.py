@@ -17,6 +17,7 @@ docs/transport.md.
 
 from __future__ import annotations
 
+import collections
 import time
 from dataclasses import dataclass
 
@@ -168,6 +169,10 @@ class GrantPacer:
         self._written_off: dict = {}   # dest -> packets presumed lost (no ACK for them in time)
         self._progress: dict = {}      # dest -> when the in-flight count last went down
         self.window_stalls = 0         # times a window was written off for want of ACKs
+        # ACK round trips: (DATA count sent, when) per destination; the smallest sample is the path's
+        # round trip without queueing (what a window must cover to keep the link busy)
+        self._sent_at: dict = {}       # dest -> deque of (cumulative sent, time)
+        self.ack_rtt_min: dict = {}    # dest -> seconds
 
     def rate(self, dest) -> float | None:
         return self.rates.get(dest, self.default_rate)
@@ -184,15 +189,26 @@ class GrantPacer:
 
     def on_sent(self, dest, packets: int) -> None:
         if dest in self.windows:
+            now = self.clock()
             if self.in_flight(dest) == 0:
-                self._progress[dest] = self.clock()   # the write-off timer runs from here
+                self._progress[dest] = now            # the write-off timer runs from here
             self._sent[dest] = self._sent.get(dest, 0) + packets
+            marks = self._sent_at.setdefault(dest, collections.deque(maxlen=4096))
+            marks.append((self._sent[dest], now))
 
     def on_ack(self, dest, received: int) -> None:
         """The receiver's cumulative DATA count from us (monotonic; older ACKs are ignored)."""
         if received > self._acked.get(dest, 0):
+            now = self.clock()
             self._acked[dest] = received
-            self._progress[dest] = self.clock()
+            self._progress[dest] = now
+            marks = self._sent_at.get(dest)
+            sent_at = None
+            while marks and marks[0][0] <= received:
+                sent_at = marks.popleft()[1]
+            if sent_at is not None:       # the packet that completed this count left at sent_at (or later)
+                sample = now - sent_at
+                self.ack_rtt_min[dest] = min(sample, self.ack_rtt_min.get(dest, sample))
 
     def in_flight(self, dest) -> int:
         return max(0, self._sent.get(dest, 0) - self._acked.get(dest, 0) - self._written_off.get(dest, 0))
