@@ -382,13 +382,16 @@ class SwitchDevice:
         tm = self.tm
         v1 = self._v1
         start_us = self._start_ns // 1000
+        own_queue = path.QDEPTH_OF_OWN_QUEUE     # TNA: the packet's queue; v1model: the whole port
         for _round in range(4):   # egress-to-egress clones may be due at once
             ready = tm.dequeue_ready(now_ns, EGRESS_BATCH)
             if not ready:
                 return
             for d in ready:
-                qmeta = v1.QueueMetadata(enq_timestamp=d.enq_timestamp - start_us, enq_qdepth=d.enq_qdepth,
-                                         deq_qdepth=d.deq_qdepth, deq_timedelta=d.deq_timedelta, qid=d.qid)
+                enq_qdepth, deq_qdepth = (d.queue_enq_qdepth, d.queue_deq_qdepth) if own_queue \
+                    else (d.enq_qdepth, d.deq_qdepth)
+                qmeta = v1.QueueMetadata(enq_timestamp=d.enq_timestamp - start_us, enq_qdepth=enq_qdepth,
+                                         deq_qdepth=deq_qdepth, deq_timedelta=d.deq_timedelta, qid=d.qid)
                 self._egress_one(path, d.packet, qmeta, now_ns, now_us, tx)
             if not tm.size:
                 return

@@ -18,6 +18,8 @@ Two kinds of rate limit exist, and they differ on purpose:
 Queueing metadata follows simple_switch exactly: ``enq_qdepth`` is the port's occupancy (all
 priorities) just before the packet is added, ``deq_qdepth`` the occupancy just after it is removed,
 ``enq_timestamp`` and ``deq_timedelta`` are microseconds, ``qid`` is the priority queue served.
+``queue_enq_qdepth``/``queue_deq_qdepth`` are the same two depths of the packet's own queue: what
+Tofino's TM reports in ``enq_qdepth``/``deq_qdepth`` (the TNA model uses them).
 
 Time is passed in by the caller (integer nanoseconds, monotonic) so the TM is deterministic and
 testable without sleeping. The TM is not thread-safe; the device serialises access.
@@ -51,6 +53,8 @@ class Dequeued(NamedTuple):
     enq_qdepth: int
     deq_qdepth: int
     deq_timedelta: int        # us
+    queue_enq_qdepth: int = 0  # the packet's queue alone (Tofino's enq_qdepth), before it was added
+    queue_deq_qdepth: int = 0  # the packet's queue alone (Tofino's deq_qdepth), after it was removed
 
 
 class _Queue:
@@ -178,7 +182,7 @@ class TrafficManager:
             q.last_send_ns = send
         else:
             send = 0
-        q.items.append((packet, send, now_ns, p.size))
+        q.items.append((packet, send, now_ns, p.size, len(q.items)))
         q.enqueued += 1
         p.size += 1
         self.size += 1
@@ -215,7 +219,7 @@ class TrafficManager:
                         break
                 if chosen < 0:
                     break
-                packet, _send, enq_ns, enq_depth = q.items.popleft()
+                packet, _send, enq_ns, enq_depth, q_enq_depth = q.items.popleft()
                 q.dequeued += 1
                 p.size -= 1
                 self.size -= 1
@@ -225,7 +229,7 @@ class TrafficManager:
                     start = max(p.free_at_ns, now_ns - PORT_CATCH_UP_NS)
                     p.free_at_ns = start + (length * 8 * 1_000_000_000) // p.rate_bps
                 out.append(Dequeued(port, chosen, packet, enq_ns // 1000, enq_depth, p.size,
-                                    (now_ns - enq_ns) // 1000))
+                                    (now_ns - enq_ns) // 1000, q_enq_depth, len(q.items)))
         return out
 
     def next_event_ns(self) -> int | None:

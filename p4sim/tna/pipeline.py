@@ -78,6 +78,7 @@ class TnaPath(PacketPath):
     """Runs packets through one TNA ``Pipeline`` (see the module docstring)."""
 
     QID_FROM_QUEUE = True
+    QDEPTH_OF_OWN_QUEUE = True      # Tofino's TM reports the packet's queue, not the port
 
     def __init__(self, pipeline: Any, cpu_port: int | None = None, drop_port: int = 511) -> None:
         super().__init__(pipeline, cpu_port, drop_port)

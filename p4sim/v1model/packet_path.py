@@ -56,6 +56,8 @@ class PacketPath:
 
     # the queue id ``process`` reports to egress: the packet's TM queue (TNA's qid) or 0 (v1model)
     QID_FROM_QUEUE = False
+    # what ``enq_qdepth``/``deq_qdepth`` count: the packet's own queue (Tofino) or the whole port (BMv2)
+    QDEPTH_OF_OWN_QUEUE = False
 
     def __init__(self, pipeline: Any, cpu_port: int | None = None, drop_port: int = 511) -> None:
         self.pipeline = pipeline
