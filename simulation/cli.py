@@ -21,20 +21,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--preset", default="small-16", help=f"fabric: {', '.join(PRESETS)}")
     p.add_argument("--policy", help="policy YAML (default: controller/data/default_policy.yaml below 1 Gbit/s, simulation/data/fabric_policy.yaml on faster fabrics)")
     p.add_argument("--modes", default="dlcp,tcp-cubic,dctcp", help="comma-separated: dlcp, tcp-newreno, tcp-cubic, dctcp")
-    p.add_argument("--workload", default="ps-incast", choices=["ps-incast", "ps-train", "ps-incast-open"],
+    p.add_argument("--workload", default="ps-incast", choices=["ps-incast", "ps-train", "ring-train", "ps-incast-open"],
                    help="ps-incast: one gradient per worker into h0 over each mode's transport; ps-train: PS "
-                        "iterations of --model with background; ps-incast-open: open-loop DLCP sender (switch only)")
-    p.add_argument("--model", default="resnet50", help="ps-train: host_agent/profiles/<model>.json")
-    p.add_argument("--scale", type=float, default=1 / 1000, help="ps-train: model bytes x this (stated in the report)")
-    p.add_argument("--groups", type=int, default=8, help="ps-train: gradient groups (buckets) per iteration")
+                        "iterations of --model with background; ring-train: ring all-reduce iterations of --model "
+                        "over every host with background; ps-incast-open: open-loop DLCP sender (switch only)")
+    p.add_argument("--model", default="resnet50", help="ps-train, ring-train: host_agent/profiles/<model>.json")
+    p.add_argument("--scale", type=float, default=1 / 1000, help="ps-train, ring-train: model bytes x this (stated in the report)")
+    p.add_argument("--groups", type=int, default=8, help="ps-train, ring-train: gradient groups (buckets) per iteration")
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--compute-ratio", type=float, default=1.0,
-                   help="ps-train: compute per iteration = this x the worker's gradient time on its link")
+                   help="ps-train, ring-train: compute per iteration = this x the worker's gradient time on its link")
     p.add_argument("--background-cdf", default="web-search", choices=["web-search", "data-mining"])
-    p.add_argument("--loads", default="0.6", help="ps-train: comma-separated background loads (share of host links)")
+    p.add_argument("--loads", default="0.6", help="ps-train, ring-train: comma-separated background loads (share of host links)")
     p.add_argument("--background-ms", type=float, help="no new background flow after this (default: --max-sim-ms)")
     p.add_argument("--loss-bound", type=float, default=0.10, help="DLCP gradients' loss bound p")
-    p.add_argument("--max-sim-ms", type=float, default=2000.0, help="ps-train: stop here if iterations remain")
+    p.add_argument("--max-sim-ms", type=float, default=2000.0, help="ps-train, ring-train: stop here if iterations remain")
     p.add_argument("--gradient-bytes", type=int, default=200_000, help="bytes per worker->PS gradient flow")
     p.add_argument("--background", type=int, default=8, help="background TCP flows")
     p.add_argument("--background-bytes", type=int, default=100_000)
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dlcp-sim: --modes: unknown mode '{bad[0] if bad else ''}' (known: {', '.join(MODES)})",
               file=sys.stderr)
         return 2
-    if a.workload in ("ps-train", "ps-incast"):
+    if a.workload in ("ps-train", "ring-train", "ps-incast"):
         return _run_jobs(a, topo, policy, modes)
     from simulation.report import summary, write
 
@@ -110,7 +111,7 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
     try:
         cdf = load_cdf(a.background_cdf)
         work = ps_workload(a.model, a.scale, a.groups, a.iterations, host_bps, a.compute_ratio) \
-            if a.workload == "ps-train" else None
+            if a.workload in ("ps-train", "ring-train") else None
     except WorkloadError as err:
         print(f"dlcp-sim: {err}", file=sys.stderr)
         return 2
@@ -126,7 +127,7 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
         for mode in modes:
             spec = JobSpec(work, cdf, a.background_cdf, load, a.loss_bound, a.seed, a.max_sim_ms / 1000,
                            background_until_s=a.background_ms / 1000 if a.background_ms is not None else None,
-                           flows=flows)
+                           flows=flows, collective="ring" if a.workload == "ring-train" else "ps")
             print(f"dlcp-sim: {a.preset} {a.workload} {mode} load {load} ...", flush=True)
             r = run_job_fresh(topo, policy, mode, spec)
             r.extra["load"] = load
@@ -137,7 +138,7 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
                   f"{r.events:,} events in {r.run_wall_s:.1f} s Run ({s['events_per_s']:,}/s), build "
                   f"{r.build_wall_s:.1f} s, {s['max_rss_mb']} MB", flush=True)
             runs.append(r)
-    what = (f"PS job of {a.model} x {a.scale:g} ({work.bytes_per_worker:,} B of gradients per worker per "
+    what = (f"{'ring all-reduce over every host' if a.workload == 'ring-train' else 'PS'} job of {a.model} x {a.scale:g} ({work.bytes_per_worker:,} B of gradients per worker per "
             f"iteration in {len(work.group_bytes)} groups), {a.iterations} iterations, compute ratio "
             f"{a.compute_ratio}" if work else f"{len(flows)} gradient flows of {a.gradient_bytes} B into h0")
     header = (f"# dlcp-sim {a.preset}: {a.workload}\n\n{topo.description}. Policy: {policy.source}. {what}; "

@@ -1,15 +1,18 @@
-"""One simulated training run: a PS job (or a one-shot incast) over DLCP's bounded-loss transport or
-a TCP baseline, with background traffic, on a built fabric -> per-transfer and per-iteration records.
+"""One simulated training run: a PS or ring all-reduce job (or a one-shot incast) over DLCP's
+bounded-loss transport or a TCP baseline, with background traffic, on a built fabric -> per-transfer
+and per-iteration records.
 
-Why this exists: it is the plain scenario script behind `dlcp-sim --workload ps-train|ps-incast`.
-Python builds the network (scenario.build_network), the C++ hosts (dlcp_transport.h: DlcpHost per
-host, PsJob, Background) and then only calls Simulator::Run in slices to print progress; every
+Why this exists: it is the plain scenario script behind `dlcp-sim --workload ps-train|ring-train|ps-incast`
+(and simulation/crosscheck.py's Mininet scenarios: several jobs on chosen hosts, long-lived bulk
+TCP flows). Python builds the network (scenario.build_network), the C++ hosts (dlcp_transport.h:
+DlcpHost per host, PsJob, Background; ring_allreduce.h: RingJob) and then only calls Simulator::Run in slices to print progress; every
 packet, timer and completion is handled in C++. Modes:
 
 * ``dlcp``: gradient pushes and parameter pulls over DLCP (bounded loss ``loss_bound`` for
   gradients, 0 for parameters), switch ports DlcpQueueDisc; background TCP NewReno;
-* ``tcp-newreno`` / ``tcp-cubic`` / ``dctcp``: every transfer over that TCP (one connection per
-  transfer), switch ports as in scenario.py (FIFO, or RED marking for DCTCP).
+* ``tcp-newreno`` / ``tcp-cubic`` / ``dctcp``: every transfer over that TCP (training traffic over
+  persistent connections per peer, a background flow over its own), switch ports as in
+  scenario.py (FIFO, or RED marking for DCTCP).
 """
 
 from __future__ import annotations
@@ -29,6 +32,19 @@ from simulation.workload import PsWorkload
 KINDS = {0: "gradient", 1: "parameter", 2: "background"}
 
 
+COLLECTIVES = ("ps", "ring")
+
+
+@dataclass
+class JobDef:
+    """One training job on chosen hosts (indices into the topology's hosts): PS = hosts[0] is the
+    server, the rest workers; ring = ranks in ring order (rank r sends to rank r + 1)."""
+    name: str
+    collective: str
+    workload: PsWorkload
+    hosts: list[int]
+
+
 @dataclass
 class JobSpec:
     """What to run besides the fabric and the mode."""
@@ -44,6 +60,10 @@ class JobSpec:
     holdoff_s: float = 20e-6
     rto_min_s: float = 1e-3
     flows: list[tuple[int, int, int, float, int]] = field(default_factory=list)  # (src, dst, bytes, start, layer): one-shot gradients
+    collective: str = "ps"                  # the default job of ``workload``: PS on h0 <- all, or a ring of all
+    jobs: list[JobDef] = field(default_factory=list)     # explicit jobs (then ``workload`` is ignored)
+    bulk: list[tuple[int, int, int, float]] = field(default_factory=list)  # (src, dst, bytes, start): TCP, kind background
+    bulk_tcp: str | None = None             # e.g. "TcpCubic": every TCP socket of the run (Mininet's bulk flows)
 
 
 @dataclass
@@ -82,19 +102,21 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
     for h in topo.hosts:
         simnet.addr.push_back(net.host_ip[h])
         simnet.lineRate.push_back(rate[h])
+    if spec.bulk_tcp:
+        ns.Config.Set("/NodeList/*/$ns3::TcpL4Protocol/SocketType",
+                      ns.TypeIdValue(ns.TypeId.LookupByName(f"ns3::{spec.bulk_tcp}")))
     for i, h in enumerate(topo.hosts):
         sim.NewHost(net.nodes[h], i)
-    job = None
     dlcp = mode == "dlcp"
-    if spec.workload is not None:
-        w = spec.workload
-        job = sim.PsJob()
-        job.Configure(0, list(range(1, len(topo.hosts))), w.group_bytes, w.layer_class, w.forward_s,
-                      w.backward_s, w.iterations, dlcp, spec.loss_bound)
-        job.Start()
+    # PS jobs first: PsJob takes SimNet's completion hook, a RingJob chains to whoever had it
+    defs = sorted(_job_defs(spec, len(topo.hosts)), key=lambda d: d.collective == "ring")
+    jobs = [(d, _start(sim, d, dlcp, spec.loss_bound)) for d in defs]
+    job = jobs[0][1] if jobs else None
     for src, dst, nbytes, start, layer in spec.flows:
         tid = simnet.Add(src, dst, nbytes, layer, 0, dlcp, spec.loss_bound)
         sim.ScheduleTransfer(tid, start)
+    for src, dst, nbytes, start in spec.bulk:
+        sim.ScheduleTransfer(simnet.Add(src, dst, nbytes, 0, 2, False, 0.0), start)
     bg = None
     if spec.background_cdf is not None and spec.load > 0:
         bg = sim.Background()
@@ -113,7 +135,7 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
         ns.Simulator.Stop(ns.Seconds(min(step, spec.max_sim_s - now)))
         ns.Simulator.Run()
         now = ns.Simulator.Now().GetSeconds()
-        if job is not None and job.FinishedWorkers() == job.Workers():
+        if jobs and all(j.FinishedWorkers() == j.Workers() for _, j in jobs):
             finished = True
         elif job is None and spec.flows and _all_flows_done(simnet, len(spec.flows)):
             finished = True
@@ -121,11 +143,11 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
         if spec.progress and (finished or wall - last_print > 1.0 or now >= spec.max_sim_s - 1e-12):
             last_print = wall
             events = int(ns.Simulator.GetEventCount())
-            done_it = min((_closed_iterations(job, w) for w in range(job.Workers())), default=0) if job else 0
+            done_it = min((_closed_iterations(j, w) for _, j in jobs for w in range(j.Workers())), default=0)
             frac = now / spec.max_sim_s
             bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
             print(f"\r  [{bar}] {mode}: sim {now * 1e3:8.2f} ms, iterations {done_it}/"
-                  f"{spec.workload.iterations if spec.workload else 0}, {events:,} events, "
+                  f"{job.Iterations() if job else 0}, {events:,} events, "
                   f"{events / max(wall, 1e-9):,.0f} events/s", end="", file=sys.stderr, flush=True)
         if finished:
             break
@@ -149,11 +171,12 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
                     "zero_filled": int(r.zeroFilled), "ce_marks": int(r.ceMarks), "loss_bound": float(r.lossBound)}
         transfers.append(rec)
     iterations = []
-    if job is not None:
-        for wk in range(job.Workers()):
-            for it in range(job.Iterations()):
-                a, b = float(job.FwdDone(wk, it)), float(job.FwdDone(wk, it + 1))
-                iterations.append({"mode": mode, "worker": topo.hosts[wk + 1], "iteration": it,
+    for d, j in jobs:
+        members = d.hosts[1:] if d.collective == "ps" else d.hosts
+        for wk in range(j.Workers()):
+            for it in range(j.Iterations()):
+                a, b = float(j.FwdDone(wk, it)), float(j.FwdDone(wk, it + 1))
+                iterations.append({"mode": mode, "job": d.name, "worker": topo.hosts[members[wk]], "iteration": it,
                                    "iter_s": b - a if a >= 0 and b >= 0 else None})
     counters = switch_counters(mode, net.qdiscs, net.routers)
     counters |= {"dlcp_data_packets": int(simnet.dataPackets), "dlcp_control_packets": int(simnet.ctrlPackets)}
@@ -163,6 +186,29 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return JobResult(mode, transfers, iterations, counters, now, events, run_wall, build, collect, rss,
                      finished, extra)
+
+
+def _job_defs(spec: JobSpec, n_hosts: int) -> list[JobDef]:
+    if spec.jobs:
+        return spec.jobs
+    if spec.workload is None:
+        return []
+    if spec.collective not in COLLECTIVES:
+        raise ValueError(f"unknown collective '{spec.collective}' (known: {', '.join(COLLECTIVES)})")
+    return [JobDef(f"{spec.collective}-train", spec.collective, spec.workload, list(range(n_hosts)))]
+
+
+def _start(sim, d: JobDef, dlcp: bool, loss_bound: float):
+    """Configure and start one job in C++ (PsJob / RingJob); returns it."""
+    w = d.workload
+    if d.collective == "ring":
+        from simulation.ring_job import start_ring
+        return start_ring(d.hosts, w, dlcp, loss_bound)
+    job = sim.PsJob()
+    job.Configure(d.hosts[0], d.hosts[1:], w.group_bytes, w.layer_class, w.forward_s, w.backward_s, w.iterations,
+                  dlcp, loss_bound)
+    job.Start()
+    return job
 
 
 def _all_flows_done(simnet, n: int) -> bool:

@@ -98,6 +98,12 @@ PRESETS = {
     # the small end-to-end scenario of make test: 16 hosts, 2:1 oversubscribed
     "small-16": lambda: leaf_spine(4, 2, 4, 10_000_000_000, 10_000_000_000, 1000, "small-16"),
     "fat-tree-16": lambda: fat_tree(4, 10_000_000_000, 1000, "fat-tree-16"),
+    # the load sweep's fabric: 16 hosts, 4 leaves x 4, 4 spines, 10 Gbit/s everywhere (1:1, so load on
+    # host links is load on the fabric too)
+    "sweep-16": lambda: leaf_spine(4, 4, 4, 10_000_000_000, 10_000_000_000, 1000, "sweep-16"),
+    # the Mininet scenarios' leaf-spines (mininet_topos/scenarios.py): 2 leaves x 3 / x 4 hosts, 2 spines
+    "mininet-tcp-bulk": lambda: leaf_spine(2, 2, 3, 20_000_000, 20_000_000, 50_000, "mininet-tcp-bulk"),
+    "mininet-ecmp-collision": lambda: leaf_spine(2, 2, 4, 20_000_000, 20_000_000, 50_000, "mininet-ecmp-collision"),
     # the paper's fabric: 144 hosts, 9 leaves x 16, 4 spines, 100 Gbit/s hosts, 400 Gbit/s fabric (1:1)
     "paper-144": lambda: leaf_spine(9, 4, 16, 100_000_000_000, 400_000_000_000, 1000, "paper-144"),
     # the scale study around it: same leaves, spines and rates, 16 / 64 / 288 hosts
