@@ -367,7 +367,7 @@ class Endpoint:
                         stopped = "aimd"
                         break
                     try:
-                        sock.sendmsg([pt.run(i, k)], [(SOL_UDP, UDP_SEGMENT, stride.to_bytes(2, sys.byteorder))],
+                        sock.sendmsg(pt.run_buffers(i, k), [(SOL_UDP, UDP_SEGMENT, stride.to_bytes(2, sys.byteorder))],
                                      0, dest)
                     except OSError as exc:
                         if isinstance(exc, (BlockingIOError, InterruptedError)):
@@ -382,7 +382,10 @@ class Endpoint:
                     if not pacer.allow(nbytes):
                         stopped = "aimd"
                         break
-                    sock.sendto(pt.packet(i), dest)
+                    if pt.zero_copy:         # header + payload from the tensor's memory
+                        sock.sendmsg(pt.buffers(i), (), 0, dest)
+                    else:
+                        sock.sendto(pt.packet(i), dest)
             except (BlockingIOError, InterruptedError):
                 stopped = "socket"
                 break

@@ -4,6 +4,12 @@ A tensor (NumPy array, or a torch tensor when torch is installed) becomes one co
 record array: one record per packet = 24-byte DLCP header + payload of whole elements. Headers are
 filled column-wise with NumPy (no Python loop per packet or value), the payload with one strided
 copy, so the send loop only slices ready-made ``memoryview`` buffers.
+
+With ``zero_copy=True`` the records hold the 24-byte headers only and each packet's payload stays
+in the tensor's own memory: the endpoint sends header + payload slice with one scatter-gather
+``sendmsg`` (no user-space copy of the data). Worth it for large packets (64 KB datagrams on
+loopback, where the copy is a sizeable share of a packet's cost); the tensor must not change
+until the transfer is done, since retransmissions read it again.
 """
 
 from __future__ import annotations
@@ -88,10 +94,12 @@ def _row_abs_means(rows: np.ndarray, out: np.ndarray) -> None:
     out /= np.float32(width)
 
 
-def records_bytes(n_elements: int, mtu: int = DEFAULT_MTU, dtype: int = P.DTYPE_FLOAT32) -> int:
+def records_bytes(n_elements: int, mtu: int = DEFAULT_MTU, dtype: int = P.DTYPE_FLOAT32,
+                  zero_copy: bool = False) -> int:
     """Bytes ``packetize`` needs for a tensor of ``n_elements`` (the size of a reusable buffer)."""
     epp = P.max_elements_per_packet(mtu, dtype)
-    return -(-n_elements // epp) * (P.DLCP_HEADER_LEN + epp * P.elem_size(dtype))
+    record = P.DLCP_HEADER_LEN + (0 if zero_copy else epp * P.elem_size(dtype))
+    return -(-n_elements // epp) * record
 
 
 @dataclass
@@ -113,10 +121,23 @@ class PacketizedTensor:
     tensor_id: int = 0
     layer_class: int = 0
     token: int = 0             # transfer token XORed into every seq (P.plain_seq); set by seal()
+    # zero-copy layout: ``records`` are headers only and the payloads are this flat uint8 view of
+    # the tensor's memory (packet i's at i * elems_per_packet * element size); None: in the records
+    payload: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self._raw = memoryview(self.records.view(np.uint8).reshape(-1))
-        self._stride = self.records.dtype.itemsize
+        if self.payload is None:
+            self._stride = self.records.dtype.itemsize
+        else:
+            self._pay = memoryview(self.payload)
+            self._pay_stride = self.elems_per_packet * P.elem_size(self.dtype)
+            self._stride = P.DLCP_HEADER_LEN + self._pay_stride
+
+    @property
+    def zero_copy(self) -> bool:
+        """Payloads are read from the tensor's memory at send time (see ``buffers``)."""
+        return self.payload is not None
 
     @property
     def n_packets(self) -> int:
@@ -133,14 +154,38 @@ class PacketizedTensor:
         return self.n_elements // self.elems_per_packet
 
     def run(self, i: int, k: int) -> memoryview:
-        """Packets i..i+k-1 (all full) as one contiguous buffer, for UDP GSO."""
+        """Packets i..i+k-1 (all full) as one contiguous buffer, for UDP GSO (a copy when zero-copy)."""
+        if self.payload is not None:
+            return memoryview(b"".join(self.run_buffers(i, k)))
         return self._raw[i * self._stride:(i + k) * self._stride]
+
+    def buffers(self, i: int) -> list[memoryview]:
+        """Packet i as the buffers of one ``sendmsg`` (zero-copy: header, then payload in place)."""
+        if self.payload is None:
+            return [self.packet(i)]
+        h = P.DLCP_HEADER_LEN
+        start = i * self._pay_stride
+        return [self._raw[i * h:(i + 1) * h], self._pay[start:start + int(self.lengths[i]) - h]]
+
+    def run_buffers(self, i: int, k: int) -> list[memoryview]:
+        """Packets i..i+k-1 (all full) as the buffers of one GSO ``sendmsg``."""
+        if self.payload is None:
+            return [self.run(i, k)]
+        h, pb, raw, pay = P.DLCP_HEADER_LEN, self._pay_stride, self._raw, self._pay
+        out: list[memoryview] = []
+        for j in range(i, i + k):
+            out.append(raw[j * h:(j + 1) * h])
+            out.append(pay[j * pb:(j + 1) * pb])
+        return out
 
     @property
     def nbytes(self) -> int:
         return self.n_elements * P.elem_size(self.dtype)
 
     def packet(self, i: int) -> memoryview:
+        """The UDP payload of packet i (zero-copy: a copy joined from ``buffers``)."""
+        if self.payload is not None:
+            return memoryview(b"".join(self.buffers(i)))
         start = i * self._stride
         return self._raw[start:start + int(self.lengths[i])]
 
@@ -177,8 +222,12 @@ class PacketizedTensor:
 def packetize(tensor: object, *, tensor_id: int, policy: TagPolicy, position: int = 0,
               num_layers: int = 1, job_id: int = 0, worker_id: int = 0, iteration: int = 0,
               mtu: int = DEFAULT_MTU, pull: bool = False, kind: int = P.KIND_GRADIENT,
-              bfloat16: bool = False, buffer: np.ndarray | None = None) -> PacketizedTensor:
+              bfloat16: bool = False, buffer: np.ndarray | None = None,
+              zero_copy: bool = False) -> PacketizedTensor:
     """Cut ``tensor`` into tagged DLCP DATA packets (see TagPolicy for the tags).
+
+    ``zero_copy``: headers only in the records, payloads sent from ``tensor``'s own memory (see
+    the module docstring; the caller keeps ``tensor`` unchanged until the transfer is done).
 
     ``buffer``: a uint8 array to build the packets in when it is large enough (``records_bytes``),
     e.g. one reused by a caller that sends one tensor at a time: pages already mapped, so no page
@@ -195,7 +244,7 @@ def packetize(tensor: object, *, tensor_id: int, policy: TagPolicy, position: in
         raise ValueError(f"tensor of {n} elements exceeds the 32-bit offset")
     n_packets = -(-n // epp)
     full = n // epp
-    dt = header_dtype(epp * esize)
+    dt = header_dtype(0 if zero_copy else epp * esize)
     if buffer is not None and buffer.dtype == np.uint8 and buffer.size >= n_packets * dt.itemsize:
         rec = buffer[: n_packets * dt.itemsize].view(dt)
     else:
@@ -228,16 +277,18 @@ def packetize(tensor: object, *, tensor_id: int, policy: TagPolicy, position: in
     rec["offset"] = idx * np.uint32(epp)
     rec["seq"] = idx
     raw = flat.view(np.uint8)
-    if full:
+    if full and not zero_copy:
         rec["payload"][:full] = raw[: full * epp * esize].reshape(full, epp * esize)
     lengths = np.full(n_packets, P.DLCP_HEADER_LEN + epp * esize, np.int64)
     if full < n_packets:
         tail = n - full * epp
         rec["count"][full] = tail
-        rec["payload"][full, : tail * esize] = raw[full * epp * esize:]
-        rec["payload"][full, tail * esize:] = 0
+        if not zero_copy:
+            rec["payload"][full, : tail * esize] = raw[full * epp * esize:]
+            rec["payload"][full, tail * esize:] = 0
         lengths[full] = P.DLCP_HEADER_LEN + tail * esize
     return PacketizedTensor(records=rec, lengths=lengths, critical=critical, magnitude=mags,
                             n_elements=n, elems_per_packet=epp, dtype=code, kind=kind,
                             loss_bound=policy.loss_bound, job_id=job_id, worker_id=worker_id,
-                            iteration=iteration, tensor_id=tensor_id, layer_class=layer)
+                            iteration=iteration, tensor_id=tensor_id, layer_class=layer,
+                            payload=raw if zero_copy else None)

@@ -54,6 +54,10 @@ __all__ = ["DlcpCommError", "DlcpCommState", "DlcpHookConfig", "StepReport", "dl
 LOST_MODES = ("zero", "previous")
 MIN_MTU = 576                   # the smallest MTU every IPv4 path carries
 POLL = 0.02                     # s, longest wait in the event loop between failure checks
+# payload bytes per packet from which DATA is sent straight from the gradient's memory (sendmsg of
+# header + payload, no copy into packet records): 64 KB loopback datagrams, not 1500-byte ones,
+# whose per-packet cost is the Python work, not the copy
+ZERO_COPY_MIN_PAYLOAD = 8192
 
 
 class DlcpCommError(HostAgentError, RuntimeError):
@@ -175,6 +179,7 @@ class DlcpCommState:
         self._recv_buffer = np.empty(0, np.float32)
         # packets as large as the local link allows: 64 KB on loopback, 1500 bytes on Ethernet
         self.mtu = self.cfg.mtu or interface_mtu(self.ep.address[0])
+        self._zero_copy = (P.max_elements_per_packet(self.mtu, P.DTYPE_FLOAT32) * 4 >= ZERO_COPY_MIN_PAYLOAD)
         mine = self.cfg.advertise or self.ep.address
         addrs: list[Any] = [None] * self.world
         dist.all_gather_object(addrs, (mine[0], int(mine[1])), group=process_group)   # once, over gloo
@@ -327,7 +332,7 @@ class DlcpCommState:
         return self._recv_buffer[:n]
 
     def _packet_buffer(self, n_elements: int) -> np.ndarray:
-        need = records_bytes(n_elements, self.mtu)
+        need = records_bytes(n_elements, self.mtu, zero_copy=self._zero_copy)
         if self._send_buffer.size < need:
             self._send_buffer = np.empty(need, np.uint8)
         return self._send_buffer
@@ -354,7 +359,7 @@ class DlcpCommState:
             pt = packetize(send, tensor_id=tid, policy=policy, position=position, num_layers=self._n_params,
                            job_id=ep.cfg.job_id, worker_id=ep.cfg.worker_id, iteration=it,
                            pull=kind == P.KIND_PARAMETER, kind=kind, mtu=self.mtu,
-                           buffer=self._packet_buffer(send.size))
+                           buffer=self._packet_buffer(send.size), zero_copy=self._zero_copy)
             handles.append(ep.send(pt, self.right))
         spurious0 = ep.spurious_retransmissions
         self._run(handles, job, step)
