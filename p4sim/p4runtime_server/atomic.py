@@ -15,7 +15,7 @@ import logging
 import grpc
 from p4.v1 import p4runtime_pb2
 
-from p4sim.p4runtime_server import entities
+from p4sim.p4runtime_server import direct_register_entries, entities
 from p4sim.p4runtime_server.codec import decode_match
 from p4sim.p4runtime_server.errors import P4RuntimeError
 from p4sim.p4runtime_server.session import PipelineSession
@@ -75,6 +75,8 @@ def _key_and_request(session: PipelineSession, kind: str, msg):
             key.clone_session_entry.session_id = msg.clone_session_entry.session_id
     elif kind == "value_set_entry":
         key = pb.ValueSetEntry(value_set_id=msg.value_set_id)
+    elif kind == "extern_entry":
+        key = direct_register_entries.cell_key(msg)
     else:   # digest_entry
         key = pb.DigestEntry(digest_id=msg.digest_id)
     return key, key

@@ -50,6 +50,10 @@ class TnaGen(BlockGen):
         self.stateless: dict[int, tuple[str, Any]] = {}
         self.profiles: dict[int, tuple[str, str, int, ast.Instantiation]] = {}
         self.tna_objects: list[tuple[str, str, str, int]] = []    # (global, kind, name, width): p4sim.tna.runtime
+        # DirectRegister: instance id -> name, and global -> owning table (``registers = r`` or the
+        # table whose action runs its DirectRegisterAction): P4Info's direct resource
+        self.direct_register_names: dict[int, str] = {}
+        self.direct_register_tables: dict[str, str] = {}
         super().__init__(program)
 
     # ---- externs -------------------------------------------------------------------------
@@ -106,6 +110,7 @@ class TnaGen(BlockGen):
             if args and args[0] is not None and self.const_value(args[0]) != 0:
                 raise P4UnsupportedError(inst.loc, f"DirectRegister {inst.name} with an initial value")
             self.tna_objects.append((py, "direct_register", fq, width_of(targs[0])))
+            self.direct_register_names[id(inst)] = fq
         elif ext in ("Digest", "Mirror", "Resubmit"):
             self.stateless[id(inst)] = (ext.lower(), None)
         elif ext == "ParserCounter":
@@ -141,6 +146,7 @@ class TnaGen(BlockGen):
         if ext == "DirectRegisterAction" and m == "execute":
             desc = self.reg_actions[id(inst)]
             entry = self.entry_here(call, "DirectRegisterAction.execute")
+            self.direct_register_tables.setdefault(desc.register, self.current_entry[1].name)
             return self.register_action_execute(call, desc, f"{desc.register}.read({{i}})",
                                                 f"{desc.register}.write({{i}}, {{v}})", entry)
         if ext == "DirectCounter" and m == "count":
@@ -388,7 +394,19 @@ class TnaGen(BlockGen):
         module = GeneratedModule(src, self.manifest, blocks, {}, list(self.program.errors),
                                  aliases={}, empty_blocks=frozenset(), uses_ctx=True, sm_aliases={})
         module.tna_objects = list(self.tna_objects)
+        module.direct_register_tables = self.direct_register_owners()
         return module
+
+    def direct_register_owners(self) -> dict[str, str]:
+        """DirectRegister name -> the table it belongs to (its ``registers`` property first)."""
+        by_global = {py: fq for py, kind, fq, _ in self.tna_objects if kind == "direct_register"}
+        owners = {by_global[py]: table for py, table in self.direct_register_tables.items() if py in by_global}
+        for t in self.manifest.tables:
+            for prop in getattr(t.decl, "properties", ()):
+                inst = getattr(prop.value, "decl", None)
+                if prop.name == "registers" and id(inst) in self.direct_register_names:
+                    owners[self.direct_register_names[id(inst)]] = t.name
+        return owners
 
     def bind_params(self, params: list[ast.Param]) -> list[str]:
         names = super().bind_params(params)

@@ -3,7 +3,8 @@
 Why it exists: ``p4sim.backend.program`` compiles v1model programs; a Tofino program needs the
 target macro the SDE's compiler defines (1 for ``tna``, 2 for ``t2na``), the TNA generator and a
 pipeline whose packet context records parser errors. The compiled object is a
-``CompiledProgram`` (same tables, externs, P4Info and runtime) with ``arch`` set.
+``CompiledProgram`` (same tables, externs, P4Info and runtime) with ``arch`` set; its P4Info also
+lists DirectRegisters as bf-p4c does (``p4sim.tna.p4info_ext``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def compile_tna(path: str, include_dirs: Sequence[str] = (), arch: str = "tna", 
     from p4sim.backend.p4info import build_p4info
     from p4sim.frontend import load_program
     from p4sim.tna.codegen import generate
+    from p4sim.tna.p4info_ext import add_direct_registers
 
     if arch not in ARCHES:
         raise UserError(f"--arch {arch!r}: expected one of {', '.join(ARCHES)}")
@@ -73,6 +75,8 @@ def compile_tna(path: str, include_dirs: Sequence[str] = (), arch: str = "tna", 
         module = generate(program)
         p4info = build_p4info(program, module.manifest)
         p4info.pkg_info.arch = arch
+        add_direct_registers(p4info, [(fq, width) for _, kind, fq, width in module.tna_objects
+                                      if kind == "direct_register"], module.direct_register_tables)
         sources, main = _collect_sources(program.source_files, path)
         name = name or os.path.splitext(os.path.basename(path))[0]
         compiled = TnaCompiledProgram(name, module, p4info, sources, main, include_dirs, arch=arch)
