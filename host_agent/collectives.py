@@ -16,7 +16,7 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,6 +40,10 @@ class CommStats:
     missing_by_class: dict[int, int] = field(default_factory=lambda: collections.Counter())
     zero_filled_elements: int = 0
     spurious_retransmissions: int = 0   # received here twice after being asked for again
+    # ring all-reduce evidence (host_agent/ring.py), per step in order: seconds from the step's
+    # send to its receive being complete, and from the send to its DONE (acknowledged)
+    step_recv_s: list[float] = field(default_factory=list)
+    step_ack_s: list[float] = field(default_factory=list)
 
     def add_send(self, h: SendHandle) -> None:
         self.bytes_sent += h.stats.bytes
@@ -62,16 +66,22 @@ class CommStats:
         self.missing_by_class.update(other.missing_by_class)
         self.zero_filled_elements += other.zero_filled_elements
         self.spurious_retransmissions += other.spurious_retransmissions
+        self.step_recv_s += other.step_recv_s
+        self.step_ack_s += other.step_ack_s
 
     def loss_by_class(self) -> dict[str, float]:
         """Share of received-side packets missing at completion, per layer class."""
         return {str(c): self.missing_by_class[c] / n for c, n in sorted(self.packets_by_class.items()) if n}
 
     def as_record(self) -> dict:
-        return {"comm_seconds": round(self.seconds, 6), "bytes_sent": self.bytes_sent,
-                "packets_sent": self.packets_sent, "retransmissions": self.retransmitted,
-                "spurious_retransmissions": self.spurious_retransmissions,
-                "zero_filled_elements": self.zero_filled_elements, "loss_by_class": self.loss_by_class()}
+        rec = {"comm_seconds": round(self.seconds, 6), "bytes_sent": self.bytes_sent,
+               "packets_sent": self.packets_sent, "retransmissions": self.retransmitted,
+               "spurious_retransmissions": self.spurious_retransmissions,
+               "zero_filled_elements": self.zero_filled_elements, "loss_by_class": self.loss_by_class()}
+        if self.step_recv_s:
+            rec["ring_step_recv_ms"] = [round(t * 1e3, 1) for t in self.step_recv_s]
+            rec["ring_step_ack_ms"] = [round(t * 1e3, 1) for t in self.step_ack_s]
+        return rec
 
 
 def _pack(t: np.ndarray, tid: int, pos: int, n: int, policy: TagPolicy, ep: Endpoint, iteration: int,
@@ -170,40 +180,20 @@ def ring_allreduce(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], da
     """In-place ring all-reduce (sum) of the flat float32 array ``data`` among len(addrs) ranks.
 
     Rank r sends to ``addrs[(r + 1) % N]`` (its right neighbour) and receives from its left one.
-    Message tensor ids are the step numbers 0..2N-3; reduce-scatter first, then all-gather.
+    Message tensor ids are the step numbers 0..2N-3; reduce-scatter first, then all-gather. Each
+    step waits only for the receive the next one needs (``host_agent/ring.py``); the sends are
+    acknowledged before this returns, so the stats count their retransmissions.
     """
+    from host_agent.ring import finish_sends, ring_task  # ring.py builds on this module's _pack
+
     t0 = time.perf_counter()
     stats = CommStats()
     spurious0 = ep.spurious_retransmissions
-    n = len(addrs)
-    flat = data.reshape(-1)
-    if n == 1:
-        return stats
-    bounds = np.linspace(0, flat.size, n + 1).astype(np.int64)
-    chunk = [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
-    right, left = addrs[(rank + 1) % n], (rank - 1) % n
-    gather_policy = replace(policy, loss_bound=0.0, pull_critical=True)   # all CRITICAL, fully reliable
-    # reduce-scatter: step s sends chunk (r - s), receives chunk (r - s - 1) and adds it
-    tmp = [np.zeros(c.size, np.float32) for c in chunk]
-    steps = 2 * (n - 1)
-    for s in range(n - 1):
-        send_c, recv_c = (rank - s) % n, (rank - s - 1) % n
-        r = ep.expect(left, iteration, s, tmp[recv_c])
-        h = ep.send(_pack(chunk[send_c], s, s, steps, policy, ep, iteration, mtu=mtu), right)
-        ep.run([h, r], timeout=timeout)
-        chunk[recv_c] += tmp[recv_c]
-        stats.add_send(h)
-        stats.add_recv(r)
-    # all-gather: step s sends chunk (r + 1 - s), receives chunk (r - s) into place
-    for s in range(n - 1):
-        send_c, recv_c = (rank + 1 - s) % n, (rank - s) % n
-        tid = n - 1 + s
-        r = ep.expect(left, iteration, tid, chunk[recv_c])
-        pt = _pack(chunk[send_c], tid, tid, steps, gather_policy, ep, iteration, P.KIND_PARAMETER, mtu)
-        h = ep.send(pt, right)
-        ep.run([h, r], timeout=timeout)
-        stats.add_send(h)
-        stats.add_recv(r)
+    sends: list[SendHandle] = []
+    for handles in ring_task(ep, rank, addrs, data.reshape(-1), iteration, policy, stats, sends, mtu=mtu):
+        ep.run(handles, timeout=timeout)
+    ep.run(list(sends), timeout=timeout)
+    finish_sends(sends, stats)
     stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0
     stats.seconds = time.perf_counter() - t0
     return stats

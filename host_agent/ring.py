@@ -1,0 +1,86 @@
+"""The ring all-reduce's step schedule over DLCP: each step waits for what it needs, nothing more.
+
+A ring all-reduce of N ranks is 2(N-1) dependent steps (reduce-scatter, then all-gather); step s+1
+sends the chunk that step s received (and, in the reduce-scatter, added to). So the only thing a
+step must wait for is the previous step's RECEIVE. The first version also waited for its own
+SEND to be acknowledged (the right neighbour's DONE), which costs every step at least one more
+one-way trip plus the receiver's completion on the far side, 2(N-1) times per bucket, and lets one
+slow acknowledgement stall the whole ring (measured in ``ecmp-collision``, issue 10, H10b: see
+/work/notes/h10b-experiments.md). Here the sends only have to be acknowledged before the
+iteration's record is written (``finish_sends``), so their retransmissions still count.
+
+Reusing the chunk buffers while a send is unacknowledged is safe: ``packetize`` copies the
+payload, so a later retransmission sends what was sent first, whatever the buffer holds by then.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from host_agent import protocol as P
+from host_agent.collectives import CommStats, _pack
+from host_agent.endpoint import Endpoint, SendHandle
+from host_agent.policy import TagPolicy
+
+
+def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: np.ndarray, iteration: int,
+              policy: TagPolicy, stats: CommStats, sends: list[SendHandle], *, mtu: int = 1500,
+              tensor_id: Callable[[int], int] = lambda step: step, position: int | None = None,
+              num_layers: int | None = None) -> Generator[list, None, None]:
+    """In-place ring all-reduce (sum) of the flat float32 ``flat`` as a task yielding handle lists.
+
+    Rank r sends to ``addrs[(r + 1) % N]`` and receives from rank r-1 (matched by worker id).
+    Each yield is the one receive the next step needs; the send handles go to ``sends`` (wait for
+    them with ``finish_sends`` before reading ``stats``' send counters). ``tensor_id(step)`` names
+    step 0..2N-3 on the wire; ``position``/``num_layers`` give the layer class (default: the step,
+    out of 2N-2 steps). The reduce-scatter uses ``policy`` (bounded loss); the all-gather sends
+    parameters, all CRITICAL with loss bound 0, so every rank ends with the same values.
+    """
+    n = len(addrs)
+    if n == 1:
+        return
+    bounds = np.linspace(0, flat.size, n + 1).astype(np.int64)
+    chunk = [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
+    right, left = addrs[(rank + 1) % n], (rank - 1) % n
+    gather_policy = replace(policy, loss_bound=0.0, pull_critical=True)
+    steps = 2 * (n - 1)
+    tmp = [np.zeros(c.size, np.float32) for c in chunk]
+
+    def pack(data: np.ndarray, step: int, pol: TagPolicy, kind: int) -> object:
+        tid = tensor_id(step)
+        pos = step if position is None else position
+        return _pack(data, tid, pos, steps if num_layers is None else num_layers, pol, ep, iteration, kind, mtu)
+
+    # reduce-scatter: step s sends chunk (r - s), receives chunk (r - s - 1) and adds it
+    for s in range(n - 1):
+        send_c, recv_c = (rank - s) % n, (rank - s - 1) % n
+        r = ep.expect(left, iteration, tensor_id(s), tmp[recv_c])
+        t0 = time.perf_counter()
+        sends.append(ep.send(pack(chunk[send_c], s, policy, P.KIND_GRADIENT), right))
+        yield [r]
+        stats.step_recv_s.append(time.perf_counter() - t0)
+        chunk[recv_c] += tmp[recv_c]
+        stats.add_recv(r)
+    # all-gather: step s sends chunk (r + 1 - s), receives chunk (r - s) into place
+    for s in range(n - 1):
+        send_c, recv_c = (rank + 1 - s) % n, (rank - s) % n
+        step = n - 1 + s
+        r = ep.expect(left, iteration, tensor_id(step), chunk[recv_c])
+        t0 = time.perf_counter()
+        sends.append(ep.send(pack(chunk[send_c], step, gather_policy, P.KIND_PARAMETER), right))
+        yield [r]
+        stats.step_recv_s.append(time.perf_counter() - t0)
+        stats.add_recv(r)
+
+
+def finish_sends(sends: list[SendHandle], stats: CommStats) -> None:
+    """Count the (acknowledged) ``sends`` into ``stats`` and forget them."""
+    for h in sends:
+        stats.add_send(h)
+        if h.tx.finished is not None:
+            stats.step_ack_s.append(h.tx.finished - h.tx.started)
+    sends.clear()

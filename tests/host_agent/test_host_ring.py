@@ -1,0 +1,93 @@
+"""The ring all-reduce's schedule (host_agent/ring.py) among 3 real processes over loopback UDP.
+
+A ring step needs only the previous step's receive; waiting for its own send's DONE as well cost
+each step another trip to the right neighbour and back (issue 10, H10b: the ring in
+``ecmp-collision`` was 0.78x TCP cubic). The regression: with every DONE held back by a relay,
+the ranks must still finish reducing; the sends complete once the DONEs flow again.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import threading
+
+import numpy as np
+
+from host_agent import protocol as P
+from host_agent.collectives import CommStats
+from host_agent.endpoint import Endpoint, EndpointConfig
+from host_agent.policy import TagPolicy
+from host_agent.relay import LossyRelay
+from host_agent.ring import finish_sends, ring_task
+
+CTX = mp.get_context("spawn")
+N = 3
+ELEMENTS = 30_000          # 10,000 per chunk: 28 packets per step
+
+
+def _data(rank: int) -> np.ndarray:
+    return np.random.default_rng(rank).standard_normal(ELEMENTS).astype(np.float32)
+
+
+def _rank(rank: int, q_addr, q_in, q_out) -> None:
+    ep = Endpoint(EndpointConfig(job_id=7, worker_id=rank))
+    q_addr.put((rank, ep.address))
+    addrs = q_in.get()
+    data = _data(rank)
+    stats, sends = CommStats(), []
+    for handles in ring_task(ep, rank, addrs, data, 0, TagPolicy(), stats, sends):
+        ep.run(handles, timeout=20)
+    q_out.put(("reduced", rank, data.copy(), sum(h.done for h in sends), len(sends)))
+    ep.run(list(sends), timeout=20)
+    finish_sends(sends, stats)
+    q_out.put(("acked", rank, stats.as_record(), None, None))
+    ep.close(linger=0.5)
+
+
+def test_ring_steps_wait_for_receives_not_for_acknowledgements():
+    hold_done = threading.Event()
+    hold_done.set()
+    q_addr, q_out = CTX.Queue(), CTX.Queue()
+    q_in = [CTX.Queue() for _ in range(N)]
+    procs = [CTX.Process(target=_rank, args=(r, q_addr, q_in[r], q_out)) for r in range(N)]
+    for p in procs:
+        p.start()
+    relays: list[LossyRelay] = []
+    try:
+        addrs = dict(q_addr.get(timeout=30) for _ in range(N))
+        # every rank reaches its right neighbour through a relay that drops the DONEs coming back
+        relays = [LossyRelay(addrs[r], reverse_rule=lambda h: h.msg_type == P.MSG_DONE and hold_done.is_set())
+                  .__enter__() for r in range(N)]
+        for r in range(N):
+            q_in[r].put([relays[i].address for i in range(N)])
+        reduced = {}
+        for _ in range(N):           # a schedule that waits for DONEs never gets here: the get times out
+            kind, rank, data, acked, n_sends = q_out.get(timeout=30)
+            assert kind == "reduced"
+            reduced[rank] = (data, acked, n_sends)
+        assert sum(r.dropped["DONE_critical"] for r in relays) > 0
+        hold_done.clear()
+        records = {}
+        for _ in range(N):
+            kind, rank, rec, _a, _n = q_out.get(timeout=60)
+            assert kind == "acked"
+            records[rank] = rec
+    finally:
+        hold_done.clear()
+        for p in procs:              # every rank has its records by now (or the test failed)
+            p.join(15)
+        for relay in relays:
+            relay.stop()
+        for p in (p for p in procs if p.is_alive()):
+            p.kill()
+    assert all(p.exitcode == 0 for p in procs)
+    exact = sum(_data(r) for r in range(N))
+    for rank, (data, acked, n_sends) in reduced.items():
+        assert n_sends == 2 * (N - 1)
+        assert acked == 0, f"rank {rank}: a DONE got through the relay"
+        np.testing.assert_allclose(data, exact, rtol=1e-5, atol=1e-5)
+        assert np.array_equal(data, reduced[0][0])        # every rank holds the same values
+    for rec in records.values():
+        assert len(rec["ring_step_recv_ms"]) == len(rec["ring_step_ack_ms"]) == 2 * (N - 1)
+        # each send was acknowledged only after the DONEs were let through, i.e. after every receive
+        assert max(rec["ring_step_ack_ms"]) > max(rec["ring_step_recv_ms"])
