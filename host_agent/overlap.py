@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from host_agent.collectives import PS_SERVER_ID, CommStats, _pack
 from host_agent.endpoint import Endpoint
 from host_agent.errors import TransportError
 from host_agent.policy import TagPolicy
+from host_agent.ring import finish_sends, ring_task
 from host_agent.tcp_baseline import FRAME, recv_exact, send_tensor
 from host_agent.workloads import Workload
 
@@ -278,7 +279,7 @@ def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, p
             _finish_push(loop, it - 2, sends_of.pop(it - 2), done_stats.pop(it - 2), emit)
         got = pending.pop(it)
         pushed = [False] * n
-        sends: list = []
+        sends = []
         stats = CommStats()
 
         def ready(t: int, got: dict = got) -> bool:
@@ -334,34 +335,12 @@ def buckets_of(layer_elements: Sequence[int], count: int) -> list[list[int]]:
 
 def ring_steps(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: np.ndarray, iteration: int,
                policy: TagPolicy, mtu: int, base_tid: int, position: int, num_layers: int,
-               stats: CommStats) -> Generator:
-    """The ring all-reduce of ``flat`` as a task: yields the handles of each step (see ring_allreduce)."""
-    n = len(addrs)
-    if n == 1:
-        return
-    bounds = np.linspace(0, flat.size, n + 1).astype(np.int64)
-    chunk = [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
-    right, left = addrs[(rank + 1) % n], (rank - 1) % n
-    gather_policy = replace(policy, loss_bound=0.0, pull_critical=True)
-    tmp = [np.zeros(c.size, np.float32) for c in chunk]
-    for s in range(n - 1):
-        send_c, recv_c = (rank - s) % n, (rank - s - 1) % n
-        tid = wire_tid(iteration, base_tid + s)
-        r = ep.expect(left, iteration, tid, tmp[recv_c])
-        h = ep.send(_pack(chunk[send_c], tid, position, num_layers, policy, ep, iteration, mtu=mtu), right)
-        yield [h, r]
-        chunk[recv_c] += tmp[recv_c]
-        stats.add_send(h)
-        stats.add_recv(r)
-    for s in range(n - 1):
-        send_c, recv_c = (rank + 1 - s) % n, (rank - s) % n
-        tid = wire_tid(iteration, base_tid + n - 1 + s)
-        r = ep.expect(left, iteration, tid, chunk[recv_c])
-        pt = _pack(chunk[send_c], tid, position, num_layers, gather_policy, ep, iteration, P.KIND_PARAMETER, mtu)
-        h = ep.send(pt, right)
-        yield [h, r]
-        stats.add_send(h)
-        stats.add_recv(r)
+               stats: CommStats, sends: list) -> Generator:
+    """The ring all-reduce of ``flat`` as a task (host_agent/ring.py): each step waits only for its
+    receive; the send handles go to ``sends``, acknowledged before the iteration's record."""
+    yield from ring_task(ep, rank, addrs, flat, iteration, policy, stats, sends, mtu=mtu,
+                         tensor_id=lambda step: wire_tid(iteration, base_tid + step),
+                         position=position, num_layers=num_layers)
 
 
 def allreduce_worker_udp(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], wl: Workload,
@@ -378,6 +357,7 @@ def allreduce_worker_udp(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int
     flats: list[np.ndarray] = []
     prev_done = comm_start = 0.0
     stats = CommStats()
+    sends: list = []                   # the ring's send handles of the iteration being recorded
     spurious0 = ep.spurious_retransmissions
     for it in range(iterations + 1):
         for layer in range(n):
@@ -389,10 +369,13 @@ def allreduce_worker_udp(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int
             gpu.run(compute.forward[layer], arrival)
         fwd_done = gpu.t
         if done_at:
+            loop.wait_handles(sends, f"iteration {it - 1}'s ring sends to be acknowledged")
+            finish_sends(sends, stats)
             stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0
             spurious0 = ep.spurious_retransmissions
             comm_s = max(d for d in done_at if d is not None) - comm_start
-            emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, comm_s, stats), np.concatenate(flats))
+            emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, comm_s, stats,
+                                 transport=ep.counters()), np.concatenate(flats))
         if it == iterations:
             break
         prev_done = fwd_done
@@ -401,14 +384,16 @@ def allreduce_worker_udp(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int
         done_at = [None] * len(groups)
         ready: list[int] = []
         stats = CommStats()
+        sends = []
 
         def comm(it: int = it, ready: list[int] = ready, done_at: list = done_at,
-                 stats: CommStats = stats, flats: list = flats) -> Generator:
+                 stats: CommStats = stats, flats: list = flats, sends: list = sends) -> Generator:
             for k in range(len(groups)):
                 yield lambda k=k: len(ready) > k
                 b = ready[k]
                 # layer class from the bucket's real position in the model (front = high), not the step
-                yield from ring_steps(ep, rank, addrs, flats[b], it, policy, mtu, b * steps, groups[b][0], n, stats)
+                yield from ring_steps(ep, rank, addrs, flats[b], it, policy, mtu, b * steps, groups[b][0], n, stats,
+                                      sends)
                 done_at[b] = time.perf_counter()
 
         loop.spawn(comm())
