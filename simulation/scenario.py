@@ -115,6 +115,7 @@ def build_network(topo: Topology, policy: Policy, mode: str) -> Network:
         raise ValueError(f"unknown mode '{mode}' (known: {', '.join(MODES)})")
     ns, sim = switch_model.ns3()
     ns.Simulator.Destroy()                      # a fresh simulator for every run in this process
+    sim.Net().Reset()                           # and fresh transport state and counters
     ns.Config.Reset()
     ns.Config.SetDefault("ns3::DropTailQueue<Packet>::MaxSize", ns.QueueSizeValue(ns.QueueSize("1p")))
     ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType",
@@ -310,6 +311,11 @@ def switch_counters(mode: str, qdiscs: list, routers: dict) -> dict:
                     if int(qd.EcnMarks(q, m)):
                         marks[f"q{q}/m{m}"] = marks.get(f"q{q}/m{m}", 0) + int(qd.EcnMarks(q, m))
         c.update(selective_drops=sel, ecn_marks=marks, tail_drops=tail)
+        net = switch_model.ns3()[1].Net()       # the DLCP transport's admission (dlcp_transport.h)
+        c["transport"] = {"grants": bool(net.cfg.grants), "grants_sent": int(net.grantsSent),
+                          "acks_sent": int(net.acksSent), "grants_missed": int(net.grantsMissed),
+                          "window_stalls": int(net.windowStalls), "write_offs": int(net.writeOffs),
+                          "active_senders_max": int(net.activeSendersMax)}
     else:
         c["drops"] = sum(int(qd.GetStats().nTotalDroppedPackets) for qd in qdiscs)
         c["ecn_marks"] = sum(int(qd.GetStats().nTotalMarkedPackets) for qd in qdiscs)

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "ns3/core-module.h"
@@ -24,7 +25,7 @@ namespace dlcpsim {
 
 constexpr uint8_t kMsgProbe = 1, kMsgBitmap = 2, kMsgDone = 3, kMsgControl = 4;   // protocol.py MSG_*
 constexpr uint8_t kFlagRetx = 0x20, kFlagPull = 0x10;
-constexpr uint8_t kSubOpen = 1, kSubEcnEcho = 2;
+constexpr uint8_t kSubOpen = 1, kSubEcnEcho = 2, kSubGrant = 4, kSubAck = 5;   // protocol.py CTRL_*
 constexpr uint16_t kTcpPort = 5000;
 constexpr uint32_t kElem = 4;                 // float32
 
@@ -55,7 +56,26 @@ struct TransportConfig {
   double additiveFrac = 0.02;                 // of the rate set by the last cut ...
   double additiveLineFrac = 0.05;             // ... or this share of the line rate, the larger
   double minRateFrac = 0.01;                  // floor, as a share of the line rate
+  // receiver-driven admission (host_agent receiver.py / ratecontrol.GrantPacer / endpoint.py)
+  bool grants = true;                         // receivers grant (host_agent: when the link rate is known)
+  double grantShare = 0.93;                   // GRANT_SHARE: of the receiver's link, split over active senders
+  uint32_t windowPackets = 40;                // WINDOW_PACKETS: all granted senders together in flight ...
+  uint32_t windowMin = 4;                     // WINDOW_MIN: ... but each at least this many
+  uint32_t ackEvery = 4;                      // ACK_EVERY: CONTROL/ACK after this many DATA from a sender
+  uint32_t unscheduled = 4;                   // UNSCHEDULED_PACKETS before the GRANT answering an OPEN
+  double grantIdle = 500e-6;                  // s (host_agent GRANT_IDLE 0.5 s): sender no longer active
+  double grantTick = 20e-6;                   // s (GRANT_TICK 20 ms): check for senders gone quiet
+  double grantBurstS = 2e-6;                  // s of the grant a destination's bucket holds (GRANT_BURST_S 2 ms) ...
+  double grantBurstMin = 3000;                // ... but at least this many bytes (GRANT_BURST_MIN: two packets)
+  double grantFloor = 1e4;                    // bytes/s (GRANT_FLOOR)
+  double grantWaitMin = 1e-3;                 // s (GRANT_WAIT_MIN 0.1 s): no GRANT within max(this, 2 RTO): go on
+  double writeOffMin = 1e-3;                  // s (WRITE_OFF_MIN 0.1 s): closed window unacknowledged this long: lost
 };
+
+// Defaults every run of this process starts from (as ns-3's Config::SetDefault): ablations change
+// them before a run (simulation/switch_model/transport_knobs.py), SimNet::Reset copies them.
+inline TransportConfig& TransportDefaults() { static TransportConfig c; return c; }
+inline void ResetTransportDefaults() { TransportDefaults() = TransportConfig(); }
 
 class DlcpHost;
 
@@ -69,8 +89,10 @@ class SimNet {
   std::vector<uint64_t> lineRate;             // host index -> bps
   std::vector<TransferRec> transfers;
   std::function<void(uint32_t)> onDone;       // receiver completed transfer id
-  TransportConfig cfg;
+  TransportConfig cfg = TransportDefaults();
   uint64_t dataPackets = 0, ctrlPackets = 0;
+  uint64_t grantsSent = 0, acksSent = 0, grantsMissed = 0, windowStalls = 0, writeOffs = 0;
+  uint32_t activeSendersMax = 0;
 
   uint32_t Add(uint32_t src, uint32_t dst, uint64_t bytes, uint8_t layer, uint8_t kind, bool dlcp, double p) {
     TransferRec r;
@@ -111,6 +133,22 @@ struct OutTransfer {
   double rto = 0;
   ns3::EventId rtoEvent;
   bool openSent = false;
+  // admission (endpoint.py): a tensor sends at most ``unscheduledLimit`` DATA before the GRANT
+  // answering its OPEN (0 on first contact: host_agent waits for the OPEN_ACK, which follows it)
+  bool granted = true;
+  uint32_t unscheduledLimit = 0, dataSent = 0;
+  double dataStart = 0;
+};
+
+// Sender's view of one destination (ratecontrol.GrantPacer): its grant as a token bucket, and the
+// window of DATA packets in flight towards it, clocked by its CONTROL/ACKs.
+struct DestGrant {
+  double rate = -1;                           // bytes/s granted; < 0: none yet (own link rate)
+  double tokens = 0, refilled = -1;           // bytes (may go negative: the last packet's debt)
+  uint32_t window = 0;                        // packets; 0: this destination set none
+  uint64_t sent = 0, acked = 0, writtenOff = 0;
+  double progress = 0;                        // when the in-flight count last went down
+  uint64_t InFlight() const { return sent > acked + writtenOff ? sent - acked - writtenOff : 0; }
 };
 
 // Receiver state of one DLCP transfer (host_agent/assembly.py + receiver.py).
@@ -124,6 +162,7 @@ struct InTransfer {
   ns3::EventId answer;
   uint32_t pendingRound = 0;
   uint32_t src = 0;
+  double opened = 0;
 };
 
 // One end host: a DLCP endpoint on UDP 9290 (sender and receiver sides, one AIMD pacer shared by
@@ -160,7 +199,7 @@ class DlcpHost : public ns3::Application {
     m_listen->SetAcceptCallback(ns3::MakeNullCallback<bool, ns3::Ptr<ns3::Socket>, const ns3::Address&>(),
                                 ns3::MakeCallback(&DlcpHost::OnAccept, this));
   }
-  void StopApplication() override { ns3::Simulator::Cancel(m_sendEvent); }
+  void StopApplication() override { ns3::Simulator::Cancel(m_sendEvent); ns3::Simulator::Cancel(m_grantTick); }
 
   // ---------------------------------------------------------------- TCP transfers
   // A connection carries transfers one after another, each as [transfer id: 4 bytes][its bytes].
@@ -307,6 +346,12 @@ class DlcpHost : public ns3::Application {
     }
     r.packets = n; r.critical = nc; r.droppable = d;
     o->rto = std::max(net.cfg.rtoInit, m_srtt > 0 ? m_srtt + 4 * m_rttvar : 0.0);
+    if (net.cfg.grants) {                        // wait for the GRANT answering this OPEN (endpoint.py)
+      auto d = m_dest.find(r.dst);
+      o->granted = false;
+      o->unscheduledLimit = d != m_dest.end() && d->second.rate > 0 ? net.cfg.unscheduled : 0;
+      o->dataStart = ns3::Simulator::Now().GetSeconds();
+    }
     m_out[id] = o;
     SendControlOpen(*o);
     m_active.push_back(id);
@@ -359,23 +404,79 @@ class DlcpHost : public ns3::Application {
     o.round++;
     SendProbe(o);
   }
-  // The pacer: one DATA packet per gap at the current AIMD rate, round robin over transfers.
-  void Kick() {
-    if (m_sendEvent.IsPending()) return;
+  // The pacer: one DATA packet per gap at the current AIMD rate, round robin over the transfers whose
+  // destination admits one now (its grant's token bucket, its window, the GRANT answering the OPEN).
+  void Kick() { WakeAt(std::max(ns3::Simulator::Now().GetSeconds(), m_nextSend)); }
+  void WakeAt(double at) {
     double now = ns3::Simulator::Now().GetSeconds();
-    double at = std::max(now, m_nextSend);
+    at = std::max(at, now);
+    if (m_sendEvent.IsPending() && m_sendAt <= at + 1e-12) return;
+    ns3::Simulator::Cancel(m_sendEvent);
+    m_sendAt = at;
     m_sendEvent = ns3::Simulator::Schedule(ns3::Seconds(at - now), &DlcpHost::SendOne, this);
+  }
+  double WriteOffAfter() const {
+    const TransportConfig& c = SimNet::Get().cfg;
+    double rto = m_srtt > 0 ? std::min(std::max(c.rtoInit, m_srtt + 4 * m_rttvar), c.rtoMax) : c.rtoInit;
+    return std::max(c.writeOffMin, 2 * rto);
+  }
+  double GrantWait() const {
+    return std::max(SimNet::Get().cfg.grantWaitMin, WriteOffAfter());   // both max(min, 2 RTO) in host_agent
+  }
+  double Burst(double rate) const {
+    const TransportConfig& c = SimNet::Get().cfg;
+    return std::max(c.grantBurstMin, rate * c.grantBurstS);
+  }
+  double DestRate(const DestGrant& d) const { return d.rate > 0 ? d.rate : m_line / 8.0; }
+  void Refill(DestGrant& d, double now) {
+    double rate = DestRate(d);
+    d.tokens = d.refilled < 0 ? Burst(rate) : std::min(Burst(rate), d.tokens + (now - d.refilled) * rate);
+    d.refilled = now;
+  }
+  // 0 when transfer ``o`` may send a DATA packet now; otherwise the time it may (or +inf: on an ACK).
+  double ReadyAt(OutTransfer& o, uint32_t dst, double now) {
+    SimNet& net = SimNet::Get();
+    if (!net.cfg.grants) return 0;
+    if (!o.granted && o.dataSent >= o.unscheduledLimit) {
+      double until = o.dataStart + GrantWait();
+      if (now < until) return until;
+      o.granted = true;                          // no GRANT came (OPEN or GRANT lost): last rate
+      net.grantsMissed++;
+    }
+    DestGrant& d = m_dest[dst];
+    Refill(d, now);
+    if (d.tokens < 0) return now + std::max(-d.tokens / DestRate(d), 1e-9);
+    if (d.window > 0) {
+      uint64_t flight = d.InFlight();
+      if (flight >= d.window) {
+        double until = d.progress + WriteOffAfter();
+        if (now < until) return until;
+        d.writtenOff += flight;                  // unacknowledged for too long: presumed lost
+        d.progress = now;
+        net.windowStalls++;
+      }
+    }
+    return 0;
   }
   void SendOne() {
     SimNet& net = SimNet::Get();
     Increase();
-    while (!m_active.empty()) {
+    double now = ns3::Simulator::Now().GetSeconds();
+    double wake = INFINITY;
+    size_t tries = m_active.size();
+    while (tries-- > 0 && !m_active.empty()) {
       uint32_t id = m_active.front();
       m_active.pop_front();
       auto it = m_out.find(id);
       if (it == m_out.end() || it->second->done || it->second->queue.empty()) continue;
       OutTransfer& o = *it->second;
       TransferRec& r = net.transfers[id];
+      double ready = ReadyAt(o, r.dst, now);
+      if (ready > 0) {                           // this destination does not admit a packet yet
+        wake = std::min(wake, ready);
+        m_active.push_back(id);
+        continue;
+      }
       uint32_t i = o.queue.front();
       o.queue.pop_front();
       uint32_t chunk = (uint32_t)std::min<uint64_t>(net.cfg.payload, r.bytes - (uint64_t)i * net.cfg.payload);
@@ -397,12 +498,59 @@ class DlcpHost : public ns3::Application {
       SendTo(r.dst, buf, true);
       net.dataPackets++;
       r.sent++;
+      o.dataSent++;
+      if (net.cfg.grants) {                      // charge the bucket, count the packet in flight
+        DestGrant& d = m_dest[r.dst];
+        d.tokens -= (double)buf.size();
+        if (d.window > 0) {
+          if (d.InFlight() == 0) d.progress = now;   // the write-off timer runs from here
+          d.sent++;
+        }
+      }
       if (o.queue.empty()) SendProbe(o); else m_active.push_back(id);
       double bits = (double)(buf.size() + 8 + 20 + 2) * 8.0;
-      m_nextSend = ns3::Simulator::Now().GetSeconds() + bits / m_rate;
-      break;
+      m_nextSend = now + bits / m_rate;
+      Kick();
+      return;
     }
+    if (!m_active.empty() && wake < INFINITY) WakeAt(std::max(wake, m_nextSend));
+    // else: every destination's window is closed and waits for its ACK (OnAck kicks the pacer)
+  }
+  // A round's answer (BITMAP or DONE): what the receiver has not counted is lost, not in flight,
+  // unless another transfer to the same receiver is sending (endpoint.py _round_over).
+  void RoundOver(uint32_t id, uint32_t dst) {
+    SimNet& net = SimNet::Get();
+    if (!net.cfg.grants) return;
+    for (auto& kv : m_out)
+      if (kv.first != id && !kv.second->done && !kv.second->probing && !kv.second->queue.empty() &&
+          net.transfers[kv.first].dst == dst) return;
+    auto d = m_dest.find(dst);
+    if (d == m_dest.end() || d->second.window == 0) return;
+    uint64_t before = d->second.writtenOff;
+    d->second.writtenOff = d->second.sent > d->second.acked ? d->second.sent - d->second.acked : 0;
+    if (d->second.writtenOff > before) net.writeOffs++;
+    d->second.progress = ns3::Simulator::Now().GetSeconds();
+  }
+  void OnGrant(uint32_t id, double rate, uint32_t window) {
+    SimNet& net = SimNet::Get();
+    uint32_t dst = net.transfers[id].dst;
+    DestGrant& d = m_dest[dst];
+    Refill(d, ns3::Simulator::Now().GetSeconds());
+    d.rate = std::max(net.cfg.grantFloor, rate);
+    d.tokens = std::min(d.tokens, Burst(d.rate));
+    d.window = std::max<uint32_t>(1, window);
+    auto it = m_out.find(id);
+    if (it != m_out.end()) it->second->granted = true;   // the answer to this transfer's OPEN
     if (!m_active.empty()) Kick();
+  }
+  void OnAck(uint32_t id, uint32_t count) {
+    SimNet& net = SimNet::Get();
+    DestGrant& d = m_dest[net.transfers[id].dst];
+    if (count > d.acked) {
+      d.acked = count;
+      d.progress = ns3::Simulator::Now().GetSeconds();
+      if (!m_active.empty()) Kick();
+    }
   }
   // AIMD (host_agent/ratecontrol.py): cut on ECN echo by half the marked share, halve on a lossy
   // BITMAP, at most once per decrease gap; add additive_frac of the cut rate per interval.
@@ -442,6 +590,7 @@ class DlcpHost : public ns3::Application {
     }
     std::sort(missNc.begin(), missNc.end(), [&](uint32_t a, uint32_t b) { return o.gRank[a] > o.gRank[b]; });
     for (uint32_t k = 0; k < deficit && k < missNc.size(); ++k) o.queue.push_back(missNc[k]);
+    RoundOver(id, r.dst);
     Cut(0.5);                                     // a BITMAP with missing packets is congestion
     o.round++;
     r.rounds++;
@@ -463,6 +612,7 @@ class DlcpHost : public ns3::Application {
     if (it->second->probing) Rtt(ns3::Simulator::Now().GetSeconds() - it->second->probeSent);
     ns3::Simulator::Cancel(it->second->rtoEvent);
     m_out.erase(it);
+    RoundOver(id, SimNet::Get().transfers[id].dst);
   }
 
   // ---------------------------------------------------------------- DLCP receiver
@@ -477,6 +627,7 @@ class DlcpHost : public ns3::Application {
       uint32_t id = Get32(h + 8), offset = Get32(h + 16), seq = Get32(h + 20);
       uint32_t srcHost = ((uint32_t)h[6] << 8) | h[7];
       if (msg == kMsgData) {
+        CountData(srcHost, id);
         ns3::SocketIpTosTag tos;
         bool ce = p->PeekPacketTag(tos) && (tos.GetTos() & 0x3) == 3;
         OnData(id, srcHost, offset / (SimNet::Get().cfg.payload / kElem), flags, seq, ce);
@@ -485,6 +636,8 @@ class DlcpHost : public ns3::Application {
         if (sub == kSubOpen) Open(id, srcHost, Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8),
                                   Get32(h + kDlcpHeaderLen + 12));
         else if (sub == kSubEcnEcho) OnEcnEcho(id, Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8));
+        else if (sub == kSubGrant) OnGrant(id, Get32(h + kDlcpHeaderLen + 4) * 1000.0, Get32(h + kDlcpHeaderLen + 12));
+        else if (sub == kSubAck) OnAck(id, Get32(h + kDlcpHeaderLen + 4));
       } else if (msg == kMsgProbe && len >= kDlcpHeaderLen + 12) {
         Open(id, srcHost, Get32(h + kDlcpHeaderLen), Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8));
         OnProbe(id, seq);
@@ -504,6 +657,9 @@ class DlcpHost : public ns3::Application {
     InTransfer& t = m_in[id];
     t.n = n; t.nc = nCrit; t.p = ppm / 1e6; t.src = src;
     t.got.assign(n, 0);
+    t.opened = ns3::Simulator::Now().GetSeconds();
+    m_incomplete.insert(id);
+    Regrant(src);
     // DATA that arrived before its OPEN (sprayed past it) was held: replay
     auto e = m_early.find(id);
     if (e != m_early.end()) {
@@ -585,6 +741,8 @@ class DlcpHost : public ns3::Application {
     net.transfers[id].zeroFilled = t.n - t.gotAll;
     SendDone(id, t);
     t.got.clear(); t.got.shrink_to_fit();
+    m_incomplete.erase(id);
+    if (!m_granted.empty()) Regrant(UINT32_MAX);   // one sender fewer: the others' shares grow
     net.Complete(id);
   }
   void SendDone(uint32_t id, InTransfer& t) {
@@ -594,6 +752,61 @@ class DlcpHost : public ns3::Application {
     Put(p, t.gotAll, 4); Put(p, t.n - t.gotAll, 4);
     SendTo(t.src, buf, false);
     SimNet::Get().ctrlPackets++;
+  }
+  // ---------------------------------------------------------------- receiver-driven admission
+  // (receiver.py): every active sender -- an unfinished transfer here that got DATA (or was opened)
+  // within grantIdle -- is granted grantShare x link / n bytes/s and a window of
+  // max(windowMin, windowPackets / n) packets (CONTROL/GRANT, naming the transfer it answers); sent to
+  // an opener and to every active sender whose share changed. Every ackEvery DATA packets from a
+  // sender (all its transfers, whatever became of them) a CONTROL/ACK carries the cumulative count.
+  void Regrant(uint32_t opener) {
+    SimNet& net = SimNet::Get();
+    if (!net.cfg.grants) return;
+    double now = ns3::Simulator::Now().GetSeconds();
+    std::map<uint32_t, uint32_t> active;          // sender host -> a transfer of it (the grant names it)
+    for (uint32_t id : m_incomplete) {
+      const InTransfer& t = m_in[id];
+      double last = std::max(t.lastData, t.opened);
+      if (now - last < net.cfg.grantIdle) active[t.src] = id;
+    }
+    if (active.empty()) { m_granted.clear(); return; }
+    net.activeSendersMax = std::max<uint32_t>(net.activeSendersMax, (uint32_t)active.size());
+    double rate = net.cfg.grantShare * (double)net.lineRate[m_index] / 8.0 / (double)active.size();
+    uint32_t window = std::max<uint32_t>(net.cfg.windowMin, net.cfg.windowPackets / (uint32_t)active.size());
+    uint32_t wireRate = (uint32_t)std::min(4294967295.0, rate / 1000.0);   // kB/s: bytes/s overflow u32 > 34 Gbit/s
+    for (auto& kv : active) {
+      auto g = m_granted.find(kv.first);
+      if (kv.first == opener || g == m_granted.end() || g->second != wireRate) {
+        m_granted[kv.first] = wireRate;
+        net.grantsSent++;
+        std::vector<uint8_t> buf(kDlcpHeaderLen + 16, 0);
+        Header(buf.data(), kMsgControl, 7, 15, kFlagCritical, kv.second, 0, 0, 0, (uint16_t)kv.first);
+        uint8_t* p = buf.data() + kDlcpHeaderLen;
+        Put(p, kSubGrant, 4); Put(p, wireRate, 4); Put(p, (uint32_t)active.size(), 4); Put(p, window, 4);
+        SendTo(kv.first, buf, false);
+        net.ctrlPackets++;
+      }
+    }
+    for (auto g = m_granted.begin(); g != m_granted.end();)
+      g = active.count(g->first) ? std::next(g) : m_granted.erase(g);
+    if (!m_granted.empty() && !m_grantTick.IsPending())
+      m_grantTick = ns3::Simulator::Schedule(ns3::Seconds(net.cfg.grantTick), &DlcpHost::GrantTick, this);
+  }
+  void GrantTick() { if (!m_granted.empty()) Regrant(UINT32_MAX); }   // senders gone quiet: the others' shares
+  void CountData(uint32_t src, uint32_t id) {
+    SimNet& net = SimNet::Get();
+    if (!net.cfg.grants || src >= net.hosts.size()) return;
+    uint32_t n = ++m_rxFrom[src];
+    uint32_t& at = m_ackedAt[src];
+    if (n - at < net.cfg.ackEvery) return;
+    at = n;
+    net.acksSent++;
+    std::vector<uint8_t> buf(kDlcpHeaderLen + 16, 0);
+    Header(buf.data(), kMsgControl, 7, 15, kFlagCritical, id, 0, 0, 0, (uint16_t)src);
+    uint8_t* p = buf.data() + kDlcpHeaderLen;
+    Put(p, kSubAck, 4); Put(p, n, 4);
+    SendTo(src, buf, false);
+    net.ctrlPackets++;
   }
   void OnEcnEcho(uint32_t id, uint32_t ce, uint32_t got) {
     auto it = m_out.find(id);
@@ -617,7 +830,12 @@ class DlcpHost : public ns3::Application {
   std::map<uint32_t, std::vector<std::pair<uint32_t, std::pair<uint8_t, uint32_t>>>> m_early;
   std::map<uint32_t, std::pair<uint32_t, uint32_t>> m_ceSeen;
   std::deque<uint32_t> m_active;
-  ns3::EventId m_sendEvent;
+  ns3::EventId m_sendEvent, m_grantTick;
+  double m_sendAt = 0;
+  std::map<uint32_t, DestGrant> m_dest;             // sender: per destination host
+  std::set<uint32_t> m_incomplete;                  // receiver: transfers not complete yet
+  std::map<uint32_t, uint32_t> m_granted;           // receiver: sender host -> rate last granted (kB/s)
+  std::map<uint32_t, uint32_t> m_rxFrom, m_ackedAt; // receiver: DATA from each sender, count at the last ACK
   double m_nextSend = 0, m_rate = 1e9, m_line = 1e9, m_cutRate = 0, m_lastCut = -1, m_lastIncrease = 0;
   double m_srtt = 0, m_rttvar = 0;
   uint32_t m_seq = 0;

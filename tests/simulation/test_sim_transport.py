@@ -12,20 +12,38 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from simulation import job_report
 from simulation.job import JobSpec, run_job_fresh
 from simulation.policy import FABRIC_POLICY, load_policy
-from simulation.scenario import ps_incast
+from simulation.scenario import PAYLOAD, ps_incast
+from simulation.switch_model.transport_knobs import run_jobs_fresh
 from simulation.topology import preset
 from simulation.workload import load_cdf, ps_workload
 
 
-def test_dlcp_incast_completes_within_the_loss_bound(ns3_installed) -> None:
+def _incast_runs() -> tuple[object, object, float]:
+    """The 15:1 small-16 incast (150 kB per worker into h0) with receiver-driven admission (the
+    default) and without it, in one fresh process; and the PS port's wire time for its bytes."""
     topo = preset("small-16")
     index = {h: i for i, h in enumerate(topo.hosts)}
     flows = [(index[f.src], index[f.dst], f.bytes, f.start_s, f.layer_class)
              for f in ps_incast(topo, 150_000, 0, 0, seed=5)]
-    r = run_job_fresh(topo, load_policy(FABRIC_POLICY), "dlcp", JobSpec(None, flows=flows, max_sim_s=0.05, progress=False))
+    policy = load_policy(FABRIC_POLICY)
+    spec = JobSpec(None, flows=flows, max_sim_s=0.05, progress=False)
+    granted, ungranted = run_jobs_fresh([({}, topo, policy, "dlcp", spec), ({"grants": False}, topo, policy, "dlcp", spec)])
+    packets = sum(math.ceil(f[2] / PAYLOAD) for f in flows)
+    wire_s = (sum(f[2] for f in flows) + packets * (24 + 8 + 20 + 2)) * 8 / 10e9   # DLCP+UDP+IP+PPP headers
+    return granted, ungranted, wire_s
+
+
+@pytest.fixture(scope="module")
+def incast_runs(ns3_installed):
+    return _incast_runs()
+
+
+def _check_within_bound(r) -> list[dict]:
     grads = [t for t in r.transfers if t["kind"] == "gradient"]
     assert len(grads) == 15 and r.finished
     for t in grads:
@@ -34,8 +52,37 @@ def test_dlcp_incast_completes_within_the_loss_bound(ns3_installed) -> None:
         allowed = non_critical - math.ceil((1 - t["loss_bound"]) * non_critical - 1e-9)
         assert t["zero_filled"] <= allowed, t            # never more missing than the bound
         assert t["droppable"] == allowed                 # tagging: exactly what the receiver can do without
+    return grads
+
+
+def test_grants_admit_the_incast_at_link_speed_without_loss(incast_runs) -> None:
+    """Receiver-driven admission (host_agent's GRANT/window/ACK): the 15 senders share the PS link,
+    nothing overflows, nothing is retransmitted, and the last gradient lands near the link's wire
+    time. The transport before admission (every sender at line rate) tail-dropped ~1,600 packets,
+    retransmitted every packet once and finished the last flow at ~2x the wire time."""
+    r, _, wire_s = incast_runs
+    grads = _check_within_bound(r)
+    packets = sum(t["packets"] for t in grads)
     c = r.counters
-    # the 15:1 incast overflows h0's port: the switch sheds droppable DATA, and tail drops force repairs
+    assert sum(c["tail_drops"].values()) <= 0.01 * packets, c["tail_drops"]
+    assert sum(c["selective_drops"].values()) <= 0.01 * packets, c["selective_drops"]
+    assert sum(t["retx"] for t in grads) <= 0.01 * packets
+    fcts = [t["fct_s"] for t in grads]
+    assert max(fcts) <= 1.15 * wire_s, (max(fcts), wire_s)   # the link stays busy: near its wire time
+    tr = c["transport"]
+    assert tr["grants"] and tr["active_senders_max"] == 15, tr
+    assert tr["grants_sent"] >= 15 and tr["acks_sent"] >= packets // 4 - 15, tr
+    assert tr["grants_missed"] == 0, tr
+
+
+def test_without_grants_the_incast_recovers_within_the_loss_bound(incast_runs) -> None:
+    """Admission off (every sender at line rate): the 15:1 incast overflows h0's port, the switch
+    sheds droppable DATA only, tail drops force repair rounds, and every gradient still completes
+    within its loss bound, later than with grants."""
+    granted, r, _ = incast_runs
+    grads = _check_within_bound(r)
+    c = r.counters
+    assert not c["transport"]["grants"] and c["transport"]["grants_sent"] == 0
     assert c["selective_drops"], c
     for key in c["selective_drops"]:
         q, m = (int(x[1:]) for x in key.split("/"))
@@ -45,6 +92,8 @@ def test_dlcp_incast_completes_within_the_loss_bound(ns3_installed) -> None:
     assert c["sprayed_packets"] > 0
     s = job_report.summary(r)
     assert s["gradient"]["completed"] == 15 and s["gradient"]["p99_us"] > 0
+    with_grants = job_report.summary(granted)["gradient"]
+    assert with_grants["mean_us"] < s["gradient"]["mean_us"]
 
 
 def test_ps_training_iterations_close_over_dlcp_and_dctcp(ns3_installed, tmp_path) -> None:
