@@ -2,14 +2,15 @@
 
 1. Loopback, no loss, a 25 M-parameter model (6 x Linear(2048, 2048), 100 MB of float32
    gradients): (a) the all-reduce alone, the gradients cut into DDP's default 25 MB buckets,
-   DLCP ring (``DlcpCommState.allreduce``) vs ``dist.all_reduce`` over gloo, alternating rounds;
+   DLCP ring (``DlcpCommState.allreduce_buckets``: the buckets as one step, ``in_flight`` of them
+   at once) vs ``dist.all_reduce`` over gloo, alternating rounds (a DLCP mode per --in-flight value);
    (b) a whole DDP backward (compute + communication overlapped) with the DLCP hook vs DDP's
    default gloo all-reduce. Ratio = gloo time / DLCP time (>= 0.5 is the goal).
 2. Digits CNN (host_agent/torch_train.py), 4 processes, 8 epochs, same seeds: gloo vs DLCP with
    a 10 % loss bound and 5 % of non-critical DATA dropped by a relay in front of every rank.
    Final test accuracy of both (goal: DLCP within 0.5 points of gloo).
 
-    .venv/bin/python benchmarks/bench_torch_ddp.py [--nproc 2] [--repeat 5] [--skip-digits] [--quick]
+    .venv/bin/python benchmarks/bench_torch_ddp.py [--nproc 2] [--repeat 5] [--in-flight 1,2] [--skip-digits] [--quick]
 
 Quick mode (``make test``'s smoke run): a 2 x Linear(256, 256) model, one round, one digits epoch.
 """
@@ -40,7 +41,7 @@ def _big_model(shape: tuple[int, int]):
     return torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(layers)])
 
 
-def _rank(rank: int, world: int, port: int, repeat: int, shape: tuple[int, int], q) -> None:
+def _rank(rank: int, world: int, port: int, repeat: int, shape: tuple[int, int], in_flight: list[int], q) -> None:
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -53,9 +54,11 @@ def _rank(rank: int, world: int, port: int, repeat: int, shape: tuple[int, int],
     n_params = sum(p.numel() for p in model.parameters())
     grads = torch.randn(n_params, generator=torch.Generator().manual_seed(rank))
     buckets = list(torch.split(grads.clone(), BUCKET_ELEMENTS))
-    state = DlcpCommState(model, DlcpHookConfig(peer_timeout=60))
-    comm = {"gloo": [], "dlcp": []}
-    cpu = {"gloo": [], "dlcp": []}        # CPU seconds of this process (all threads, user + system)
+    modes = ["gloo"] + [f"dlcp{k}" for k in in_flight]
+    states = {f"dlcp{k}": DlcpCommState(model, DlcpHookConfig(peer_timeout=60, in_flight=k, job_id=k))
+              for k in in_flight}
+    comm: dict[str, list[float]] = {m: [] for m in modes}
+    cpu: dict[str, list[float]] = {m: [] for m in modes}   # CPU s of this process (all threads, user + system)
     for _ in range(repeat):                                  # alternate: load hits both alike
         for b, src in zip(buckets, torch.split(grads, BUCKET_ELEMENTS), strict=True):
             b.copy_(src)
@@ -65,22 +68,24 @@ def _rank(rank: int, world: int, port: int, repeat: int, shape: tuple[int, int],
             dist.all_reduce(b)
         comm["gloo"].append(time.perf_counter() - t0)
         cpu["gloo"].append(time.process_time() - c0)
-        for b, src in zip(buckets, torch.split(grads, BUCKET_ELEMENTS), strict=True):
-            b.copy_(src)
-        dist.barrier()
-        t0, c0 = time.perf_counter(), time.process_time()
-        futs = [state.allreduce(b) for b in buckets]
-        for f in futs:
-            f.wait()
-        comm["dlcp"].append(time.perf_counter() - t0)
-        cpu["dlcp"].append(time.process_time() - c0)
-    bytes_sent = sum(r.bytes_sent for r in state.reports[-len(buckets):])
-    state.close()
+        for mode, state in states.items():
+            for b, src in zip(buckets, torch.split(grads, BUCKET_ELEMENTS), strict=True):
+                b.copy_(src)
+            dist.barrier()
+            t0, c0 = time.perf_counter(), time.process_time()
+            for f in state.allreduce_buckets(buckets):
+                f.wait()
+            comm[mode].append(time.perf_counter() - t0)
+            cpu[mode].append(time.process_time() - c0)
+    bytes_sent = states[modes[1]].reports[-1].bytes_sent
+    for state in states.values():
+        state.close()
     x = torch.randn(8, shape[0], generator=torch.Generator().manual_seed(100 + rank))
     step = {}
-    for mode in ("gloo", "dlcp"):
+    for mode in modes:
         ddp = DDP(_big_model(shape))
-        st = register_dlcp_hook(ddp, DlcpHookConfig(peer_timeout=60)) if mode == "dlcp" else None
+        st = (register_dlcp_hook(ddp, DlcpHookConfig(peer_timeout=60, in_flight=int(mode[4:])))
+              if mode != "gloo" else None)
         times = []
         for i in range(repeat + 1):
             ddp.zero_grad()
@@ -105,11 +110,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def bench_25m(world: int, repeat: int, shape: tuple[int, int]) -> None:
+def bench_25m(world: int, repeat: int, shape: tuple[int, int], in_flight: list[int]) -> None:
     ctx = mp.get_context("fork")
     q = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_rank, args=(r, world, port, repeat, shape, q)) for r in range(world)]
+    procs = [ctx.Process(target=_rank, args=(r, world, port, repeat, shape, in_flight, q)) for r in range(world)]
     for p in procs:
         p.start()
     res = dict(q.get(timeout=1800) for _ in range(world))
@@ -119,20 +124,22 @@ def bench_25m(world: int, repeat: int, shape: tuple[int, int]) -> None:
     mb = r0["n_params"] * 4 / 1e6
     print(f"{r0['n_params'] / 1e6:.1f}M all-reduce: {world} processes on loopback, {r0['n_params']:,} float32 = {mb:.0f} MB, "
           f"buckets of {BUCKET_ELEMENTS * 4 / 1e6:.0f} MB, {repeat} rounds (medians; rank 0)")
+    dlcp_modes = [m for m in r0["comm"] if m != "gloo"]
     for what, unit in (("comm", "all-reduce alone"), ("step", "DDP backward (compute + comm)")):
-        g = statistics.median(r0[what]["gloo"])
-        d = statistics.median(r0[what]["dlcp"])
-        print(f"  {unit:32s} gloo {g:7.3f} s   DLCP {d:7.3f} s   throughput DLCP/gloo = {g / d:.2f}x"
-              + (f"   (algorithm bandwidth gloo {mb / g:.0f} MB/s, DLCP {mb / d:.0f} MB/s)" if what == "comm" else ""))
-        # on a shared machine the fastest round is the least disturbed one, for both alike
-        gb, db = min(r0[what]["gloo"]), min(r0[what]["dlcp"])
-        print(f"  {'':32s} fastest rounds: gloo {gb:7.3f} s   DLCP {db:7.3f} s   ratio {gb / db:.2f}x   "
-              f"(rounds gloo {' '.join(f'{t:.3f}' for t in r0[what]['gloo'])}; "
-              f"DLCP {' '.join(f'{t:.3f}' for t in r0[what]['dlcp'])})")
+        g, gb = statistics.median(r0[what]["gloo"]), min(r0[what]["gloo"])
+        print(f"  {unit}: gloo median {g:.3f} s, fastest {gb:.3f} s   (rounds {' '.join(f'{t:.3f}' for t in r0[what]['gloo'])})")
+        for m in dlcp_modes:
+            d, db = statistics.median(r0[what][m]), min(r0[what][m])
+            # on a shared machine the fastest round is the least disturbed one, for both alike
+            print(f"    DLCP in_flight={m[4:]}: median {d:.3f} s  ratio gloo/DLCP {g / d:.2f}x   fastest {db:.3f} s  "
+                  f"ratio {gb / db:.2f}x   (rounds {' '.join(f'{t:.3f}' for t in r0[what][m])})"
+                  + (f"   algorithm bandwidth gloo {mb / g:.0f} MB/s, DLCP {mb / d:.0f} MB/s" if what == "comm" else ""))
     # what a round costs in CPU whatever else runs on the machine (loopback: the kernel's delivery
     # to the peer is charged to the sender); a CPU-bound rank's throughput on a core of its own
-    gc, dc = statistics.median(r0["cpu"]["gloo"]), statistics.median(r0["cpu"]["dlcp"])
-    print(f"  {'all-reduce CPU time, rank 0':32s} gloo {gc:7.3f} s   DLCP {dc:7.3f} s   ratio gloo/DLCP = {gc / dc:.2f}x")
+    gc = statistics.median(r0["cpu"]["gloo"])
+    for m in dlcp_modes:
+        dc = statistics.median(r0["cpu"][m])
+        print(f"  all-reduce CPU time, rank 0: gloo {gc:.3f} s, DLCP in_flight={m[4:]} {dc:.3f} s   ratio gloo/DLCP = {gc / dc:.2f}x")
     print(f"  DLCP bytes sent per all-reduce by rank 0: {r0['dlcp_bytes_sent'] / 1e6:.1f} MB")
 
 
@@ -165,6 +172,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--seeds", default="0", help="comma-separated seeds of the digits runs")
+    ap.add_argument("--in-flight", default="2", help="comma-separated DLCP hook in_flight values, each a mode")
     ap.add_argument("--skip-digits", action="store_true")
     ap.add_argument("--skip-25m", action="store_true")
     add_quick_flag(ap)
@@ -174,7 +182,7 @@ def main() -> int:
         a.repeat, a.epochs, a.seeds = 1, 1, "0"
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"load average {os.getloadavg()[0]:.1f}")
     if not a.skip_25m:
-        bench_25m(a.nproc, a.repeat, QUICK_MODEL if a.quick else FULL_MODEL)
+        bench_25m(a.nproc, a.repeat, QUICK_MODEL if a.quick else FULL_MODEL, [int(x) for x in a.in_flight.split(",")])
     if not a.skip_digits:
         bench_digits(a.epochs, [int(x) for x in a.seeds.split(",")])
     return 0

@@ -4,8 +4,9 @@ DDP hands each gradient bucket to ``dlcp_hook`` as soon as backpropagation fille
 queues the bucket for a communication thread that owns one DLCP ``Endpoint`` and runs a ring
 all-reduce per bucket (reduce-scatter with the loss bound ``p`` of the tagging policy, then a fully
 reliable, all-CRITICAL all-gather), and returns a ``torch.futures.Future`` that completes with the
-averaged bucket. Buckets are reduced in DDP's order on every rank, overlapping the rest of the
-backward pass. Tags follow the host agents' rules (docs/transport.md, "Tagging"):
+averaged bucket. Buckets are started in DDP's order on every rank, overlapping the rest of the
+backward pass, and up to ``in_flight`` of them are reduced at once (while one waits for its peer,
+another's packets flow); on loopback DATA leaves straight from the bucket's memory (zero-copy). Tags follow the host agents' rules (docs/transport.md, "Tagging"):
 
 - layer class per ring chunk from the model-order position of the front-most parameter the chunk
   covers (``TagPolicy.layer_class`` over the model's parameters), so the front layers the next
@@ -27,13 +28,14 @@ averaged gradient (``"previous"``, scaled to the partial sum they stand for). Ea
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import queue
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import IO, Any
 
@@ -83,6 +85,7 @@ class DlcpHookConfig:
     offload: str = "auto"
     report_path: str | None = None             # JSON lines, one per step
     linger: float = 0.5                        # s of answering late PROBEs at close()
+    in_flight: int = 2                         # buckets all-reduced at once (pipelining)
 
     def __post_init__(self) -> None:
         if self.lost_elements not in LOST_MODES:
@@ -91,6 +94,8 @@ class DlcpHookConfig:
             raise ValueError(f"peer_timeout must be > 0, not {self.peer_timeout}")
         if not 0 <= self.job_id <= 0xFFFF:
             raise ValueError(f"job_id {self.job_id} outside 0..65535")
+        if not 1 <= self.in_flight <= 16:
+            raise ValueError(f"in_flight must be 1..16, not {self.in_flight}")
         if self.mtu is not None and not MIN_MTU <= self.mtu <= MAX_IPV4_MTU:
             raise ValueError(f"mtu {self.mtu} outside {MIN_MTU}..{MAX_IPV4_MTU}")
 
@@ -148,6 +153,20 @@ class _Job:
     queued: float
 
 
+@dataclass
+class _Flight:
+    """A bucket being all-reduced: its ring steps and the handles the current one waits for."""
+
+    job: _Job
+    work: torch.Tensor                            # float32 (the bucket itself, or a converted copy)
+    flat: np.ndarray                              # work's memory
+    steps: Iterator[list[Any]]
+    handles: list[Any]
+    t0: float
+    slot: int                                     # which reusable buffers it uses
+    step: int = -1                                # ring step under way
+
+
 class DlcpCommState:
     """The hook's state: endpoint, peers, communication thread, reports. See module docstring."""
 
@@ -175,8 +194,12 @@ class DlcpCommState:
         self.ep = endpoint
         # reused across ring steps (one transfer each way at a time): packet records being sent,
         # and the partial sums being received; mapped once, so no page faults per step
-        self._send_buffer = np.empty(0, np.uint8)
-        self._recv_buffer = np.empty(0, np.float32)
+        self._send_buffers = [np.empty(0, np.uint8) for _ in range(self.cfg.in_flight)]
+        self._recv_buffers = [np.empty(0, np.float32) for _ in range(self.cfg.in_flight)]
+        self._iteration_closed = False        # the iteration's last bucket has started
+        self._spurious0 = 0
+        self._heard: tuple = ()
+        self._heard_at = time.monotonic()
         # packets as large as the local link allows: 64 KB on loopback, 1500 bytes on Ethernet
         self.mtu = self.cfg.mtu or interface_mtu(self.ep.address[0])
         self._zero_copy = (P.max_elements_per_packet(self.mtu, P.DTYPE_FLOAT32) * 4 >= ZERO_COPY_MIN_PAYLOAD)
@@ -230,6 +253,25 @@ class DlcpCommState:
         self._jobs.put(_Job(0, True, flat, ((0, flat.numel(), 0),), fut, time.perf_counter()))
         return fut.then(_value)
 
+    def allreduce_buckets(self, tensors: list[torch.Tensor]) -> list[torch.futures.Future]:
+        """Average several flat CPU tensors in place as one step's buckets (up to ``in_flight`` at
+        once, as DDP's buckets are); one future per tensor. Same calls in the same order on every rank."""
+        futs: list[torch.futures.Future] = []
+        flats = []
+        for t in tensors:
+            flat = t.reshape(-1)
+            if flat.data_ptr() != t.data_ptr() or not t.is_contiguous():
+                raise ValueError("allreduce_buckets(): every tensor must be contiguous")
+            flats.append(flat)
+        for i, flat in enumerate(flats):
+            fut: torch.futures.Future = torch.futures.Future()
+            if self.error is not None:
+                fut.set_exception(self.error)
+            else:
+                self._jobs.put(_Job(i, i == len(flats) - 1, flat, ((0, flat.numel(), 0),), fut, time.perf_counter()))
+            futs.append(fut.then(_value))
+        return futs
+
     def _layout(self, bucket: dist.GradBucket, buf: torch.Tensor) -> tuple[tuple[int, int, int], ...]:
         """(offset, numel, model position) of each parameter in the bucket's flat buffer."""
         params = bucket.parameters()
@@ -243,47 +285,99 @@ class DlcpCommState:
         return got
 
     # -- communication thread ------------------------------------------------------------------
+    # Up to ``in_flight`` buckets of one iteration are reduced at once, each a generator of ring
+    # steps (``_ring``) that yields the handles its step waits for: while one bucket waits for its
+    # peer (a DONE, a descheduled process), another one's packets flow and its sums are computed.
     def _serve(self) -> None:
+        active: list[_Flight] = []
+        waiting: collections.deque[_Job] = collections.deque()
+        closing = False
         while True:
-            job = self._jobs.get()
-            if job is None:
+            block = not active and not waiting and not closing
+            try:
+                while True:
+                    item = self._jobs.get() if block else self._jobs.get_nowait()
+                    block = False
+                    if item is None:
+                        closing = True
+                        break
+                    waiting.append(item)
+            except queue.Empty:
+                pass
+            if closing and not active and not waiting:
                 return
+            try:
+                self._start_jobs(waiting, active)
+                self._advance(active)
+                if active:
+                    self._watch(active)
+                    self.ep.poll(POLL)
+            except Exception as exc:  # noqa: BLE001 - every failure fails the step, never silently
+                job = active[0].job if active else None
+                err = exc if isinstance(exc, DlcpCommError) else DlcpCommError(
+                    f"rank {self.rank}: DLCP all-reduce of bucket {job.bucket_index if job else '?'} "
+                    f"(iteration {self.iteration}) failed: {exc}")
+                self.error = err
+                for fl in active:
+                    if not fl.job.future.done():
+                        fl.job.future.set_exception(err)
+                active.clear()
+                self._iteration_closed = False
+
+    def _start_jobs(self, waiting: collections.deque[_Job], active: list[_Flight]) -> None:
+        """Start queued buckets while slots are free and they belong to the running iteration."""
+        while waiting and len(active) < self.cfg.in_flight and not self._iteration_closed:
+            job = waiting.popleft()
             if self.error is not None:
                 job.future.set_exception(self.error)
                 continue
-            try:
-                self._allreduce(job)
-            except Exception as exc:  # noqa: BLE001 - every failure fails the step, never silently
-                err = exc if isinstance(exc, DlcpCommError) else DlcpCommError(
-                    f"rank {self.rank}: DLCP all-reduce of bucket {job.bucket_index} (iteration "
-                    f"{self.iteration}) failed: {exc}")
-                self.error = err
-                job.future.set_exception(err)
+            if self._step_start is None:
+                self._step_start = job.queued
+                self._spurious0 = self.ep.spurious_retransmissions
+            self._iteration_closed = job.is_last     # later jobs are the next iteration's
+            self._heard_at = time.monotonic()
+            work = job.buffer if job.buffer.dtype == torch.float32 else job.buffer.to(torch.float32)
+            flat = work.detach().numpy().reshape(-1)
+            slot = min(set(range(self.cfg.in_flight)) - {f.slot for f in active})
+            fl = _Flight(job, work, flat, self._ring(job, flat, slot) if self.world > 1 else iter(()), [],
+                         time.perf_counter(), slot)
+            active.append(fl)
 
-    def _allreduce(self, job: _Job) -> None:
-        if self._step_start is None:
-            self._step_start = job.queued
-        t0 = time.perf_counter()
-        buf = job.buffer
-        work = buf if buf.dtype == torch.float32 else buf.to(torch.float32)
-        flat = work.detach().numpy().reshape(-1)
-        if self.world > 1:
-            self._ring(job, flat)       # averages: each rank divides the chunk it reduced
+    def _advance(self, active: list[_Flight]) -> None:
+        """Move every bucket whose step is done on to its next step; finish the completed ones."""
+        progress = True
+        while progress:
+            progress = False
+            for fl in list(active):
+                if any(not h.done for h in fl.handles):
+                    continue
+                fl.step += 1
+                self._heard_at = time.monotonic()
+                try:
+                    fl.handles = next(fl.steps)
+                except StopIteration:
+                    active.remove(fl)
+                    self._end(fl, last=self._iteration_closed and not active)
+                progress = True
+
+    def _end(self, fl: _Flight, last: bool) -> None:
+        job, flat = fl.job, fl.flat
         if self.cfg.lost_elements == "previous":
             self._previous[(job.bucket_index, job.layout)] = flat.copy()
-        if work is not buf:
-            buf.copy_(work)
+        if fl.work is not job.buffer:
+            job.buffer.copy_(fl.work)
         rep = self._report
         rep.buckets += 1
         rep.elements += flat.size
-        rep.comm_seconds += time.perf_counter() - t0
-        if job.is_last:                 # the report is in place before backward() can return
+        rep.comm_seconds += time.perf_counter() - fl.t0
+        if last:                        # the report is in place before backward() can return
             self._finish_step()
-        job.future.set_result(buf)
+        job.future.set_result(job.buffer)
 
     def _finish_step(self) -> None:
         rep = self._report
         rep.wall_seconds = time.perf_counter() - (self._step_start or time.perf_counter())
+        rep.spurious_retransmissions = self.ep.spurious_retransmissions - self._spurious0
         self.reports.append(rep)
         if self._out is not None:
             self._out.write(json.dumps(rep.as_record()) + "\n")
@@ -293,13 +387,15 @@ class DlcpCommState:
         self.iteration += 1
         self._report = StepReport(self.rank, self.iteration)
         self._step_start = None
+        self._iteration_closed = False
 
     def _chunk_position(self, layout: tuple[tuple[int, int, int], ...], lo: int, hi: int) -> int:
         """Model position of the front-most parameter overlapping elements [lo, hi)."""
         pos = [p for off, n, p in layout if off < hi and off + n > lo]
         return min(pos) if pos else self._n_params - 1
 
-    def _ring(self, job: _Job, flat: np.ndarray) -> None:
+    def _ring(self, job: _Job, flat: np.ndarray, slot: int) -> Iterator[list[Any]]:
+        """The ring all-reduce of one bucket, one yield (the step's handles) per ring step."""
         n, r = self.world, self.rank
         steps = 2 * (n - 1)
         base = job.bucket_index * steps
@@ -314,28 +410,32 @@ class DlcpCommState:
         previous = self._previous.get((job.bucket_index, job.layout)) if self.cfg.lost_elements == "previous" else None
         for s in range(n - 1):                                       # reduce-scatter
             send_c, recv_c = (r - s) % n, (r - s - 1) % n
-            tmp = self._receive_buffer(chunk[recv_c].size)      # the receiver writes (or zero-fills) it all
-            recv = self._transfer(job, s, base + s, chunk[send_c], position[send_c], policy, P.KIND_GRADIENT,
-                                  tmp)
+            tmp = self._receive_buffer(slot, chunk[recv_c].size)   # the receiver writes (or zero-fills) it all
+            handles, recv = self._transfer(job, s, base + s, chunk[send_c], position[send_c], policy,
+                                           P.KIND_GRADIENT, tmp, slot)
+            yield handles
+            self._account(handles, recv, P.KIND_GRADIENT)
             if recv is not None and previous is not None and recv.stats.received < recv.stats.n_packets:
                 self._fill_previous(recv, tmp, previous[bounds[recv_c]:bounds[recv_c + 1]], s + 1)
             chunk[recv_c] += tmp
         chunk[(r + 1) % n] /= n         # the chunk this rank reduced; the others arrive averaged
         for s in range(n - 1):                                       # all-gather
             send_c, recv_c = (r + 1 - s) % n, (r - s) % n
-            self._transfer(job, n - 1 + s, base + n - 1 + s, chunk[send_c], position[send_c], gather,
-                           P.KIND_PARAMETER, chunk[recv_c])
+            handles, recv = self._transfer(job, n - 1 + s, base + n - 1 + s, chunk[send_c], position[send_c],
+                                           gather, P.KIND_PARAMETER, chunk[recv_c], slot)
+            yield handles
+            self._account(handles, recv, P.KIND_PARAMETER)
 
-    def _receive_buffer(self, n: int) -> np.ndarray:
-        if self._recv_buffer.size < n:
-            self._recv_buffer = np.empty(n, np.float32)
-        return self._recv_buffer[:n]
+    def _receive_buffer(self, slot: int, n: int) -> np.ndarray:
+        if self._recv_buffers[slot].size < n:
+            self._recv_buffers[slot] = np.empty(n, np.float32)
+        return self._recv_buffers[slot][:n]
 
-    def _packet_buffer(self, n_elements: int) -> np.ndarray:
+    def _packet_buffer(self, slot: int, n_elements: int) -> np.ndarray:
         need = records_bytes(n_elements, self.mtu, zero_copy=self._zero_copy)
-        if self._send_buffer.size < need:
-            self._send_buffer = np.empty(need, np.uint8)
-        return self._send_buffer
+        if self._send_buffers[slot].size < need:
+            self._send_buffers[slot] = np.empty(need, np.uint8)
+        return self._send_buffers[slot]
 
     def _fill_previous(self, recv: Any, tmp: np.ndarray, prev: np.ndarray, ranks: int) -> None:
         """Lost elements of a partial sum of ``ranks`` ranks: ``ranks`` x the last averaged value."""
@@ -347,8 +447,8 @@ class DlcpCommState:
         tmp[lost] = ranks * prev[lost]
 
     def _transfer(self, job: _Job, step: int, tid: int, send: np.ndarray, position: int, policy: TagPolicy,
-                  kind: int, into: np.ndarray) -> Any:
-        """Send ``send`` right and receive ``into`` from the left for one ring step; account it."""
+                  kind: int, into: np.ndarray, slot: int) -> tuple[list[Any], Any]:
+        """Start sending ``send`` right and receiving ``into`` from the left for one ring step."""
         ep, it = self.ep, self.iteration
         handles: list[Any] = []
         recv = None
@@ -359,12 +459,13 @@ class DlcpCommState:
             pt = packetize(send, tensor_id=tid, policy=policy, position=position, num_layers=self._n_params,
                            job_id=ep.cfg.job_id, worker_id=ep.cfg.worker_id, iteration=it,
                            pull=kind == P.KIND_PARAMETER, kind=kind, mtu=self.mtu,
-                           buffer=self._packet_buffer(send.size), zero_copy=self._zero_copy)
+                           buffer=self._packet_buffer(slot, send.size), zero_copy=self._zero_copy)
             handles.append(ep.send(pt, self.right))
-        spurious0 = ep.spurious_retransmissions
-        self._run(handles, job, step)
+        return handles, recv
+
+    def _account(self, handles: list[Any], recv: Any, kind: int) -> None:
+        """Add a finished ring step's counts to the iteration's report."""
         rep = self._report
-        rep.spurious_retransmissions += ep.spurious_retransmissions - spurious0
         for h in handles:
             if h is recv:
                 st = h.stats
@@ -384,36 +485,30 @@ class DlcpCommState:
                 rep.bytes_sent += h.stats.bytes
                 rep.packets_sent += h.stats.packets
                 rep.retransmissions += h.stats.retransmitted
-        return recv
 
-    def _run(self, handles: list[Any], job: _Job, step: int) -> None:
-        """Turn the endpoint until every handle is done; fail after ``peer_timeout`` of silence."""
-        ep = self.ep
-        seen: tuple = ()
-        last = time.monotonic()
-        while True:
-            pending = [h for h in handles if not h.done]
-            if not pending:
-                return
-            for h in pending:
-                if h.failed:
-                    detail = getattr(getattr(h, "tx", None), "error", None) or "transfer failed"
-                    raise self._fail(job, step, f"sending to rank {(self.rank + 1) % self.world} "
-                                                f"{self.right[0]}:{self.right[1]}: {detail}")
-            now = time.monotonic()
-            heard = (ep.packets_received, tuple(getattr(getattr(h, "tx", None), "last_heard", 0.0) for h in pending))
-            if heard != seen:
-                seen, last = heard, now
-            elif now - last > self.cfg.peer_timeout:
-                left = self.peers[self.left]
-                raise self._fail(job, step, f"nothing from rank {self.left} ({left[0]}:{left[1]}) or rank "
-                                            f"{(self.rank + 1) % self.world} for {self.cfg.peer_timeout:.1f}s: "
-                                            "a peer died or stopped")
-            ep.poll(POLL)
+    def _watch(self, active: list[_Flight]) -> None:
+        """Fail the step on a failed send or after ``peer_timeout`` of silence from both peers."""
+        pending = [(h, (fl.job.bucket_index, fl.step)) for fl in active for h in fl.handles if not h.done]
+        for h, where in pending:
+            if h.failed:
+                detail = getattr(getattr(h, "tx", None), "error", None) or "transfer failed"
+                raise self._fail(where, f"sending to rank {(self.rank + 1) % self.world} "
+                                              f"{self.right[0]}:{self.right[1]}: {detail}")
+        now = time.monotonic()
+        heard = (self.ep.packets_received,
+                 tuple(getattr(getattr(h, "tx", None), "last_heard", 0.0) for h, _ in pending))
+        if heard != self._heard:
+            self._heard, self._heard_at = heard, now
+        elif now - self._heard_at > self.cfg.peer_timeout and pending:
+            left = self.peers[self.left]
+            raise self._fail(pending[0][1],
+                             f"nothing from rank {self.left} ({left[0]}:{left[1]}) or rank "
+                             f"{(self.rank + 1) % self.world} for {self.cfg.peer_timeout:.1f}s: a peer died or stopped")
 
-    def _fail(self, job: _Job, step: int, what: str) -> DlcpCommError:
+    def _fail(self, where: tuple[int, int], what: str) -> DlcpCommError:
+        bucket, step = where
         phase = "reduce-scatter" if step < self.world - 1 else "all-gather"
-        return DlcpCommError(f"rank {self.rank}: DLCP all-reduce of bucket {job.bucket_index} failed at "
+        return DlcpCommError(f"rank {self.rank}: DLCP all-reduce of bucket {bucket} failed at "
                              f"iteration {self.iteration}, {phase} step {step}: {what}")
 
     # -- lifetime ------------------------------------------------------------------------------
