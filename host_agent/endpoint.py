@@ -213,9 +213,13 @@ class Endpoint:
         old = self.outgoing.get(key)
         if old is not None and old.state in (SendState.OPENING, SendState.SENDING, SendState.PROBING):
             raise TransportError(f"tensor {pt.tensor_id} to {dest[0]}:{dest[1]} is already in flight")
+        # A receiver that grants: wait for the GRANT answering this OPEN, unless a granted tensor of
+        # ours to it is unfinished: then we are in its active set and our share is current (a sender
+        # joining makes it re-grant everyone), e.g. a ring's next step or a PS worker's next layer
+        tx.granted = dest not in self.grants.rates or any(
+            t.dest == dest and t.granted and t.state in (SendState.SENDING, SendState.PROBING) for t in self._active)
         self.outgoing[key] = tx
         self._active.append(tx)
-        tx.granted = dest not in self.grants.rates     # this receiver grants: wait for its answer
         if dest not in self.ready_peers:         # first contact: wait for OPEN_ACK before DATA
             tx.state = SendState.OPENING
             tx.probe_due = now + tx.rto
