@@ -4,18 +4,26 @@ A ring step needs only the previous step's receive; waiting for its own send's D
 each step another trip to the right neighbour and back (issue 10, H10b: the ring in
 ``ecmp-collision`` was 0.78x TCP cubic). The regression: with every DONE held back by a relay,
 the ranks must still finish reducing; the sends complete once the DONEs flow again.
+
+Each step is a new tensor to the same neighbour, and a new tensor to a receiver that grants used
+to send 4 packets and wait for the GRANT answering its OPEN (measured in ``ecmp-collision``: 19-49
+ms per step). A sender whose earlier tensor to that receiver is still unfinished and granted is in
+the receiver's active set, so its share is current: the next tensor goes on at once.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import threading
+import time
 
 import numpy as np
+from host_helpers import run_both
 
 from host_agent import protocol as P
 from host_agent.collectives import CommStats
-from host_agent.endpoint import Endpoint, EndpointConfig
+from host_agent.endpoint import UNSCHEDULED_PACKETS, Endpoint, EndpointConfig
+from host_agent.packetizer import packetize
 from host_agent.policy import TagPolicy
 from host_agent.relay import LossyRelay
 from host_agent.ring import finish_sends, ring_task
@@ -91,3 +99,36 @@ def test_ring_steps_wait_for_receives_not_for_acknowledgements():
         assert len(rec["ring_step_recv_ms"]) == len(rec["ring_step_ack_ms"]) == 2 * (N - 1)
         # each send was acknowledged only after the DONEs were let through, i.e. after every receive
         assert max(rec["ring_step_ack_ms"]) > max(rec["ring_step_recv_ms"])
+
+
+def test_next_tensor_to_a_granting_receiver_keeps_the_senders_grant(endpoints):
+    link = 20e6 / 8
+    rx = endpoints(job_id=7, worker_id=1, link_rate=link)
+    tx = endpoints(job_id=7, worker_id=0, link_rate=link)
+    first_control_of_b: list[P.DlcpHeader] = []
+
+    def drop_grant_of_b(h: P.DlcpHeader) -> bool:   # the first CONTROL naming tensor 1 is its GRANT
+        if h.msg_type == P.MSG_CONTROL and h.tensor_id == 1 and not first_control_of_b:
+            first_control_of_b.append(h)
+            return True
+        return False
+
+    a = np.arange(1200 * 359, dtype=np.float32)     # 1,200 packets: ~0.7 s at the grant
+    b = np.ones(40 * 359, np.float32)
+    out_a, out_b = np.zeros_like(a), np.zeros_like(b)
+    recvs = [rx.expect(0, 0, 0, out_a), rx.expect(0, 0, 1, out_b)]
+    with LossyRelay(rx.address, reverse_rule=drop_grant_of_b) as relay:
+        ha = tx.send(packetize(a, tensor_id=0, policy=TagPolicy(), job_id=7), relay.address)
+        end = time.monotonic() + 10
+        while not (ha.tx.granted and ha.tx.stats.packets > UNSCHEDULED_PACKETS):   # A runs at its grant
+            assert time.monotonic() < end, "tensor A never got its GRANT"
+            tx.poll(0.005)
+            rx.poll(0.005)
+        hb = tx.send(packetize(b, tensor_id=1, policy=TagPolicy(), job_id=7), relay.address)
+        assert not ha.done
+        run_both(tx, [ha, hb], rx, recvs)
+    assert first_control_of_b and relay.dropped["CONTROL_critical"] == 1
+    # B never waited for the GRANT the relay dropped (it would have, max(0.1 s, 2 RTO), and counted it)
+    assert tx.grants_missed == 0
+    assert tx.send_blocked.get("unscheduled", 0.0) == 0.0
+    assert np.array_equal(out_a, a) and np.array_equal(out_b, b)
