@@ -10,7 +10,9 @@ prefixes and applies the decisions TNA leaves to the deparsers and the TM:
 * ingress: ``drop_ctl`` bit 0 drops; ``mcast_grp_a``/``mcast_grp_b`` replicate through the PRE
   (p4sim's packet replication engine, as the v1model path); otherwise the packet goes to
   ``ucast_egress_port`` in queue ``qid`` (the TM's queue index, not a v1model priority);
-  ``copy_to_cpu`` adds a copy to the CPU port; ``bypass_egress`` skips the egress pipe;
+  ``copy_to_cpu`` adds a copy to the CPU port; ``bypass_egress`` skips the egress pipe; a packet
+  whose ``ucast_egress_port`` ingress never wrote (and no multicast group) is dropped, as on Tofino
+  (the field reads as 512 until written);
 * egress: ``drop_ctl`` bit 0 drops, else the deparsed bytes are transmitted;
 * a parser error does not drop the packet: ``parser_err`` carries it into the control
   (``PARSER_ERROR_NO_MATCH``/``PARSER_ERROR_PARTIAL_HDR``), as when a program reads it on Tofino.
@@ -34,6 +36,9 @@ PARSER_ERROR_PARTIAL_HDR = 0x0002
 PARSER_ERROR_CODES = {"NoMatch": PARSER_ERROR_NO_MATCH, "PacketTooShort": PARSER_ERROR_PARTIAL_HDR,
                       "HeaderTooShort": PARSER_ERROR_PARTIAL_HDR, "CounterRange": 0x0004}
 _M48 = (1 << 48) - 1
+# ``ucast_egress_port`` before ingress writes it: one above the 9-bit range (any write masks it to
+# 9 bits). Tofino's TM sends no unicast copy when the program never wrote the port.
+UCAST_UNSET = 1 << 9
 
 
 @dataclass(slots=True)
@@ -143,6 +148,7 @@ class TnaPath(PacketPath):
         ctx.now = now_us
         new_h, new_m, new_ig, new_tm, new_prs, new_dpr = self._ig_new
         h, m, ig, tm, prs, dpr = new_h(), new_m(), new_ig(), new_tm(), new_prs(), new_dpr()
+        tm.ucast_egress_port = UCAST_UNSET
         tstamp = (now_us * 1000) & _M48
         (pshift, pmask), (tshift, tmask) = self._ig_port, self._ig_tstamp
         prefix = ((port & pmask) << pshift) | ((tstamp & tmask) << tshift)
@@ -185,8 +191,10 @@ class TnaPath(PacketPath):
                         self.drops["mcast_empty_group"] += 1
                     for rid, eport in replicas:
                         out.append(QueuedPacket(eport, qid, length, TnaPacket(out_bytes, port, qid, rid, bypass)))
-        else:
+        elif tm.ucast_egress_port != UCAST_UNSET:
             out.append(QueuedPacket(tm.ucast_egress_port, qid, length, TnaPacket(out_bytes, port, qid, 0, bypass)))
+        elif not tm.copy_to_cpu:
+            self.drops["no_egress_port"] += 1       # Tofino: no unicast port written, no group
         if tm.copy_to_cpu and self.cpu_port is not None:
             out.append(QueuedPacket(self.cpu_port, 0, length, TnaPacket(out_bytes, port, 0, 0, True)))
         return out
