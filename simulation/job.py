@@ -64,6 +64,7 @@ class JobSpec:
     jobs: list[JobDef] = field(default_factory=list)     # explicit jobs (then ``workload`` is ignored)
     bulk: list[tuple[int, int, int, float]] = field(default_factory=list)  # (src, dst, bytes, start): TCP, kind background
     bulk_tcp: str | None = None             # e.g. "TcpCubic": every TCP socket of the run (Mininet's bulk flows)
+    transport: dict[str, float] = field(default_factory=dict)  # TransportConfig fields to override (e.g. decreaseGap)
 
 
 @dataclass
@@ -97,6 +98,10 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
     cfg = simnet.cfg
     cfg.holdoff = spec.holdoff_s
     cfg.rtoInit = cfg.rtoMin = spec.rto_min_s
+    for name, value in spec.transport.items():
+        if not hasattr(cfg, name):
+            raise ValueError(f"JobSpec.transport: TransportConfig has no field '{name}'")
+        setattr(cfg, name, value)
     rate = {lk.a: lk.rate_bps for lk in topo.links if lk.a in net.host_ip}
     rate |= {lk.b: lk.rate_bps for lk in topo.links if lk.b in net.host_ip}
     for h in topo.hosts:

@@ -1,0 +1,270 @@
+"""Cross-check with emulation: the Mininet scenarios `tcp-bulk` and `ecmp-collision` rebuilt in ns-3
+and compared with the Mininet runs on record (issue 13, item 7).
+
+Why this exists: the simulator is only trusted for the paper's scale if it agrees with the
+emulation where both can run. This script rebuilds the two Mininet scenarios of
+mininet_topos/scenarios.py in ns-3 (same leaf-spine, 20 Mbit/s links, 50 µs per link, 64-packet
+queues, the controller's default policy for DLCP and one 64-packet FIFO for TCP cubic as the
+status-quo switches; the same jobs on the same hosts: PS digits-wide with its six tensors and
+their layer classes, a ring all-reduce of resnet50 x 0.005 in 4 buckets, compute ratio 1 with
+overlap; tcp-bulk's two long-lived cubic flows; host_agent's own transport timings instead of the
+µs-scaled ones) and compares, per scenario and job, the direction of every DLCP-vs-TCP-cubic
+comparison (iteration mean and p99, tail drops) and the selective drops per queue and per
+magnitude-class group with the Mininet runs (`results/<run>/runs.jsonl`, `iterations.jsonl`).
+The tolerance is stated in TOLERANCE and docs/simulation.md.
+
+    python -m simulation.crosscheck [--scenario tcp-bulk,ecmp-collision] [--mininet-tcp-bulk DIR] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from host_agent.overlap import ComputeModel, buckets_of
+from host_agent.traffic import layer_sizes, load_profile
+from simulation.job import JobDef, JobSpec
+from simulation.workload import PsWorkload
+
+LINK_BPS = 20_000_000
+MODES = ("dlcp", "tcp-cubic")
+NUM_LAYER_CLASSES = 8
+DIGITS_WIDE = [64 * 400, 400, 400 * 400, 400, 400 * 10, 10]     # the MLP's tensors (W1, b1, W2, b2, W3, b3)
+TIE = 0.05                      # |ratio - 1| within this is "no difference" (a direction of its own)
+FACTOR = 2.0                    # selective drops per queue / class group: ns-3 within [1/2, 2] x Mininet's mean
+MIN_COUNT = 5.0                 # ... for classes with at least this many drops per run in Mininet
+TOLERANCE = (f"direction: DLCP / TCP cubic ratio > {1 + TIE:g} slower, < {1 - TIE:g} faster, else a tie, and the "
+             f"two must name the same; selective drops per run, per queue and per magnitude group: ns-3 within "
+             f"{1 / FACTOR:g}x..{FACTOR:g}x of Mininet's mean where Mininet has >= {MIN_COUNT:g} per run, "
+             f"below {MIN_COUNT:g} per run where Mininet has less")
+MAG_GROUPS = (("m0-3", range(0, 4)), ("m4-7", range(4, 8)), ("m8-11", range(8, 12)), ("m12-15", range(12, 16)))
+# the Mininet runs on record (docs/experiments.md), extracted from results/<run>/ (git-ignored) by
+# ``--extract``: per run mode, seed, iterations, drops; per iteration and worker its time
+DATA = Path(__file__).resolve().parent / "data" / "mininet"
+RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261201-222035", "ecmp-collision": DATA / "ecmp-collision-20261201-191838"}
+RUN_KEYS = ("mode", "seed", "iterations", "failure", "selective_drops", "tail_drops")
+ITER_KEYS = ("scenario", "job", "mode", "seed", "worker", "iteration", "iter_time_s")
+# host_agent's timings (docs/simulation.md's mapping table): RTO 20 ms..0.5 s, hold-off 0.5 ms, ...
+HOST_AGENT_TIMING = {"ecnEchoGap": 1e-3, "decreaseGap": 10e-3, "increaseInterval": 5e-3}
+
+
+def _classes(positions: list[int], n_layers: int) -> list[int]:
+    """TagPolicy.layer_class (front_first): 8 equal groups in model order, front = 7."""
+    return [NUM_LAYER_CLASSES - 1 - (p * NUM_LAYER_CLASSES) // n_layers for p in positions]
+
+
+def _work(elems: list[int], groups: list[list[int]], iterations: int) -> PsWorkload:
+    compute = ComputeModel.scaled(elems, LINK_BPS / 1e6, 1.0)
+    return PsWorkload("", 1.0, [4 * sum(elems[i] for i in g) for g in groups],
+                      _classes([g[0] for g in groups], len(elems)),
+                      [sum(compute.forward[i] for i in g) for g in groups],
+                      [sum(compute.backward[i] for i in g) for g in groups], iterations)
+
+
+def digits_wide(iterations: int) -> PsWorkload:
+    """PS digits-wide: one push per tensor (as ps_worker_udp), classes 7, 6, 5, 4, 3, 2."""
+    return _work(DIGITS_WIDE, [[i] for i in range(len(DIGITS_WIDE))], iterations)
+
+
+def resnet_ring(scale: float, buckets: int, iterations: int) -> PsWorkload:
+    """resnet50 x ``scale`` in ``buckets`` DDP-like buckets, each classed by its first layer (overlap.py)."""
+    elems = layer_sizes(load_profile("resnet50"), scale)
+    return _work(elems, buckets_of(elems, buckets), iterations)
+
+
+def scenario(name: str) -> tuple[str, list[JobDef], list[tuple[int, int, int, float]], int]:
+    """(preset, jobs, bulk TCP flows, iterations) of a Mininet scenario; Mininet's hN is host N-1."""
+    if name == "tcp-bulk":
+        it = 6                                  # the 22:20 demo's 6 iterations per run
+        return ("mininet-tcp-bulk", [JobDef("ps", "ps", digits_wide(it), [0, 1, 3, 4])],
+                [(5, 0, 1 << 34, 0.0), (2, 4, 1 << 34, 0.0)], it)
+    if name == "ecmp-collision":
+        it = 4
+        return ("mininet-ecmp-collision",
+                [JobDef("ps", "ps", digits_wide(it), [4, 0, 1]),
+                 JobDef("ring", "ring", resnet_ring(0.005, 4, it), [2, 6, 3, 7])], [], it)
+    raise KeyError(f"unknown scenario '{name}' (known: tcp-bulk, ecmp-collision)")
+
+
+def run_scenario(name: str, out: Path) -> list:
+    """Both modes of scenario ``name`` in ns-3 (fresh process each); writes the usual job report."""
+    from simulation import job_report
+    from simulation.job import run_job_fresh
+    from simulation.policy import policy_for
+    from simulation.topology import preset
+
+    pname, jobs, bulk, _ = scenario(name)
+    topo = preset(pname)
+    policy = policy_for(LINK_BPS, None)
+    runs = []
+    for mode in MODES:
+        # status quo: one 64-packet FIFO per port (Mininet's tcp-cubic switches), not 8 x 64
+        pol = policy if mode == "dlcp" else dataclasses.replace(policy, queues=1)
+        spec = JobSpec(None, loss_bound=0.10, max_sim_s=60.0, jobs=jobs, bulk=bulk, bulk_tcp="TcpCubic",
+                       holdoff_s=0.5e-3, rto_min_s=20e-3, transport=HOST_AGENT_TIMING)
+        print(f"crosscheck: {name} {mode} ...", flush=True)
+        r = run_job_fresh(topo, pol, mode, spec)
+        r.extra["load"] = 0.0
+        runs.append(r)
+    job_report.write(out / name, runs, f"# ns-3 rebuild of the Mininet scenario `{name}`\n\n{topo.description}. "
+                     f"Policy: {policy.source} (DLCP); TCP cubic: one 64-packet FIFO per port.")
+    return runs
+
+
+def extract(src: Path, dst: Path) -> None:
+    """Keep of a Mininet run directory what the cross-check reads (DLCP and TCP cubic only)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for name, keys in (("runs.jsonl", RUN_KEYS), ("iterations.jsonl", ITER_KEYS)):
+        recs = [json.loads(x) for x in (src / name).read_text().splitlines() if x.strip()]
+        (dst / name).write_text("".join(json.dumps({k: r.get(k) for k in keys}) + "\n"
+                                        for r in recs if r.get("mode") in MODES))
+
+
+def iteration_times(records: list[dict], key: str) -> dict[tuple[str, str], list[float]]:
+    """(mode, job) -> per (run, iteration >= 1) the slowest worker's time (s), as Mininet's tables."""
+    slowest: dict[tuple, float] = {}
+    for rec in records:
+        t = rec.get(key)
+        if t is None or rec["iteration"] < 1:
+            continue
+        k = (rec["mode"], rec["job"], rec.get("seed", 0), rec["iteration"])
+        slowest[k] = max(slowest.get(k, 0.0), t)
+    out: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for (mode, job, _, _), t in sorted(slowest.items()):
+        out[(mode, job)].append(t)
+    return out
+
+
+def _p99(xs: list[float]) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, int(round(0.99 * (len(s) - 1)))))]
+
+
+def direction(dlcp: float, tcp: float) -> str:
+    if tcp <= 0:
+        return "n/a"
+    ratio = dlcp / tcp
+    return "DLCP higher" if ratio > 1 + TIE else "DLCP lower" if ratio < 1 - TIE else "tie"
+
+
+def drops_per_run(runs: list[dict]) -> dict[str, float]:
+    """Mean per run of selective drops per queue (``q4``), per magnitude group (``m0-3``), total; tail drops."""
+    acc: dict[str, float] = defaultdict(float)
+    for r in runs:
+        for key, n in (r.get("selective_drops") or {}).items():
+            q, m = key.split("/")
+            acc[q] += n
+            acc["total"] += n
+            for g, rng in MAG_GROUPS:
+                if int(m[1:]) in rng:
+                    acc[g] += n
+        acc["tail"] += sum((r.get("tail_drops") or {}).values())
+    return {k: v / len(runs) for k, v in acc.items()} if runs else {}
+
+
+def compare(name: str, sim_runs: list, record_dir: Path) -> dict:
+    """Every comparison of scenario ``name``: Mininet's direction vs ns-3's, drops within tolerance."""
+    mn_iters = iteration_times([json.loads(x) for x in (record_dir / "iterations.jsonl").read_text().splitlines()],
+                               "iter_time_s")
+    mn_runs = [json.loads(x) for x in (record_dir / "runs.jsonl").read_text().splitlines()]
+    sim_iters = iteration_times([rec | {"iter_time_s": rec["iter_s"]} for r in sim_runs for rec in r.iterations],
+                                "iter_time_s")
+    rows = []
+    for job in sorted({j for _, j in sim_iters}):
+        for stat, fn in (("iteration mean", lambda xs: sum(xs) / len(xs)), ("iteration p99", _p99)):
+            vals = {}
+            for src, table in (("mininet", mn_iters), ("ns-3", sim_iters)):
+                d, t = table.get(("dlcp", job)), table.get(("tcp-cubic", job))
+                vals[src] = (fn(d), fn(t)) if d and t else None
+            rows.append(_row(f"{job}: {stat} (s)", vals))
+    mn_drops = {m: drops_per_run([r for r in mn_runs if r["mode"] == m and not r.get("failure")]) for m in MODES}
+    sim_drops = {r.mode: drops_per_run([{"selective_drops": r.counters.get("selective_drops"),
+                                         "tail_drops": r.counters.get("tail_drops")}]) for r in sim_runs}
+    rows.append(_row("tail drops per run", {src: (t["dlcp"].get("tail", 0.0), t["tcp-cubic"].get("tail", 0.0))
+                                            for src, t in (("mininet", mn_drops), ("ns-3", sim_drops))}))
+    drops = []
+    keys = sorted({k for k in mn_drops["dlcp"] | sim_drops.get("dlcp", {}) if k != "tail"})
+    for k in keys:
+        mn, sim = mn_drops["dlcp"].get(k, 0.0), sim_drops.get("dlcp", {}).get(k, 0.0)
+        ok = (1 / FACTOR) * mn <= sim <= FACTOR * mn if mn >= MIN_COUNT else sim < MIN_COUNT
+        drops.append({"class": k, "mininet_per_run": round(mn, 1), "ns3_per_run": round(sim, 1), "within": ok})
+    return {"scenario": name, "mininet_run": str(record_dir), "comparisons": rows, "selective_drops": drops,
+            "directions_agree": sum(r["agree"] for r in rows), "directions": len(rows),
+            "drops_within": sum(d["within"] for d in drops), "drop_classes": len(drops)}
+
+
+def _row(what: str, vals: dict) -> dict:
+    mn, sim = vals.get("mininet"), vals.get("ns-3")
+    dm = direction(*mn) if mn else "n/a"
+    ds = direction(*sim) if sim else "n/a"
+    return {"what": what, "mininet": [round(x, 4) for x in mn] if mn else None, "mininet_direction": dm,
+            "ns3": [round(x, 4) for x in sim] if sim else None, "ns3_direction": ds, "agree": dm == ds and dm != "n/a"}
+
+
+def markdown(results: list[dict]) -> str:
+    lines = [f"Tolerance: {TOLERANCE}.", ""]
+    for res in results:
+        lines += [f"### `{res['scenario']}` (Mininet: `{res['mininet_run']}`)", "",
+                  "| comparison | Mininet DLCP / TCP cubic | direction | ns-3 DLCP / TCP cubic | direction | agree |",
+                  "|---|---|---|---|---|---|"]
+        for r in res["comparisons"]:
+            lines.append(f"| {r['what']} | {_pair(r['mininet'])} | {r['mininet_direction']} | {_pair(r['ns3'])} | "
+                         f"{r['ns3_direction']} | {'yes' if r['agree'] else '**no**'} |")
+        lines += ["", "| DLCP selective drops per run | Mininet (mean) | ns-3 | within tolerance |", "|---|---|---|---|"]
+        for d in res["selective_drops"]:
+            lines.append(f"| {d['class']} | {d['mininet_per_run']} | {d['ns3_per_run']} | "
+                         f"{'yes' if d['within'] else '**no**'} |")
+        lines += ["", f"Directions agree: {res['directions_agree']} of {res['directions']}; selective-drop classes "
+                      f"within tolerance: {res['drops_within']} of {res['drop_classes']}.", ""]
+    return "\n".join(lines)
+
+
+def _pair(p: list | None) -> str:
+    return f"{p[0]:g} / {p[1]:g}" if p else "-"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m simulation.crosscheck", description=__doc__.splitlines()[0])
+    ap.add_argument("--scenario", default="tcp-bulk,ecmp-collision")
+    ap.add_argument("--mininet-tcp-bulk", default=str(RECORDS["tcp-bulk"]), help="Mininet run (results/<run> or its extract)")
+    ap.add_argument("--mininet-ecmp-collision", default=str(RECORDS["ecmp-collision"]))
+    ap.add_argument("--extract", nargs=2, metavar=("RUN_DIR", "DEST"),
+                    help="only write the cross-check's extract of a Mininet run directory to DEST")
+    ap.add_argument("--out", default=f"results/sim-crosscheck-{time.strftime('%Y%m%d-%H%M%S')}")
+    a = ap.parse_args(argv)
+    if a.extract:
+        src = Path(a.extract[0])
+        if not (src / "runs.jsonl").is_file() or not (src / "iterations.jsonl").is_file():
+            print(f"crosscheck: --extract: {src} holds no runs.jsonl and iterations.jsonl", file=sys.stderr)
+            return 2
+        extract(src, Path(a.extract[1]))
+        return 0
+    names = [s.strip() for s in a.scenario.split(",") if s.strip()]
+    records = {"tcp-bulk": Path(a.mininet_tcp_bulk), "ecmp-collision": Path(a.mininet_ecmp_collision)}
+    for n in names:
+        if n not in records:
+            print(f"crosscheck: --scenario: unknown '{n}' (known: {', '.join(records)})", file=sys.stderr)
+            return 2
+        for f in ("runs.jsonl", "iterations.jsonl"):
+            if not (records[n] / f).is_file():
+                print(f"crosscheck: --mininet-{n}: {records[n] / f} not found", file=sys.stderr)
+                return 2
+    out = Path(a.out)
+    results = []
+    t0 = time.perf_counter()
+    for n in names:
+        results.append(compare(n, run_scenario(n, out), records[n]))
+    (out / "crosscheck.json").write_text(json.dumps(results, indent=1) + "\n")
+    text = markdown(results)
+    (out / "crosscheck.md").write_text(f"# ns-3 vs Mininet ({time.perf_counter() - t0:.0f} s wall)\n\n{text}\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
