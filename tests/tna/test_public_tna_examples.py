@@ -8,7 +8,8 @@ written into p4sim's tables and the packets built with scapy. Known difference, 
 shows: the Tofino model's byte counters include the 4-byte Ethernet FCS ("model adds 4 bytes of
 CRC"), p4sim's frames carry none, so byte counts are the frame length. A program that uses
 something p4sim does not model is refused at compile time with the location (``tna_register``:
-Register initial values, RegisterParam; ``tna_meter_lpf_wred``: Lpf, Wred); the test asserts that error, and docs/p4sim.md lists it.
+Register initial values, RegisterParam; ``tna_meter_lpf_wred``: Lpf, Wred; ``tna_resubmit``:
+``port_metadata_unpack``); the test asserts that error, and docs/p4sim.md lists it.
 Budget: about 4 s.
 """
 
@@ -157,10 +158,12 @@ def test_tna_digest_learns_unknown_sources_and_dmac_digests() -> None:
 @pytest.mark.parametrize(("name", "where", "what"), [
     ("tna_register", "tna_register.p4:85:5", "unsupported: Register bool_register_table with an initial value"),
     ("tna_meter_lpf_wred", "tna_meter_lpf_wred.p4:118:5", "unsupported: extern instance of Lpf"),
+    ("tna_resubmit", "tna_resubmit.p4:125:22", "unsupported: extern function port_metadata_unpack"),
 ])
 def test_examples_using_unmodelled_externs_are_refused_with_the_feature_and_location(name, where, what) -> None:
     """tna_register initialises a Register (and uses RegisterParam), tna_meter_lpf_wred uses Lpf
-    and Wred: p4sim does not model them, so the compile fails with one line naming
+    and Wred, tna_resubmit reads the per-port metadata with port_metadata_unpack (and its PTF
+    test fills the port metadata table): p4sim does not model them, so the compile fails with one line naming
     file:line:col and the feature."""
     with pytest.raises(P4UnsupportedError) as err:
         compile_example(name)
