@@ -197,6 +197,7 @@ class DlcpCommState:
         self._send_buffers = [np.empty(0, np.uint8) for _ in range(self.cfg.in_flight)]
         self._recv_buffers = [np.empty(0, np.float32) for _ in range(self.cfg.in_flight)]
         self._iteration_closed = False        # the iteration's last bucket has started
+        self.peak_in_flight = 0               # most buckets ever all-reduced at once
         self._spurious0 = 0
         self._heard: tuple = ()
         self._heard_at = time.monotonic()
@@ -342,6 +343,7 @@ class DlcpCommState:
             fl = _Flight(job, work, flat, self._ring(job, flat, slot) if self.world > 1 else iter(()), [],
                          time.perf_counter(), slot)
             active.append(fl)
+            self.peak_in_flight = max(self.peak_in_flight, len(active))
 
     def _advance(self, active: list[_Flight]) -> None:
         """Move every bucket whose step is done on to its next step; finish the completed ones."""

@@ -186,7 +186,24 @@ def _scenario_loopback_mtu(rank: int, world: int) -> dict:
             "elements": n, "exact": bool(torch.equal(t, want))}
 
 
-SCENARIOS = {"lossless": _scenario_lossless, "loopback_mtu": _scenario_loopback_mtu, "lossy": _scenario_lossy, "previous": _scenario_previous,
+def _scenario_pipelined(rank: int, world: int) -> dict:
+    """Five buckets of one step (64 KB datagrams, sizes from 1 element to 1.3 M), three in flight."""
+    from host_agent.torch_ddp import DlcpCommState, DlcpHookConfig
+    sizes = [1_300_000, 1, 70_001, 400_000, 16_370 * 2]
+    tensors = [torch.arange(n, dtype=torch.float32) * (rank + 1) + i for i, n in enumerate(sizes)]
+    with DlcpCommState(_model(), DlcpHookConfig(peer_timeout=PEER_TIMEOUT, job_id=6, in_flight=3)) as state:
+        for f in state.allreduce_buckets(tensors):
+            f.wait()
+        rep, peak = state.reports[-1], state.peak_in_flight
+        again = state.allreduce(torch.full((5,), float(rank))).wait()      # the next step after it
+    mean = sum(range(1, world + 1)) / world
+    exact = all(torch.equal(t, torch.arange(n, dtype=torch.float32) * mean + i)
+                for i, (t, n) in enumerate(zip(tensors, sizes, strict=True)))
+    return {"exact": exact, "peak": peak, "buckets": rep.buckets, "iteration": rep.iteration,
+            "retransmissions": rep.retransmissions, "again": again.tolist(), "reports": len(state.reports)}
+
+
+SCENARIOS = {"lossless": _scenario_lossless, "loopback_mtu": _scenario_loopback_mtu, "pipelined": _scenario_pipelined, "lossy": _scenario_lossy, "previous": _scenario_previous,
              "dies": _scenario_dies}
 
 
@@ -259,8 +276,13 @@ def test_ddp_4_processes_equal_gloo_allreduce(world4):
     _check_lossless(world4["lossless"], 4)
 
 
-def test_ddp_2_processes_equal_gloo_allreduce_in_64kb_datagrams_on_loopback():
-    res = run_world(2, ["lossless", "loopback_mtu"])
+@pytest.fixture(scope="module")
+def world2() -> dict[str, dict[int, dict]]:
+    return run_world(2, ["lossless", "loopback_mtu", "pipelined"])
+
+
+def test_ddp_2_processes_equal_gloo_allreduce_in_64kb_datagrams_on_loopback(world2):
+    res = world2
     _check_lossless(res["lossless"], 2)
     lo_mtu = interface_mtu("127.0.0.1")
     assert lo_mtu > 9000                                   # Linux loopback: 65536, capped at 65535
@@ -314,3 +336,15 @@ def test_ddp_dead_peer_fails_the_others_within_bound(world4):
         assert "DLCP all-reduce of bucket" in r["error"] and f"rank {rank}" in r["error"]
         assert r["seconds"] < 3 * PEER_TIMEOUT + 5, r
         assert r["again"] is not None and r["again_seconds"] < 1.0
+
+
+def test_buckets_in_flight_at_once_reduce_exactly(world2):
+    """Several buckets of a step all-reduced concurrently (issue 12's pipelining): exact averages,
+    one report for the step, and the next step after it unaffected."""
+    assert sorted(world2["pipelined"]) == [0, 1]
+    for got in world2["pipelined"].values():
+        assert got["exact"] and got["retransmissions"] == 0
+        assert got["peak"] >= 2                             # really concurrent, up to in_flight=3
+        assert got["peak"] <= 3
+        assert got["buckets"] == 5 and got["iteration"] == 0 and got["reports"] == 2
+        assert got["again"] == [0.5] * 5
