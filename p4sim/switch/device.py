@@ -402,16 +402,22 @@ class SwitchDevice:
         except Exception:
             self._pipeline_error("egress", qp.egress_port)
             return
+        charged = qp.egress_port
         for out in outs:
             kind = type(out).__name__
             if kind == "Transmit":
                 tx.append((out.port, out.data))
+                if out.port == charged:         # the link is busy for the bytes really sent
+                    self.tm.recharge(charged, len(out.data) - qp.length)
+                    charged = None
             elif kind == "Enqueue":
                 self._enqueue(out.packet, now_ns)
             elif kind == "Recirculate":
                 self._recirculate(out)
             else:
                 self.log.error("unknown egress output %r", out)
+        if charged is not None:                 # dropped in egress: it never took the wire
+            self.tm.recharge(charged, -qp.length)
 
     def _pipeline_error(self, stage: str, port: int) -> None:
         """A bug in the program's generated code must cost one packet, not the switch."""

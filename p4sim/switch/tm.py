@@ -232,6 +232,17 @@ class TrafficManager:
                                     (now_ns - enq_ns) // 1000, q_enq_depth, len(q.items)))
         return out
 
+    def recharge(self, port: int, delta_bytes: int) -> None:
+        """The packet just dequeued on ``port`` left with ``delta_bytes`` more (or fewer) bytes than
+        it was charged with: egress changed its length (a TNA program's bridged header removed, a
+        v1model egress encapsulation), so the link is busy for what was really sent."""
+        p = self.ports.get(port)
+        if p is None or not delta_bytes:
+            return
+        p.sent_bytes += delta_bytes
+        if p.rate_bps:
+            p.free_at_ns += (delta_bytes * 8 * 1_000_000_000) // p.rate_bps
+
     def next_event_ns(self) -> int | None:
         """Earliest time at which ``dequeue_ready`` may return something (None: TM empty)."""
         if not self.size:
