@@ -20,7 +20,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="dlcp-sim", description=__doc__.splitlines()[0])
     p.add_argument("--preset", default="small-16", help=f"fabric: {', '.join(PRESETS)}")
     p.add_argument("--policy", help="policy YAML (default: controller/data/default_policy.yaml below 1 Gbit/s, simulation/data/fabric_policy.yaml on faster fabrics)")
-    p.add_argument("--modes", default="dlcp,tcp-cubic,dctcp", help="comma-separated: dlcp, tcp-newreno, tcp-cubic, dctcp")
+    p.add_argument("--modes", default="dlcp,tcp-cubic,dctcp", help="comma-separated: dlcp, tcp-newreno, tcp-cubic, dctcp, pfabric (pfabric: job workloads only)")
     p.add_argument("--workload", default="ps-incast", choices=["ps-incast", "ps-train", "ring-train", "ps-incast-open"],
                    help="ps-incast: one gradient per worker into h0 over each mode's transport; ps-train: PS "
                         "iterations of --model with background; ring-train: ring all-reduce iterations of --model "

@@ -10,7 +10,10 @@ DlcpSender). Modes:
 * ``tcp-newreno`` / ``tcp-cubic``: gradient flows over TCP, switch ports one FIFO holding the same
   total buffer as a DLCP port (queues x queue_depth packets);
 * ``dctcp``: TcpDctcp with ECN, switch ports RED marking at K = 65 packets per 10 Gbit/s
-  (the DCTCP paper's guideline, at least 20, at most half the buffer), same total buffer.
+  (the DCTCP paper's guideline, at least 20, at most half the buffer), same total buffer;
+* ``pfabric``: the pFabric-like baseline (simulation.job only): every transfer over
+  dlcp_transport.h's pFabric transport (remaining size as priority, initial window one BDP,
+  fixed RTO of 3 RTTs), switch ports PfabricQueueDisc with 2 x BDP of buffer (the paper's setting).
 
 Every switch forwards with DlcpRouting (per-flow ECMP, plus per-packet spraying of DLCP DATA).
 Background flows are TCP in every mode (the mode's TCP variant; NewReno for ``dlcp``).
@@ -29,8 +32,9 @@ from simulation import switch_model
 from simulation.policy import thresholds_for_rate
 from simulation.topology import Topology, next_hops
 
-MODES = ("dlcp", "tcp-newreno", "tcp-cubic", "dctcp")
-TCP_TYPE = {"dlcp": "TcpNewReno", "tcp-newreno": "TcpNewReno", "tcp-cubic": "TcpCubic", "dctcp": "TcpDctcp"}
+MODES = ("dlcp", "tcp-newreno", "tcp-cubic", "dctcp", "pfabric")
+TCP_TYPE = {"dlcp": "TcpNewReno", "tcp-newreno": "TcpNewReno", "tcp-cubic": "TcpCubic", "dctcp": "TcpDctcp",
+            "pfabric": "TcpNewReno"}
 DLCP_PORT = 9290
 PAYLOAD = 1448               # bytes of DLCP payload / TCP segment: 1500-byte IP packets
 TCP_MIN_RTO_US = 1000        # same for every TCP variant, on datacenter-speed fabrics
@@ -93,6 +97,43 @@ def ps_incast(topo: Topology, gradient_bytes: int, background: int, background_b
     return flows
 
 
+@dataclass(frozen=True)
+class PfabricSetting:
+    """The pFabric paper's configuration for a fabric: buffer 2 x BDP per port, initial window one
+    BDP, fixed RTO of about 3 RTTs (SIGCOMM 2013, section 5: 36 kB = 2 x BDP at 10 Gbit/s, RTO 45 µs)."""
+    rtt_s: float
+    window_packets: int
+    buffer_packets: int
+    rto_s: float
+
+
+def pfabric_setting(topo: Topology) -> PfabricSetting:
+    """Base RTT over the fabric's longest host-to-host path (hops from h0, each the slowest link's
+    full-size packet time plus the longest delay, both ways) and the host link's BDP from it."""
+    hops = _longest_host_path(topo)
+    slowest = min(lk.rate_bps for lk in topo.links)
+    delay = max(lk.delay_ns for lk in topo.links) * 1e-9
+    rtt = 2 * hops * (delay + 1500 * 8 / slowest)
+    host_bps = max(lk.rate_bps for lk in topo.links if lk.a in topo.hosts or lk.b in topo.hosts)
+    bdp = max(2, round(rtt * host_bps / (1500 * 8)))
+    return PfabricSetting(rtt, bdp, 2 * bdp, 3 * rtt)
+
+
+def _longest_host_path(topo: Topology) -> int:
+    nbr = topo.neighbours()
+    dist = {topo.hosts[0]: 0}
+    frontier = [topo.hosts[0]]
+    while frontier:
+        nxt = []
+        for node in frontier:
+            for n in nbr[node]:
+                if n not in dist:
+                    dist[n] = dist[node] + 1
+                    nxt.append(n)
+        frontier = nxt
+    return max(dist[h] for h in topo.hosts)
+
+
 def _rate(bps: int) -> str:
     return f"{bps}bps"
 
@@ -115,7 +156,11 @@ def build_network(topo: Topology, policy: Policy, mode: str) -> Network:
         raise ValueError(f"unknown mode '{mode}' (known: {', '.join(MODES)})")
     ns, sim = switch_model.ns3()
     ns.Simulator.Destroy()                      # a fresh simulator for every run in this process
-    sim.Net().Reset()                           # and fresh transport state and counters
+    pf = pfabric_setting(topo)
+    defaults = sim.TransportDefaults()          # what every SimNet::Reset of this run starts from
+    defaults.pfabric = mode == "pfabric"
+    defaults.pfWindow, defaults.pfRto = pf.window_packets, pf.rto_s
+    sim.Net().Reset()                           # fresh transport state and counters
     ns.Config.Reset()
     ns.Config.SetDefault("ns3::DropTailQueue<Packet>::MaxSize", ns.QueueSizeValue(ns.QueueSize("1p")))
     ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType",
@@ -154,7 +199,8 @@ def build_network(topo: Topology, policy: Policy, mode: str) -> Network:
             ends[(name, other)] = (ipv4.GetInterfaceForDevice(dev), ifaces.GetAddress(1 - side).Get())
             tch.Uninstall(dev)
             if name in topo.switches:
-                qdiscs.append(_install_switch_qdisc(ns, sim, dev, policy, mode, link.rate_bps, total_buffer))
+                buffer = pf.buffer_packets if mode == "pfabric" else total_buffer
+                qdiscs.append(_install_switch_qdisc(ns, sim, dev, policy, mode, link.rate_bps, buffer))
             else:
                 host_ip[name] = ifaces.GetAddress(side).Get()
                 fifo = ns.TrafficControlHelper()
@@ -183,6 +229,8 @@ def run(topo: Topology, policy: Policy, mode: str, flows: list[Flow], sim_time_s
     """Build the network in ns-3, run ``sim_time_s`` simulated seconds, collect results (the
     open-loop DLCP sender: the fidelity scenario of the switch model; simulation.job runs the
     bounded-loss transport)."""
+    if mode == "pfabric":
+        raise ValueError("mode 'pfabric' runs the job workloads (ps-train, ps-incast), not the open-loop scenario")
     net = build_network(topo, policy, mode)
     ns, sim, nodes, host_ip, qdiscs, routers = net.ns, net.sim, net.nodes, net.host_ip, net.qdiscs, net.routers
     sinks = []
@@ -246,6 +294,8 @@ def _install_switch_qdisc(ns, sim, dev, policy: Policy, mode: str, rate_bps: int
     tch = ns.TrafficControlHelper()
     if mode == "dlcp":
         tch.SetRootQueueDisc("dlcpsim::DlcpQueueDisc")
+    elif mode == "pfabric":
+        tch.SetRootQueueDisc("dlcpsim::PfabricQueueDisc")
     elif mode == "dctcp":
         # the DCTCP paper's K (65 packets at 10 Gbit/s, at least 20), scaled with the rate but never past
         # half the buffer: at 100 Gbit/s 650 packets exceed the 512-packet buffer and RED never marks
@@ -262,6 +312,8 @@ def _install_switch_qdisc(ns, sim, dev, policy: Policy, mode: str, rate_bps: int
     if mode == "dlcp":
         qd = ns.DynamicCast[sim.DlcpQueueDisc](qd)
         qd.SetPolicy(switch_model.cpp_policy(policy, thresholds_for_rate(policy, rate_bps)))
+    elif mode == "pfabric":
+        ns.DynamicCast[sim.PfabricQueueDisc](qd).SetCapacity(total_buffer)
     return qd
 
 
@@ -319,6 +371,15 @@ def switch_counters(mode: str, qdiscs: list, routers: dict) -> dict:
     else:
         c["drops"] = sum(int(qd.GetStats().nTotalDroppedPackets) for qd in qdiscs)
         c["ecn_marks"] = sum(int(qd.GetStats().nTotalMarkedPackets) for qd in qdiscs)
+    if mode == "pfabric":
+        ns, sim = switch_model.ns3()
+        pqs = [ns.DynamicCast[sim.PfabricQueueDisc](qd) for qd in qdiscs]
+        net = sim.Net()
+        c["pfabric"] = {"buffer_packets": int(pqs[0].Capacity()) if pqs else 0,
+                        "evicted": sum(int(q.Evicted()) for q in pqs), "rejected": sum(int(q.Rejected()) for q in pqs),
+                        "window_packets": int(net.cfg.pfWindow), "rto_us": round(float(net.cfg.pfRto) * 1e6, 2),
+                        "data_packets": int(net.pfData), "retransmitted": int(net.pfRetx),
+                        "timeouts": int(net.pfTimeouts)}
     return c
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from controller.netconfig import Policy
 
 HEADER = Path(__file__).with_name("dlcp_switch.h")
-TRANSPORT = Path(__file__).with_name("dlcp_transport.h")      # hosts: DLCP transport, TCP, workloads
+PFABRIC = Path(__file__).with_name("pfabric_queue.h")         # the pFabric-like baseline's switch port
+TRANSPORT = Path(__file__).with_name("dlcp_transport.h")      # hosts: DLCP transport, pFabric, TCP, workloads
 KEYS = ("is_dlcp", "msg_type", "layer_class", "mag_class", "flags")
 
 
@@ -28,12 +29,16 @@ def ns3():
     if not hasattr(cppyy.gbl, "dlcpsim"):
         if not cppyy.cppdef(HEADER.read_text()):
             raise RuntimeError(f"{HEADER}: cppyy could not compile the switch model")
+        if not cppyy.cppdef(PFABRIC.read_text()):
+            raise RuntimeError(f"{PFABRIC}: cppyy could not compile the pFabric queue disc")
         if not cppyy.cppdef(TRANSPORT.read_text()):
             raise RuntimeError(f"{TRANSPORT}: cppyy could not compile the host transport")
     cppyy.gbl.dlcpsim.DlcpQueueDisc.GetTypeId()      # register the TypeIds
     cppyy.gbl.dlcpsim.DlcpRouting.GetTypeId()
     cppyy.gbl.dlcpsim.DlcpSender.GetTypeId()
     cppyy.gbl.dlcpsim.DlcpHost.GetTypeId()
+    cppyy.gbl.dlcpsim.PfabricQueueDisc.GetTypeId()
+    cppyy.gbl.dlcpsim.PfabricBuffer.GetTypeId()
     return ns_module, cppyy.gbl.dlcpsim
 
 

@@ -70,6 +70,16 @@ struct TransportConfig {
   double grantFloor = 1e4;                    // bytes/s (GRANT_FLOOR)
   double grantWaitMin = 1e-3;                 // s (GRANT_WAIT_MIN 0.1 s): no GRANT within max(this, 2 RTO): go on
   double writeOffMin = 1e-3;                  // s (WRITE_OFF_MIN 0.1 s): closed window unacknowledged this long: lost
+  // Not in host_agent: a round's answer also writes off exactly that transfer's lost packets (sent -
+  // received by the BITMAP/DONE), even while another transfer to the receiver is sending; without
+  // it, overlapping transfers to one receiver (a PS job's groups) wait for the timer above
+  bool writeOffPerTransfer = true;
+  // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
+  // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
+  bool pfabric = false;
+  uint32_t pfWindow = 12;                     // packets: initial window = one bandwidth-delay product
+  double pfRto = 45e-6;                       // s: fixed retransmission timeout (about 3 RTTs)
+  uint32_t pfProbeAfter = 5;                  // consecutive timeouts before probe mode (one packet per RTO)
 };
 
 // Defaults every run of this process starts from (as ns-3's Config::SetDefault): ablations change
@@ -92,6 +102,7 @@ class SimNet {
   TransportConfig cfg = TransportDefaults();
   uint64_t dataPackets = 0, ctrlPackets = 0;
   uint64_t grantsSent = 0, acksSent = 0, grantsMissed = 0, windowStalls = 0, writeOffs = 0;
+  uint64_t pfData = 0, pfRetx = 0, pfTimeouts = 0;
   uint32_t activeSendersMax = 0;
 
   uint32_t Add(uint32_t src, uint32_t dst, uint64_t bytes, uint8_t layer, uint8_t kind, bool dlcp, double p) {
@@ -136,7 +147,7 @@ struct OutTransfer {
   // admission (endpoint.py): a tensor sends at most ``unscheduledLimit`` DATA before the GRANT
   // answering its OPEN (0 on first contact: host_agent waits for the OPEN_ACK, which follows it)
   bool granted = true;
-  uint32_t unscheduledLimit = 0, dataSent = 0;
+  uint32_t unscheduledLimit = 0, dataSent = 0, lostWrittenOff = 0;
   double dataStart = 0;
 };
 
@@ -181,7 +192,7 @@ class DlcpHost : public ns3::Application {
     SimNet& net = SimNet::Get();
     TransferRec& r = net.transfers[id];
     r.start = ns3::Simulator::Now().GetSeconds();
-    if (r.dlcp) StartDlcp(id); else StartTcp(id);
+    if (r.dlcp) StartDlcp(id); else if (net.cfg.pfabric) StartPf(id); else StartTcp(id);
   }
 
  private:
@@ -198,6 +209,11 @@ class DlcpHost : public ns3::Application {
     m_listen->Listen();
     m_listen->SetAcceptCallback(ns3::MakeNullCallback<bool, ns3::Ptr<ns3::Socket>, const ns3::Address&>(),
                                 ns3::MakeCallback(&DlcpHost::OnAccept, this));
+    if (net.cfg.pfabric) {
+      m_pf = ns3::Socket::CreateSocket(GetNode(), ns3::UdpSocketFactory::GetTypeId());
+      m_pf->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), kPfPort));
+      m_pf->SetRecvCallback(ns3::MakeCallback(&DlcpHost::OnPf, this));
+    }
   }
   void StopApplication() override { ns3::Simulator::Cancel(m_sendEvent); ns3::Simulator::Cancel(m_grantTick); }
 
@@ -310,6 +326,128 @@ class DlcpHost : public ns3::Application {
     }
   }
 
+  // ---------------------------------------------------------------- pFabric-like transport
+  // The paper's minimal rate control: a flow starts at line rate with a window of one BDP, every
+  // DATA is acknowledged on its own (selective), each ACK adds to the window as TCP does (one packet
+  // in slow start, 1/cwnd above ssthresh), no fast retransmit: losses are found by a fixed RTO, after
+  // which everything unacknowledged is resent from a window of 1; after pfProbeAfter consecutive
+  // timeouts the flow probes (one packet in flight per RTO) until an ACK comes. Every DATA carries the
+  // flow's remaining (unacknowledged) bytes as its priority; switches (PfabricQueueDisc) serve the
+  // smallest first and drop the largest on overflow. Fully reliable (no loss bound).
+  struct PfOut {
+    uint32_t n = 0;
+    uint64_t bytes = 0, ackedBytes = 0;
+    std::vector<uint8_t> state;                  // per packet: 0 to send, 1 in flight, 2 acknowledged
+    std::deque<uint32_t> resend;
+    uint32_t nextNew = 0, inFlight = 0, acked = 0, timeouts = 0;
+    double cwnd = 1, ssthresh = 1e18;
+    ns3::EventId rto;
+  };
+  struct PfIn { std::vector<uint8_t> got; uint32_t count = 0; bool complete = false; };
+  uint32_t PfChunk(uint64_t bytes, uint32_t i) const {
+    uint32_t pl = SimNet::Get().cfg.payload;
+    return (uint32_t)std::min<uint64_t>(pl, bytes - (uint64_t)i * pl);
+  }
+  void StartPf(uint32_t id) {
+    SimNet& net = SimNet::Get();
+    PfOut& o = m_pfOut[id];
+    o.bytes = net.transfers[id].bytes;
+    o.n = (uint32_t)std::max<uint64_t>(1, (o.bytes + net.cfg.payload - 1) / net.cfg.payload);
+    o.state.assign(o.n, 0);
+    o.cwnd = net.cfg.pfWindow;
+    net.transfers[id].packets = o.n;
+    PfSend(id, o);
+  }
+  void PfPacket(uint32_t dst, uint8_t type, uint32_t prio, uint32_t id, uint32_t idx, uint32_t chunk) {
+    SimNet& net = SimNet::Get();
+    std::vector<uint8_t> buf(kPfHeaderLen + chunk, 0);
+    uint8_t* p = buf.data();
+    Put(p, kPfMagic, 1); Put(p, type, 1); Put(p, 0, 2); Put(p, prio, 4); Put(p, id, 4); Put(p, idx, 4);
+    m_pf->SendTo(ns3::Create<ns3::Packet>(buf.data(), buf.size()), 0,
+                 ns3::InetSocketAddress(ns3::Ipv4Address(net.addr[dst]), kPfPort));
+  }
+  void PfSend(uint32_t id, PfOut& o) {
+    SimNet& net = SimNet::Get();
+    TransferRec& r = net.transfers[id];
+    double limit = o.timeouts >= net.cfg.pfProbeAfter ? 1.0 : o.cwnd;
+    while (o.inFlight + 1 <= limit + 1e-9) {
+      uint32_t i;
+      if (!o.resend.empty()) {
+        i = o.resend.front();
+        o.resend.pop_front();
+        if (o.state[i] != 0) continue;           // acknowledged meanwhile
+        r.retx++;
+        net.pfRetx++;
+      } else if (o.nextNew < o.n) {
+        i = o.nextNew++;
+      } else {
+        break;
+      }
+      uint64_t remaining = o.bytes - o.ackedBytes;
+      PfPacket(r.dst, kPfData, (uint32_t)std::min<uint64_t>(remaining, 0xFFFFFFFFull), id, i, PfChunk(o.bytes, i));
+      o.state[i] = 1;
+      o.inFlight++;
+      r.sent++;
+      net.pfData++;
+    }
+    if (o.inFlight > 0 && !o.rto.IsPending())
+      o.rto = ns3::Simulator::Schedule(ns3::Seconds(net.cfg.pfRto), &DlcpHost::PfTimeout, this, id);
+  }
+  void PfTimeout(uint32_t id) {
+    auto it = m_pfOut.find(id);
+    if (it == m_pfOut.end()) return;
+    PfOut& o = it->second;
+    SimNet& net = SimNet::Get();
+    net.pfTimeouts++;
+    for (uint32_t i = 0; i < o.n; ++i)
+      if (o.state[i] == 1) { o.state[i] = 0; o.resend.push_back(i); }
+    o.inFlight = 0;
+    o.timeouts++;
+    o.ssthresh = std::max(o.cwnd / 2, 2.0);
+    o.cwnd = 1;
+    PfSend(id, o);
+  }
+  void OnPfAck(uint32_t id, uint32_t idx) {
+    auto it = m_pfOut.find(id);
+    if (it == m_pfOut.end()) return;
+    PfOut& o = it->second;
+    if (idx >= o.n || o.state[idx] == 2) return;
+    if (o.state[idx] == 1) o.inFlight--;
+    o.state[idx] = 2;
+    o.acked++;
+    o.ackedBytes += PfChunk(o.bytes, idx);
+    o.timeouts = 0;
+    o.cwnd += o.cwnd < o.ssthresh ? 1.0 : 1.0 / o.cwnd;
+    ns3::Simulator::Cancel(o.rto);
+    if (o.acked == o.n) { m_pfOut.erase(it); return; }
+    PfSend(id, o);
+  }
+  void OnPf(ns3::Ptr<ns3::Socket> s) {
+    SimNet& net = SimNet::Get();
+    ns3::Address from;
+    ns3::Ptr<ns3::Packet> p;
+    while ((p = s->RecvFrom(from))) {
+      uint8_t h[kPfHeaderLen];
+      if (p->CopyData(h, kPfHeaderLen) < kPfHeaderLen || h[0] != kPfMagic) continue;
+      uint32_t id = Get32(h + 8), idx = Get32(h + 12);
+      if (id >= net.transfers.size()) continue;
+      if (h[1] == kPfAck) { OnPfAck(id, idx); continue; }
+      const TransferRec& r = net.transfers[id];
+      PfPacket(r.src, kPfAck, 0, id, idx, 0);    // every DATA acknowledged, at the highest priority
+      PfIn& in = m_pfIn[id];
+      if (in.complete) continue;
+      uint32_t n = (uint32_t)std::max<uint64_t>(1, (r.bytes + net.cfg.payload - 1) / net.cfg.payload);
+      if (in.got.empty()) in.got.assign(n, 0);
+      if (idx >= n || in.got[idx]) continue;
+      in.got[idx] = 1;
+      if (++in.count == n) {
+        in.complete = true;
+        in.got.clear(); in.got.shrink_to_fit();
+        net.Complete(id);
+      }
+    }
+  }
+
   // ---------------------------------------------------------------- DLCP sender
   // Tagging as host_agent's TagPolicy (drop_within_bound): the top critical_share by |g| CRITICAL;
   // the d = n_nc - ceil((1-p) n_nc) smallest non-critical (never LAST) ranked onto 0..protected-1,
@@ -412,8 +550,10 @@ class DlcpHost : public ns3::Application {
     at = std::max(at, now);
     if (m_sendEvent.IsPending() && m_sendAt <= at + 1e-12) return;
     ns3::Simulator::Cancel(m_sendEvent);
-    m_sendAt = at;
-    m_sendEvent = ns3::Simulator::Schedule(ns3::Seconds(at - now), &DlcpHost::SendOne, this);
+    // whole ns, rounded up: a wait that rounded down to 0 would re-run SendOne at the same instant
+    int64_t ns = (int64_t)std::ceil((at - now) * 1e9 - 1e-3);
+    m_sendAt = now + (double)ns * 1e-9;
+    m_sendEvent = ns3::Simulator::Schedule(ns3::NanoSeconds(std::max<int64_t>(ns, 0)), &DlcpHost::SendOne, this);
   }
   double WriteOffAfter() const {
     const TransportConfig& c = SimNet::Get().cfg;
@@ -513,14 +653,25 @@ class DlcpHost : public ns3::Application {
       Kick();
       return;
     }
-    if (!m_active.empty() && wake < INFINITY) WakeAt(std::max(wake, m_nextSend));
+    if (!m_active.empty() && wake < INFINITY) WakeAt(std::max({wake, m_nextSend, now + 1e-9}));
     // else: every destination's window is closed and waits for its ACK (OnAck kicks the pacer)
   }
   // A round's answer (BITMAP or DONE): what the receiver has not counted is lost, not in flight,
-  // unless another transfer to the same receiver is sending (endpoint.py _round_over).
-  void RoundOver(uint32_t id, uint32_t dst) {
+  // unless another transfer to the same receiver is sending (endpoint.py _round_over). With
+  // writeOffPerTransfer the answered transfer's own losses (sent - received) are written off anyway.
+  void RoundOver(uint32_t id, uint32_t dst, OutTransfer& o, uint32_t received) {
     SimNet& net = SimNet::Get();
     if (!net.cfg.grants) return;
+    if (net.cfg.writeOffPerTransfer) {
+      uint32_t lost = o.dataSent > received ? o.dataSent - received : 0;
+      auto d = m_dest.find(dst);
+      if (lost > o.lostWrittenOff && d != m_dest.end() && d->second.window > 0) {
+        d->second.writtenOff += lost - o.lostWrittenOff;
+        d->second.progress = ns3::Simulator::Now().GetSeconds();
+        net.writeOffs++;
+      }
+      o.lostWrittenOff = std::max(o.lostWrittenOff, lost);
+    }
     for (auto& kv : m_out)
       if (kv.first != id && !kv.second->done && !kv.second->probing && !kv.second->queue.empty() &&
           net.transfers[kv.first].dst == dst) return;
@@ -590,7 +741,9 @@ class DlcpHost : public ns3::Application {
     }
     std::sort(missNc.begin(), missNc.end(), [&](uint32_t a, uint32_t b) { return o.gRank[a] > o.gRank[b]; });
     for (uint32_t k = 0; k < deficit && k < missNc.size(); ++k) o.queue.push_back(missNc[k]);
-    RoundOver(id, r.dst);
+    uint32_t received = 0;
+    for (uint32_t i = 0; i < nbits && i < r.packets; ++i) received += (bits[i >> 3] >> (i & 7)) & 1u;
+    RoundOver(id, r.dst, o, received);
     Cut(0.5);                                     // a BITMAP with missing packets is congestion
     o.round++;
     r.rounds++;
@@ -606,13 +759,14 @@ class DlcpHost : public ns3::Application {
     m_rttvar = 0.75 * m_rttvar + 0.25 * std::fabs(m_srtt - sample);
     m_srtt = 0.875 * m_srtt + 0.125 * sample;
   }
-  void OnDone(uint32_t id) {
+  void OnDone(uint32_t id, uint32_t received) {
     auto it = m_out.find(id);
     if (it == m_out.end()) return;
     if (it->second->probing) Rtt(ns3::Simulator::Now().GetSeconds() - it->second->probeSent);
     ns3::Simulator::Cancel(it->second->rtoEvent);
+    auto o = it->second;
     m_out.erase(it);
-    RoundOver(id, SimNet::Get().transfers[id].dst);
+    RoundOver(id, SimNet::Get().transfers[id].dst, *o, received);
   }
 
   // ---------------------------------------------------------------- DLCP receiver
@@ -647,7 +801,7 @@ class DlcpHost : public ns3::Application {
         const uint8_t* b = all.data() + kDlcpHeaderLen;
         OnBitmap(id, Get32(b), Get32(b + 4), b + 12, Get32(b + 8));
       } else if (msg == kMsgDone) {
-        OnDone(id);
+        OnDone(id, len >= kDlcpHeaderLen + 4 ? Get32(h + kDlcpHeaderLen) : 0);
       }
     }
   }
@@ -820,7 +974,9 @@ class DlcpHost : public ns3::Application {
 
   uint32_t m_index = 0;
   uint16_t m_job = 1;
-  ns3::Ptr<ns3::Socket> m_udp, m_listen;
+  ns3::Ptr<ns3::Socket> m_udp, m_listen, m_pf;
+  std::map<uint32_t, PfOut> m_pfOut;
+  std::map<uint32_t, PfIn> m_pfIn;
   std::vector<ns3::Ptr<ns3::Socket>> m_tcpSockets;
   std::map<ns3::Socket*, TcpConn> m_conns;
   std::map<uint32_t, ns3::Socket*> m_persistent;
@@ -882,7 +1038,7 @@ class PsJob {
   struct Tag { uint32_t w, g, it; bool push; };
   void Begin() {
     SimNet& net = SimNet::Get();
-    if (!m_dlcp) {                             // TCP: the job's persistent connections, both ways
+    if (!m_dlcp && !net.cfg.pfabric) {         // TCP: the job's persistent connections, both ways
       for (uint32_t w = 0; w < W; ++w) {
         net.hosts[m_workers[w]]->Preconnect(m_ps);
         net.hosts[m_ps]->Preconnect(m_workers[w]);
