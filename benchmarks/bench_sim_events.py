@@ -1,0 +1,149 @@
+"""Simulator benchmark: events/s of the DLCP switch model in ns-3 against stock ns-3 in the same run.
+
+What it measures: the same fabric (small-16: 4 leaves x 4 hosts, 2 spines, 10 Gbit/s) and the same
+traffic (every host runs a BulkSend TCP flow to the host 5 places on, PacketSink receivers, ns-3's
+NewReno) simulated for the same time twice per trial, trials interleaved:
+
+* baseline: stock ns-3 switches: FifoQueueDisc of the same total buffer on every switch port,
+  Ipv4GlobalRouting (ns-3's own routes; one path per destination, no ECMP);
+* model: the DLCP switch model as dlcp-sim builds it (simulation.scenario.build_network, mode
+  ``dlcp``): DlcpQueueDisc (8 strict-priority bands, priority map, per-(queue, magnitude)
+  drop/ECN lookups) and DlcpRouting (per-flow CRC hash over ECMP members) on every switch port.
+
+The figure is the model's events/s over the baseline's (median of the trials), so the machine's
+load cancels out to first order; the events counted are ns-3's own (Simulator::GetEventCount)
+over the wall time of Simulator::Run (C++ only: no Python runs during it). A ratio near 1 says
+the per-packet decision costs about what a FIFO and a global route cost; a ratio well below 1
+would say the model's C++ is the bottleneck of large runs. The ns-3 import and model compile
+(20-60 s) are paid once and reported apart.
+
+    .venv/bin/python benchmarks/bench_sim_events.py [--sim-ms 3] [--trials 3] [--quick [--with-ns3]]
+
+Needs the ns3 wheel (make test installs it); says so and exits 0 where it is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmode import add_quick_flag, announce  # noqa: E402
+
+SINK_PORT = 6000
+
+
+def _traffic(ns, nodes, hosts: list[str], host_ip: dict[str, int], sim_s: float) -> None:
+    """BulkSend from every host to the host 5 places on (crosses leaves), PacketSinks."""
+    n = len(hosts)
+    for i, h in enumerate(hosts):
+        dst = hosts[(i + 5) % n]
+        sink = ns.PacketSinkHelper("ns3::TcpSocketFactory",
+                                   ns.InetSocketAddress(ns.Ipv4Address.GetAny(), SINK_PORT).ConvertTo())
+        sink.Install(nodes[dst]).Start(ns.Seconds(0))
+        bulk = ns.BulkSendHelper("ns3::TcpSocketFactory",
+                                 ns.InetSocketAddress(ns.Ipv4Address(host_ip[dst]), SINK_PORT).ConvertTo())
+        bulk.SetAttribute("MaxBytes", ns.UintegerValue(0))
+        apps = bulk.Install(nodes[h])
+        apps.Start(ns.MicroSeconds(1 + i))
+        apps.Stop(ns.Seconds(sim_s))
+
+
+def _baseline(ns, topo, total_buffer: int) -> tuple[dict, dict]:
+    """Stock ns-3: the same links, FifoQueueDisc everywhere, Ipv4GlobalRouting."""
+    from simulation.scenario import HOST_QUEUE_PACKETS, _rate
+
+    ns.Simulator.Destroy()
+    ns.Config.Reset()
+    ns.Config.SetDefault("ns3::DropTailQueue<Packet>::MaxSize", ns.QueueSizeValue(ns.QueueSize("1p")))
+    ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(1448))
+    nodes = {name: ns.CreateObject[ns.Node]() for name in topo.hosts + topo.switches}
+    stack = ns.InternetStackHelper()
+    for node in nodes.values():
+        stack.Install(node)
+    p2p, addr, host_ip = ns.PointToPointHelper(), ns.Ipv4AddressHelper(), {}
+    for i, link in enumerate(topo.links):
+        p2p.SetDeviceAttribute("DataRate", ns.StringValue(_rate(link.rate_bps)))
+        p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(link.delay_ns)))
+        devs = p2p.Install(nodes[link.a], nodes[link.b])
+        addr.SetBase(ns.Ipv4Address(f"10.{1 + i // 256}.{i % 256}.0"), ns.Ipv4Mask("255.255.255.0"))
+        ifaces = addr.Assign(devs)
+        for side, name in enumerate((link.a, link.b)):
+            dev = devs.Get(side)
+            tch = ns.TrafficControlHelper()
+            tch.Uninstall(dev)
+            size = HOST_QUEUE_PACKETS if name in topo.hosts else total_buffer
+            tch.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{size}p")))
+            tch.Install(dev)
+            if name in topo.hosts:
+                host_ip[name] = ifaces.GetAddress(side).Get()
+    ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+    return nodes, host_ip
+
+
+def _run(ns, sim_s: float) -> tuple[int, float]:
+    before = int(ns.Simulator.GetEventCount())
+    ns.Simulator.Stop(ns.Seconds(sim_s))
+    t0 = time.perf_counter()
+    ns.Simulator.Run()
+    wall = time.perf_counter() - t0
+    return int(ns.Simulator.GetEventCount()) - before, wall
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sim-ms", type=float, default=3.0, help="simulated time per run (ms)")
+    ap.add_argument("--trials", type=int, default=3, help="interleaved baseline/model pairs")
+    ap.add_argument("--with-ns3", action="store_true", help="with --quick: run the ns-3 part too (tiny)")
+    add_quick_flag(ap)
+    a = ap.parse_args(argv)
+    announce(a.quick)
+    if a.quick and not a.with_ns3:
+        # the smoke run (tests/test_benchmarks_smoke.py) has 150 s per benchmark; importing ns-3 and
+        # compiling the model alone took 20-60 s idle and over 220 s at load average 19
+        print("bench_sim_events: quick mode stops before the ns-3 import (minutes on a loaded machine); "
+              "--quick --with-ns3 runs the same code paths at 0.2 ms simulated")
+        return 0
+    if a.quick:
+        a.sim_ms, a.trials = 0.2, 1
+    if importlib.util.find_spec("ns") is None:
+        print("bench_sim_events: ns-3 is not installed (pip install ns3==3.44.post0); nothing measured")
+        return 0
+    from simulation import switch_model
+    from simulation.policy import FABRIC_POLICY, load_policy
+    from simulation.scenario import build_network
+    from simulation.topology import preset
+
+    t0 = time.perf_counter()
+    ns, _ = switch_model.ns3()
+    print(f"ns-3 import + model compile: {time.perf_counter() - t0:.1f} s (once)")
+    topo = preset("small-16")
+    policy = load_policy(FABRIC_POLICY)
+    sim_s = a.sim_ms / 1000
+    rates: dict[str, list[float]] = {"baseline": [], "model": []}
+    for trial in range(a.trials):
+        for which in ("baseline", "model"):
+            if which == "baseline":
+                nodes, host_ip = _baseline(ns, topo, policy.queues * policy.queue_depth)
+            else:
+                net = build_network(topo, policy, "dlcp")
+                nodes, host_ip = net.nodes, net.host_ip
+            _traffic(ns, nodes, topo.hosts, host_ip, sim_s)
+            events, wall = _run(ns, sim_s)
+            rates[which].append(events / wall)
+            print(f"trial {trial + 1} {which:8s}: {events:>9,} events in {wall:6.2f} s = {events / wall:>10,.0f} events/s")
+            ns.Simulator.Destroy()
+    base, model = statistics.median(rates["baseline"]), statistics.median(rates["model"])
+    print(f"median events/s: baseline (stock ns-3 FIFO + global routing) {base:,.0f}; DLCP switch model {model:,.0f}")
+    print(f"ratio model / baseline: {model / base:.2f}x  ({a.trials} interleaved trials, {a.sim_ms:g} ms simulated each)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
