@@ -68,10 +68,13 @@ class TnaGen(BlockGen):
             params = {"size": self.const_value(args[0]), "kind": enum_member(args[1]).lower()}
             self.manifest.externs.append(res.ExternDesc("counter", py, fq, params, inst.annotations, inst))
         elif ext == "Register":
-            if len(args) > 1 and args[1] is not None and self.const_value(args[1]) != 0:
-                raise P4UnsupportedError(inst.loc, f"Register {inst.name} with an initial value")
-            params = {"size": self.const_value(args[0]), "bitwidth": width_of(targs[0])}
+            params = {"size": self.const_value(args[0]), "bitwidth": self.cell_width(targs[0], inst.loc)}
+            initial = self.initial_cell(args[1] if len(args) > 1 else None, targs[0], inst)
+            if initial:
+                self.tna_objects.append((py, "register_initial", fq, initial))
             self.manifest.externs.append(res.ExternDesc("register", py, fq, params, inst.annotations, inst))
+        elif ext == "RegisterParam":
+            self.stateless[id(inst)] = ("register_param", self.const_value(args[0]) & mask(width_of(targs[0])))
         elif ext in ("RegisterAction", "DirectRegisterAction"):
             reg = self.env.lookup(args[0].decl) if isinstance(args[0], ast.PathExpr) else None
             if reg is None:
@@ -109,7 +112,7 @@ class TnaGen(BlockGen):
         elif ext == "DirectRegister":
             if args and args[0] is not None and self.const_value(args[0]) != 0:
                 raise P4UnsupportedError(inst.loc, f"DirectRegister {inst.name} with an initial value")
-            self.tna_objects.append((py, "direct_register", fq, width_of(targs[0])))
+            self.tna_objects.append((py, "direct_register", fq, self.cell_width(targs[0], inst.loc)))
             self.direct_register_names[id(inst)] = fq
         elif ext in ("Digest", "Mirror", "Resubmit"):
             self.stateless[id(inst)] = (ext.lower(), None)
@@ -139,6 +142,8 @@ class TnaGen(BlockGen):
             return f"{obj}.read({self.as_int(a[0])})"
         if ext == "Register" and m == "write":
             return f"{obj}.write({self.as_int(a[0])}, {self.as_int(a[1])})"
+        if ext == "RegisterParam" and m == "read":
+            return str(kind[1])
         if ext == "RegisterAction" and m == "execute":
             desc = self.reg_actions[id(inst)]
             return self.register_action_execute(call, desc, f"{desc.register}.read({{i}})",
@@ -266,16 +271,61 @@ class TnaGen(BlockGen):
         self.w.line(f"{idx} = {index}")
         self.w.line(f"{value} = {read.format(i=idx)}")
         self.w.line(f"{rv} = 0")
+        cell = self.struct_cell(f.params[0].type, call.loc) if f.params else None
+        bound = value
+        if cell is not None:        # a struct cell: unpacked into its fields, packed back after
+            bound = self.w.tmp("rs")
+            self.w.line(f"{bound} = {self.classes.name(f.params[0].type)}()")
+            for fname, shift, fmask in cell:
+                self.w.line(f"{bound}.{fname} = ({value} >> {shift}) & {fmask}")
         outer = self.env
         self.env = Env(outer)
         try:
-            for p, name in zip(f.params, (value, rv), strict=False):
+            for p, name in zip(f.params, (bound, rv), strict=False):
                 self.env.bind(p, name)
             self.stmts(f.body.stmts)
         finally:
             self.env = outer
+        if cell is not None:
+            self.w.line(f"{value} = " + " | ".join(f"(({bound}.{fname} & {fmask}) << {shift})"
+                                                    for fname, shift, fmask in cell))
         self.w.line(write.format(i=idx, v=value))
         return rv
+
+    def cell_width(self, t: Any, loc: Any) -> int:
+        """Bits of a register cell of type ``t`` (a struct: the sum of its bit<W> fields)."""
+        layout = self.struct_cell(t, loc)
+        return width_of(t) if layout is None else sum(width_of(ft) for _, ft in t.fields)
+
+    @staticmethod
+    def struct_cell(t: Any, loc: Any) -> list[tuple[str, int, int]] | None:
+        """(field, shift, mask) of a struct-valued register cell, its first field in the high bits
+        (None: not a struct). Fields must be bit<W>."""
+        if not isinstance(t, ast.StructT):
+            return None
+        out, shift = [], sum(width_of(ft) for _, ft in t.fields)
+        for name, ft in t.fields:
+            if not isinstance(ft, ast.BitT) or ft.signed:
+                raise P4UnsupportedError(loc, f"register cell field {name} of type {ft}: only bit<W> fields")
+            shift -= width_of(ft)
+            out.append((pyfield(name), shift, mask(width_of(ft))))
+        return out
+
+    def initial_cell(self, value: Any, cell_t: Any, inst: ast.Instantiation) -> int:
+        """A Register's ``initial_value`` as the packed cell (0 when absent): a constant, or a
+        struct literal ``{a, b}`` packed as ``struct_cell`` lays it out."""
+        if value is None:
+            return 0
+        layout = self.struct_cell(cell_t, inst.loc)
+        if layout is None:
+            return self.const_value(value) & mask(width_of(cell_t))
+        if isinstance(value, ast.StructInit):
+            items = [e for _, e in value.fields]
+        else:
+            items = getattr(value, "items", None)
+        if items is None or len(items) != len(layout):
+            raise P4UnsupportedError(inst.loc, f"Register {inst.name}: initial value {type(value).__name__}")
+        return sum((self.const_value(v) & fmask) << shift for v, (_, shift, fmask) in zip(items, layout, strict=True))
 
     def entry_here(self, call: ast.MethodCall, what: str) -> str:
         """The table entry that matched, for a direct extern called in a table's action."""

@@ -36,14 +36,17 @@ class TnaPipeline(Pipeline):
     """One switch's tables and externs for a TNA program (the packet path is ``TnaPath``)."""
 
     def _bind(self):  # type: ignore[override]
-        from p4sim.tna.runtime import DirectRegister
+        from p4sim.tna.runtime import DirectRegister, InitialisedRegister
 
         self.ctx = TnaContext()
         ns = super()._bind()
         self.direct_registers: dict[str, DirectRegister] = {}
-        for pyname, kind, name, width in getattr(self.program.module, "tna_objects", ()):
+        for pyname, kind, name, value in getattr(self.program.module, "tna_objects", ()):
             if kind == "direct_register":
-                ns[pyname] = self.direct_registers[name] = DirectRegister(name, width)
+                ns[pyname] = self.direct_registers[name] = DirectRegister(name, value)
+            elif kind == "register_initial":        # Register(size, initial_value)
+                old = self.registers[name]
+                ns[pyname] = self.registers[name] = InitialisedRegister(old.name, old.size, old.bitwidth, value)
         return ns
 
 

@@ -10,6 +10,7 @@ same value as ``p4sim.runtime.hashes.csum16`` over the packed bytes.
 from __future__ import annotations
 
 from p4sim.backend.rt import csum16_int
+from p4sim.runtime.externs import Register
 
 
 def csum16_fields(fields: list[tuple[int, int]]) -> int:
@@ -50,3 +51,18 @@ class DirectRegister:
 
     def reset(self) -> None:
         self._cells.clear()
+
+
+class InitialisedRegister(Register):
+    """``Register<T, I>(size, initial_value)``: every cell starts (and resets) at the initial value
+    (a struct cell packed with its first field in the high bits)."""
+
+    __slots__ = ("initial",)
+
+    def __init__(self, name: str, size: int, bitwidth: int, initial: int) -> None:
+        super().__init__(name, size, bitwidth)
+        self.initial = initial & self._mask
+        self.cells = [self.initial] * size
+
+    def reset(self) -> None:
+        self.cells = [self.initial] * self.size
