@@ -143,6 +143,68 @@ def bench_25m(world: int, repeat: int, shape: tuple[int, int], in_flight: list[i
     print(f"  DLCP bytes sent per all-reduce by rank 0: {r0['dlcp_bytes_sent'] / 1e6:.1f} MB")
 
 
+def bench_io(elements: int, repeat: int) -> None:
+    """The socket I/O of one ring transfer (a 12.5 MB chunk in 64 KB datagrams), thread CPU time,
+    best of ``repeat``: send from packet records (packetize copies the payload in) against
+    zero-copy ``sendmsg`` (header + slice of the tensor); receive into a buffer then copy into
+    place (what the endpoint does) against ``recvmsg_into`` straight into place after a
+    ``MSG_PEEK`` of the header (what receiving into place would need: the header says where)."""
+    import numpy as np
+
+    from host_agent import protocol as P
+    from host_agent.packetizer import packetize, records_bytes
+    from host_agent.policy import TagPolicy
+    mtu = 65535
+    chunk = np.random.default_rng(0).standard_normal(elements).astype(np.float32)
+    tx, rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM), socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for s in (tx, rx):
+        s.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 128 << 20)
+    rx.bind(("127.0.0.1", 0))
+    dest = rx.getsockname()
+    policy = TagPolicy()
+    buffers = {zc: np.empty(records_bytes(elements, mtu, zero_copy=zc), np.uint8) for zc in (False, True)}
+    pay = P.max_elements_per_packet(mtu, P.DTYPE_FLOAT32) * 4
+    into = np.empty(elements, np.float32)
+    place = memoryview(into.view(np.uint8))
+    raw = bytearray(65536)
+    raw_mv, head = memoryview(raw), memoryview(bytearray(P.DLCP_HEADER_LEN))
+    cpu: dict[str, list[float]] = {k: [] for k in ("send, records", "send, zero-copy", "receive + copy into place",
+                                                   "receive into place (peek + scatter)")}
+    for _ in range(repeat):
+        for zc in (False, True):
+            c0 = time.thread_time()
+            pt = packetize(chunk, tensor_id=1, policy=policy, mtu=mtu, buffer=buffers[zc], zero_copy=zc)
+            for i in range(pt.n_packets):
+                if zc:
+                    tx.sendmsg(pt.buffers(i), (), 0, dest)
+                else:
+                    tx.sendto(pt.packet(i), dest)
+            cpu["send, zero-copy" if zc else "send, records"].append(time.thread_time() - c0)
+            c0 = time.thread_time()
+            if zc:
+                for i in range(pt.n_packets):
+                    rx.recvmsg_into([head], 0, socket.MSG_PEEK)
+                    n = int.from_bytes(head[14:16], "big") * 4        # count field: payload bytes
+                    rx.recvmsg_into([head, place[i * pay:i * pay + n]])
+                cpu["receive into place (peek + scatter)"].append(time.thread_time() - c0)
+            else:
+                for i in range(pt.n_packets):
+                    n = rx.recv_into(raw_mv)
+                    place[i * pay:i * pay + n - P.DLCP_HEADER_LEN] = raw_mv[P.DLCP_HEADER_LEN:n]
+                cpu["receive + copy into place"].append(time.thread_time() - c0)
+            assert into.tobytes() == chunk.tobytes()
+    tx.close()
+    rx.close()
+    print(f"socket I/O of one ring transfer: {elements * 4 / 1e6:.1f} MB in 64 KB datagrams on loopback, "
+          f"thread CPU, best of {repeat} (median)")
+    best = {k: min(v) for k, v in cpu.items()}
+    for k, v in cpu.items():
+        print(f"  {k:38s} {1e3 * best[k]:7.2f} ms  ({1e3 * statistics.median(v):.2f} ms)")
+    print(f"  zero-copy send / records send: {best['send, zero-copy'] / best['send, records']:.2f}x CPU;  "
+          f"receive into place / receive + copy: "
+          f"{best['receive into place (peek + scatter)'] / best['receive + copy into place']:.2f}x CPU")
+
+
 def bench_digits(epochs: int, seeds: list[int]) -> None:
     from host_agent.torch_train import TorchTrainConfig, run_local
     print(f"digits CNN: 4 processes, {epochs} epochs; DLCP: loss bound 10 %, 5 % non-critical DATA dropped")
@@ -182,6 +244,7 @@ def main() -> int:
         a.repeat, a.epochs, a.seeds = 1, 1, "0"
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"load average {os.getloadavg()[0]:.1f}")
     if not a.skip_25m:
+        bench_io(BUCKET_ELEMENTS // 2 if not a.quick else 100_000, 3 if a.quick else 15)
         bench_25m(a.nproc, a.repeat, QUICK_MODEL if a.quick else FULL_MODEL, [int(x) for x in a.in_flight.split(",")])
     if not a.skip_digits:
         bench_digits(a.epochs, [int(x) for x in a.seeds.split(",")])
