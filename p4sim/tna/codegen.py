@@ -207,15 +207,22 @@ class TnaGen(BlockGen):
                 acc, bits = self.packed_fields(a[0])
                 self.w.line(f"{obj}.append(({acc}, {bits}))")
                 return None
-            if m == "verify":
-                return f"(_tna_csum({obj}) == 0)"
-            if m == "get":
-                return f"_tna_csum({obj})"
+            if m == "subtract":         # the fields' words negated (ones' complement), 16-bit aligned
+                acc, bits = self.packed_fields(a[0])
+                w16 = f"{bits + (-bits % 16)}" if isinstance(bits, int) else f"({bits} + (-{bits} % 16))"
+                pad = f"{-bits % 16}" if isinstance(bits, int) else f"(-{bits} % 16)"
+                self.w.line(f"{obj}.append((((1 << {w16}) - 1) ^ ({acc} << {pad}), {w16}))")
+                return None
+            if m == "verify":           # Tofino: TRUE when the checksum is WRONG (the parser's error bit)
+                return f"(_tna_csum({obj}) != 0)"
+            if m == "get":              # the residual: the ones' complement sum of added - subtracted
+                return f"(~_tna_csum({obj}) & 0xFFFF)"
             if m == "update":
-                if len(a) > 1 and a[1] is not None:
-                    raise P4UnsupportedError(call.loc, "Checksum.update with zeros_as_ones")
                 acc, bits = self.packed_fields(a[0])
                 pad = f"{-bits % 16}" if isinstance(bits, int) else f"(-{bits} % 16)"
+                zeros_as_ones = len(a) > 1 and a[1] is not None and self.const_value(a[1])
+                if zeros_as_ones:       # a result of 0 is sent as 0xFFFF (UDP)
+                    return f"(_csum16_int({acc} << {pad}) or 0xFFFF)"
                 return f"_csum16_int({acc} << {pad})"
         raise P4UnsupportedError(call.loc, f"method {m} of extern {ext}")
 

@@ -65,7 +65,9 @@ parser DlcpIngressParser(packet_in pkt,
     }
 
     state parse_ipv4_checked {
-        meta.ipv4_checksum_err = !ipv4_checksum.verify();
+        /* Tofino's Checksum.verify() is the parser's checksum ERROR flag: true when the
+         * header checksum is wrong (Intel's tna_checksum and switch.p4 use it so). */
+        meta.ipv4_checksum_err = ipv4_checksum.verify();
         transition select(hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
             (0, IP_PROTO_TCP): parse_tcp;
             (0, IP_PROTO_UDP): parse_udp;

@@ -186,6 +186,52 @@ def test_tna_register_indirect_and_direct_registers_as_its_ptf_test_checks(arch)
     assert reg.read(idx) == (5 << 32) | 7
 
 
+def test_tna_checksum_rewrites_addresses_with_residual_checksums() -> None:
+    """tna_checksum: the parser subtracts the fields ``translate`` may rewrite from the TCP/UDP
+    checksums (``Checksum.subtract``) and keeps the residual (``get``); the deparser adds the new
+    values back (``update``, UDP with ``zeros_as_ones``). A rewrite with update=true leaves every
+    checksum correct, with update=false the old checksums stay; a zero UDP checksum stays zero; a
+    packet whose IPv4 checksum is wrong is tagged with destination MAC 00:00:de:ad:be:ef."""
+    from scapy.layers.inet import UDP
+
+    pipeline, path = path_of(compile_example("tna_checksum"))
+    pipeline.tables["pipe.SwitchIngress.output_port"].set_default(ActionCall("pipe.SwitchIngress.set_output_port", (2,)))
+    translate = pipeline.tables["pipe.SwitchIngress.translate"]
+
+    def rule(src: str, action: str, *args: int) -> None:
+        a, b, c, d = (int(x) for x in src.split("."))
+        translate.insert(TableEntry(match=(Exact((a << 24) | (b << 16) | (c << 8) | d),),
+                                    action=ActionCall(f"pipe.SwitchIngress.{action}", args)))
+
+    def checksums_ok(frame: bytes) -> bool:
+        ip = Ether(frame)[IP]
+        fresh = IP(bytes(ip))
+        del fresh.chksum
+        l4 = fresh.payload
+        del l4.chksum
+        fresh = IP(bytes(fresh))
+        return ip.chksum == fresh.chksum and ip.payload.chksum == fresh.payload.chksum
+
+    rule("10.0.0.1", "snat", 0xC0A80164, 1)               # 192.168.1.100, update
+    rule("10.0.0.2", "sntpat", 0xC0A80165, 4321, 1)
+    rule("10.0.0.3", "snupat", 0xC0A80166, 5353, 1)
+    rule("10.0.0.4", "snat", 0xC0A80167, 0)               # no update: stale checksums
+    for src, l4 in (("10.0.0.1", TCP(sport=1234, dport=80)), ("10.0.0.2", TCP(sport=1234, dport=80)),
+                    ("10.0.0.3", UDP(sport=1234, dport=53))):
+        pkt = bytes(Ether() / IP(src=src, dst="10.9.9.9") / l4 / b"payload-bytes-")
+        ((port, out),) = path.process(pkt, 1)
+        assert port == 2 and Ether(out)[IP].src.startswith("192.168.1.") and checksums_ok(out), src
+        assert Ether(out).dst == Ether(pkt).dst                    # a correct checksum: not tagged
+    ((_, out),) = path.process(bytes(Ether() / IP(src="10.0.0.3", dst="10.9.9.9") / UDP(sport=1, dport=53, chksum=0)), 1)
+    assert Ether(out)[UDP].chksum == 0 and Ether(out)[UDP].sport == 5353
+    ((_, out),) = path.process(bytes(Ether() / IP(src="10.0.0.4", dst="10.9.9.9") / TCP()), 1)
+    assert Ether(out)[IP].src == "192.168.1.103" and not checksums_ok(out)
+    bad = bytearray(bytes(Ether() / IP(src="10.0.0.9", dst="10.9.9.9") / TCP()))
+    bad[24] ^= 0xFF                                          # the IPv4 header checksum
+    ((_, out),) = path.process(bytes(bad), 1)
+    assert Ether(out).dst == "00:00:de:ad:be:ef"
+
+
 @pytest.mark.parametrize(("name", "where", "what"), [
     ("tna_meter_lpf_wred", "tna_meter_lpf_wred.p4:118:5", "unsupported: extern instance of Lpf"),
     ("tna_resubmit", "tna_resubmit.p4:125:22", "unsupported: extern function port_metadata_unpack"),

@@ -166,7 +166,7 @@ extern Checksum {
     Checksum();
     void add<T>(in T data);
     void subtract<T>(in T data);
-    bool verify();
+    bool verify();      /* true when the checksum is wrong (the parser's checksum error), as on Tofino */
     void subtract_all_and_deposit<T>(out T residual);
     bit<16> get();
     bit<16> update<T>(in T data, @optional in bool zeros_as_ones);
