@@ -39,10 +39,6 @@ GSO_MAX_SEGMENTS = 64
 OFFLOAD_MODES = ("auto", "on", "off")
 GSO_MAX_BYTES = 65000
 GRANT_FLOOR = 1e4                      # bytes/s: a grant below this is raised to it
-# A tensor to a receiver that grants sends this many packets before the GRANT answering its OPEN
-# (the receiver's share for us may have shrunk since its last grant: other senders started) ...
-UNSCHEDULED_PACKETS = 4
-GRANT_WAIT_MIN = 0.1                   # ... and waits at most max(this, 2 RTO) for it (OPEN lost)
 WRITE_OFF_MIN = 0.1                    # s: unacknowledged packets of a closed window presumed lost after
                                        # max(this, 2 RTO) without ACK progress (a stalled switch is slower)
 
@@ -131,11 +127,10 @@ class Endpoint:
         self._buf = bytearray(65536)
         self._mv = memoryview(self._buf)
         self.ecn_echoes_received = 0
-        self.grants_missed = 0               # tensors that went on without their GRANT
         self.ready_peers: set[tuple[str, int]] = set()
         self._srtt: dict[tuple[str, int], tuple[float, float]] = {}   # peer -> (srtt, rttvar)
         # seconds the loop had DATA to send but held it, by what held it (window, grant, aimd,
-        # unscheduled: a new tensor waiting for its GRANT, socket): the records' evidence of why
+        # socket): the records' evidence of why
         # a transfer took longer than its bytes at the granted rate
         self.send_blocked: collections.Counter[str] = collections.Counter()
         self._blocked_since: float | None = None
@@ -213,12 +208,9 @@ class Endpoint:
         old = self.outgoing.get(key)
         if old is not None and old.state in (SendState.OPENING, SendState.SENDING, SendState.PROBING):
             raise TransportError(f"tensor {pt.tensor_id} to {dest[0]}:{dest[1]} is already in flight")
-        # A receiver that grants: wait for the GRANT answering this OPEN, unless a granted tensor of
-        # ours to it is unfinished: then we are in its active set and our share is current (a sender
-        # joining makes it re-grant everyone), e.g. a ring's next step or a PS worker's next layer
-        tx.granted = dest not in self.grants.rates or any(
-            t.dest == dest and t.granted and t.state in (SendState.SENDING, SendState.PROBING) for t in self._active)
         self.outgoing[key] = tx
+        # no wait for a fresh GRANT: the last grant from ``dest`` (active or standby, receiver.py)
+        # is safe to start with
         self._active.append(tx)
         if dest not in self.ready_peers:         # first contact: wait for OPEN_ACK before DATA
             tx.state = SendState.OPENING
@@ -290,7 +282,7 @@ class Endpoint:
         """Cumulative transport counters for the per-iteration records (why time went where)."""
         g = self.grants
         return {"send_blocked_s": {k: round(v, 4) for k, v in sorted(self.send_blocked.items())},
-                "window_stalls": g.window_stalls, "grants_missed": self.grants_missed,
+                "window_stalls": g.window_stalls, "standby_grants_sent": self.rx.standby_grants_sent,
                 "grants_received": g.grants_received, "grants_sent": self.rx.grants_sent,
                 "acks_sent": self.rx.acks_sent, "aimd_cuts": self.pacer.decreases,
                 "aimd_rate": None if self.pacer.rate is None else round(self.pacer.rate),
@@ -307,15 +299,9 @@ class Endpoint:
         for tx in self._active:
             if tx.state is not SendState.SENDING:
                 continue
-            if not tx.granted and tx.stats.packets >= UNSCHEDULED_PACKETS:
-                if now - tx.data_start < self._grant_wait(tx):
-                    blocked = blocked or "unscheduled"
-                    continue
-                tx.granted = True               # no GRANT came (OPEN or GRANT lost): last rate
-                self.grants_missed += 1
             before = tx.pos
             reason = self._send_some(tx)
-            if reason and tx.pos < tx.queue.size and (not blocked or blocked == "unscheduled"):
+            if reason and tx.pos < tx.queue.size and not blocked:
                 blocked = reason
             worked |= tx.pos != before
             if tx.pos >= tx.queue.size:
@@ -331,17 +317,12 @@ class Endpoint:
     def _write_off(self, dest: tuple[str, int]) -> float:
         return max(WRITE_OFF_MIN, 2 * self.rto_for(dest))
 
-    def _grant_wait(self, tx: OutgoingTensor) -> float:
-        return max(GRANT_WAIT_MIN, 2 * self.rto_for(tx.dest))
-
     def _send_some(self, tx: OutgoingTensor) -> str:
         """Send up to send_batch packets of ``tx`` (GSO batches for runs of full packets); returns what
         stopped it short of the batch ("window", "grant", "aimd", "socket", "" = nothing)."""
         pt, sock, dest, pacer = tx.pt, self.sock, tx.dest, self.pacer
         queue, pos = tx.queue, tx.pos
         end = min(pos + self.cfg.send_batch, queue.size)
-        if not tx.granted:
-            end = min(end, pos + max(0, UNSCHEDULED_PACKETS - tx.stats.packets))
         lengths, stride = pt.lengths, pt.stride
         full = pt.full_packets
         grants = self.grants
@@ -351,7 +332,7 @@ class Endpoint:
         if burst is not None:                  # a granted rate: no GSO batch beyond its bucket
             gso_k = min(gso_k, int(burst // stride))
         write_off = self._write_off(dest)
-        window = grants.windows.get(dest)
+        window = grants.window_limit(dest)
         if window is not None:                 # ... nor beyond the window
             gso_k = min(gso_k, window)
         stopped = ""
@@ -410,8 +391,6 @@ class Endpoint:
         for tx in self._active:
             if tx.state is SendState.SENDING:
                 grant_wait = self.grants.wait_time(tx.dest)   # 0: not grant-bound (pacer, socket)
-                if not tx.granted:
-                    grant_wait = max(grant_wait, tx.data_start + self._grant_wait(tx) - now)
                 grant_wait = max(grant_wait, self.grants.window_wait(tx.dest, self._write_off(tx.dest)))
                 if grant_wait > 0:
                     wait = min(wait, grant_wait)
@@ -540,9 +519,6 @@ class Endpoint:
                 rate, _senders, window = P.GRANT_BODY.unpack_from(rest)
                 self.grants.grant(addr, max(GRANT_FLOOR, float(rate)))
                 self.grants.set_window(addr, window)
-                tx = self.outgoing.get((addr, tid))
-                if tx is not None and tx.pt.iteration == it:
-                    tx.granted = True            # the answer to this tensor's OPEN
             elif sub == P.CTRL_ECN_ECHO:
                 tx = self.outgoing.get((addr, tid))
                 if tx is not None and tx.pt.iteration == it and len(rest) >= P.ECN_ECHO_BODY.size:

@@ -73,9 +73,6 @@ class OutgoingTensor:
         self.probe_pending = False    # PROBE deferred until probe_due (backoff after a stall)
         self.ecn_marks_base = 0       # receiver's CE count / our packets sent at the last ECN cut
         self.ecn_sent_base = 0
-        # receiver-driven admission: False while a receiver that grants has not yet answered this
-        # tensor's OPEN with a GRANT (only ``UNSCHEDULED_PACKETS`` may go before it; endpoint.py)
-        self.granted = True
         self.deficit = 0
         self.next_seq = pt.n_packets
         self.stats = SendStats()

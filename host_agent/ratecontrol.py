@@ -136,6 +136,8 @@ class AimdPacer:
 
 GRANT_BURST_S = 0.002        # a destination's bucket holds this many seconds of its grant ...
 GRANT_BURST_MIN = 3000       # ... but at least two full packets
+WINDOW_PACKET_BYTES = 1514   # bytes a window's packet is counted as (a full DLCP frame)
+RTT_MIN_WINDOW = 2.0         # s: the smallest ACK round trip is taken over this long (the path changes)
 
 
 class GrantPacer:
@@ -153,6 +155,11 @@ class GrantPacer:
     acknowledges every few DATA packets (CONTROL/ACK, cumulative per sender), so a sender stops
     after its window when the path stalls (a descheduled software switch that would otherwise take
     a rate's worth of backlog and release it into one queue at once) instead of pacing on into it.
+    The receiver's window is its share of a queue; the sender adds the packets its grant keeps on
+    the path for one round trip without queueing (grant x the smallest ACK round trip of the last
+    ``RTT_MIN_WINDOW`` s, at most the receiver's window again): without it a path whose round trip
+    holds more than the window (a loaded machine's software switches: 6-31 ms, i.e. 3-15 packets
+    per PS worker at its grant, 40 for all) can never fill its share of the link.
     """
 
     def __init__(self, default_rate: float | None = None, clock=time.monotonic) -> None:
@@ -173,6 +180,8 @@ class GrantPacer:
         # round trip without queueing (what a window must cover to keep the link busy)
         self._sent_at: dict = {}       # dest -> deque of (cumulative sent, time)
         self.ack_rtt_min: dict = {}    # dest -> seconds
+        self._rtt_min_at: dict = {}    # dest -> when ack_rtt_min was taken
+        self.window_peak: dict = {}    # dest -> largest window_limit used (packets)
 
     def rate(self, dest) -> float | None:
         return self.rates.get(dest, self.default_rate)
@@ -208,7 +217,21 @@ class GrantPacer:
                 sent_at = marks.popleft()[1]
             if sent_at is not None:       # the packet that completed this count left at sent_at (or later)
                 sample = now - sent_at
-                self.ack_rtt_min[dest] = min(sample, self.ack_rtt_min.get(dest, sample))
+                if sample <= self.ack_rtt_min.get(dest, sample) or now - self._rtt_min_at[dest] > RTT_MIN_WINDOW:
+                    self.ack_rtt_min[dest] = sample
+                    self._rtt_min_at[dest] = now
+
+    def window_limit(self, dest) -> int | None:
+        """Packets we may have in flight to ``dest``: its window plus our path's share (None: unbound)."""
+        window = self.windows.get(dest)
+        if window is None:
+            return None
+        rtt, rate = self.ack_rtt_min.get(dest), self.rate(dest)
+        if rtt and rate:
+            window += min(window, int(rate * rtt / WINDOW_PACKET_BYTES))
+        if window > self.window_peak.get(dest, 0):
+            self.window_peak[dest] = window
+        return window
 
     def in_flight(self, dest) -> int:
         return max(0, self._sent.get(dest, 0) - self._acked.get(dest, 0) - self._written_off.get(dest, 0))
@@ -220,7 +243,7 @@ class GrantPacer:
         (selective drop, tail drop) and stop counting, so losses cannot close the window for good;
         a path that stalls (a descheduled software switch) holds at most a window per write-off.
         """
-        window = self.windows.get(dest)
+        window = self.window_limit(dest)
         if window is None:
             return True
         flight = self.in_flight(dest)
@@ -241,7 +264,7 @@ class GrantPacer:
 
     def window_wait(self, dest, write_off_after: float) -> float:
         """Seconds until a closed window is written off (0 when open or not bound)."""
-        window = self.windows.get(dest)
+        window = self.window_limit(dest)
         if window is None or self.in_flight(dest) < window:
             return 0.0
         return max(0.0, self._progress.get(dest, 0.0) + write_off_after - self.clock())

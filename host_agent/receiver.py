@@ -42,6 +42,7 @@ STAGING_MIN_CHARGE = 1024     # elements a staged tensor costs at least (bounds 
 GRANT_SHARE = 0.93            # share of the link granted (headers, control and pacing jitter: the rest)
 GRANT_IDLE = 0.5              # s without DATA after which a sender no longer counts as active
 GRANT_TICK = 0.02             # s between checks for senders that went quiet (grants to the others)
+GRANT_MEMORY = 2.0            # s: a sender active this recently may start its next tensor at any moment
 WINDOW_PACKETS = 40           # DATA packets all granted senders together may have in flight towards us
 WINDOW_MIN = 4                # ... but each at least this many
 ACK_EVERY = 4                 # CONTROL/ACK after this many DATA packets from a sender
@@ -102,8 +103,11 @@ class ReceiveSide:
         self._early: dict[tuple[int, int, int], list[tuple[bytes, bool, Address]]] = {}
         self._early_count = 0
         self.early_held = 0           # DATA packets held for a later OPEN (all-time count)
-        # receiver-driven admission (cfg.link_rate known): the rate last granted to each sender
-        self._granted: dict[Address, float] = {}
+        # receiver-driven admission (cfg.link_rate known): the (rate, window) last granted to each
+        # sender, and when each sender was last active (with a tensor of it, to address grants)
+        self._granted: dict[Address, tuple[int, int]] = {}
+        self._recent: dict[Address, tuple[float, P.DlcpHeader]] = {}   # -> (last active, GRANT header)
+        self.standby_grants_sent = 0
         self._next_grant_check = 0.0
         self.grants_sent = 0
         self.active_senders_max = 0   # most senders granted at once (all-time)
@@ -329,32 +333,56 @@ class ReceiveSide:
             self._send(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_ACK) + P.ACK_BODY.pack(n & 0xFFFFFFFF), addr)
 
     def _regrant(self, now: float, opener: Address | None = None) -> None:
-        """Grant every active sender an equal share of our link (CONTROL/GRANT, bytes/s).
+        """Grant every active sender an equal share of our link (CONTROL/GRANT, bytes/s), and every
+        sender that was active lately a standby share it may start its next tensor with.
 
-        Sent to a sender that opens a tensor (before its OPEN_ACK, so its first DATA is already
-        paced) and to every active sender whose share changed since its last grant (a sender
-        joined, finished or went quiet). Senders pace each destination at its grant
-        (ratecontrol.GrantPacer), so n senders starting a tensor together fill the receiver's
-        link instead of overrunning its switch queue n-fold. No link rate configured: no grants.
+        Active: sent to a sender that opens a tensor (before its OPEN_ACK, so its first DATA is
+        already paced) and to every active sender whose share changed since its last grant (a
+        sender joined, finished or went quiet). Standby: a sender that was active in the last
+        ``GRANT_MEMORY`` s but is not now (between a training job's tensors and iterations) holds
+        the share it would get if every recent sender were back (link / n recent), so when they
+        all start the next iteration together they fill the link without overrunning the queue,
+        and none waits a round trip for a fresh grant; one that returns alone gets the whole link
+        with the grant its OPEN triggers. Senders pace each destination at its grant
+        (ratecontrol.GrantPacer). No link rate configured: no grants.
         """
         if self.cfg.link_rate is None:
             return
         self._next_grant_check = now + GRANT_TICK
         active = self.active_senders(now)
-        if not active:
-            self._granted.clear()
-            return
-        self.active_senders_max = max(self.active_senders_max, len(active))
-        rate = GRANT_SHARE * self.cfg.link_rate / len(active)
-        window = max(WINDOW_MIN, WINDOW_PACKETS // len(active))
-        body = P.CONTROL_HEAD.pack(P.CTRL_GRANT) + P.GRANT_BODY.pack(int(rate), len(active), window)
         for peer, asm in active.items():
-            if peer == opener or self._granted.get(peer) != rate:
-                self._granted[peer] = rate
-                self.grants_sent += 1
-                self._reply(asm, P.MSG_CONTROL, body)
-        for peer in [p for p in self._granted if p not in active]:
+            self._recent[peer] = (now, self._grant_header(asm))
+        for peer in [p for p, (seen, _a) in self._recent.items() if now - seen > GRANT_MEMORY]:
+            del self._recent[peer]
+        if active:
+            self.active_senders_max = max(self.active_senders_max, len(active))
+            share = self._share(len(active))
+            for peer in active:
+                if peer == opener or self._granted.get(peer) != share:
+                    self._grant(peer, self._recent[peer][1], share, len(active))
+        standby = self._share(len(self._recent))
+        for peer, (_seen, hdr) in self._recent.items():
+            if peer not in active and self._granted.get(peer) != standby:
+                self.standby_grants_sent += 1
+                self._grant(peer, hdr, standby, len(self._recent))
+        for peer in [p for p in self._granted if p not in self._recent]:
             del self._granted[peer]
+
+    def _share(self, senders: int) -> tuple[int, int]:
+        """(bytes/s, window in packets) for each of ``senders`` senders sharing our link."""
+        assert self.cfg.link_rate is not None and senders > 0
+        return int(GRANT_SHARE * self.cfg.link_rate / senders), max(WINDOW_MIN, WINDOW_PACKETS // senders)
+
+    @staticmethod
+    def _grant_header(asm: TensorAssembly) -> P.DlcpHeader:
+        return P.DlcpHeader(msg_type=P.MSG_CONTROL, flags=P.FLAG_CRITICAL, dtype=asm.dtype, job_id=asm.job_id,
+                            worker_id=asm.worker_id, iteration=asm.iteration, tensor_id=asm.tensor_id)
+
+    def _grant(self, peer: Address, hdr: P.DlcpHeader, share: tuple[int, int], senders: int) -> None:
+        self._granted[peer] = share
+        self.grants_sent += 1
+        self._send(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_GRANT) + P.GRANT_BODY.pack(share[0], senders, share[1]),
+                   peer)
 
     def _expire_idle(self, now: float) -> None:
         """Forget unfinished tensors that got no DATA for ``idle_timeout`` s (forged or dead OPENs).

@@ -40,8 +40,10 @@ class Bottleneck:
     """Relay whose client->target direction is one rate-limited, tail-dropping FIFO port."""
 
     def __init__(self, target: tuple[str, int], rate: float, depth: int,
-                 stall: tuple[float, float] | None = None) -> None:
+                 stall: tuple[float, float] | None = None, delay: float = 0.0) -> None:
         self.target, self.rate, self.depth = target, rate, depth
+        self.delay = delay            # s added to every packet's way up (a long path; replies are not delayed)
+        self.data_seen: dict[int, list[float]] = collections.defaultdict(list)   # tensor id -> DATA arrivals
         # (every, for): stop reading for ``for`` s every ``every`` s and take packets when read, as a
         # descheduled software switch does (it sees a packet when it reads it: its link time is lost)
         self.stall = stall
@@ -81,15 +83,17 @@ class Bottleneck:
         return s
 
     def _arrive(self, data: bytes, when: float, client: tuple[str, int]) -> None:
+        if len(data) >= P.DLCP_HEADER_LEN and data[0] & 0xF == P.MSG_DATA:
+            self.data_seen[P.DlcpHeader.unpack(data).tensor_id].append(when)
         # the queue as it stood at the packet's arrival: what had left by then is gone
-        waiting = sum(1 for dep, _s, _d in self.queue if dep > when)
+        waiting = sum(1 for dep, _s, _d in self.queue if dep - self.delay > when)
         if waiting >= self.depth:
             self.tail_drops += 1
             return
         self.max_occupancy = max(self.max_occupancy, waiting + 1)
         start = max(when, self.drained)
         self.drained = start + (len(data) + WIRE_OVERHEAD) / self.rate
-        self.queue.append((self.drained, self._upstream(client), data))
+        self.queue.append((self.drained + self.delay, self._upstream(client), data))
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -124,8 +128,10 @@ class Bottleneck:
                     self.sock.sendto(data, self.client_of[s])
 
 
-def _incast(endpoints, link_rate: float | None, stall: tuple[float, float] | None = None):
-    """Six senders push one tensor each at the same moment; returns (bottleneck, senders, rx, secs)."""
+def _incast(endpoints, link_rate: float | None, stall: tuple[float, float] | None = None, before=None):
+    """Six senders push one tensor each at the same moment; returns (bottleneck, senders, rx, secs).
+
+    ``before(port, senders, rx)`` runs between the first contacts and the incast."""
     rx = endpoints(job_id=1, link_rate=link_rate)
     senders = [endpoints(job_id=1, worker_id=w, link_rate=link_rate) for w in range(SENDERS)]
     policy = TagPolicy(critical_share=1.0, loss_bound=0.0)      # every packet needed: drops show as retx
@@ -134,7 +140,11 @@ def _incast(endpoints, link_rate: float | None, stall: tuple[float, float] | Non
             h = ep.send(packetize(np.ones(8, np.float32), tensor_id=1, policy=policy, job_id=1,
                                   worker_id=ep.cfg.worker_id, iteration=0), port.address)
             _drive(senders, rx, [h], [])
+        if before is not None:
+            before(port, senders, rx)
         port.tail_drops = 0
+        for ep in senders:                     # windows used in the incast only
+            ep.grants.window_peak.clear()
         grads = [np.arange(362 * PACKETS, dtype=np.float32) + w for w in range(SENDERS)]
         outs = [np.zeros_like(g) for g in grads]
         recvs = [rx.expect(w, 1, 2, outs[w]) for w in range(SENDERS)]
@@ -148,10 +158,11 @@ def _incast(endpoints, link_rate: float | None, stall: tuple[float, float] | Non
     return port, sends, rx, senders, elapsed
 
 
-def _drive(senders, rx, sends, recvs, timeout: float = 60.0) -> None:
+def _drive(senders, rx, sends, recvs, timeout: float = 60.0, at_least: float = 0.0) -> None:
     """One thread turns every endpoint's loop (the endpoints are not thread-safe)."""
-    end = time.monotonic() + timeout
-    while not (all(s.done for s in sends) and all(r.done for r in recvs)):
+    start = time.monotonic()
+    end = start + timeout
+    while not (all(s.done for s in sends) and all(r.done for r in recvs)) or time.monotonic() < start + at_least:
         assert time.monotonic() < end, "incast did not finish"
         assert not any(s.failed for s in sends)
         for ep in (*senders, rx):
@@ -177,6 +188,91 @@ def test_grants_keep_six_senders_within_one_queue(endpoints):
 
 
 @pytest.mark.timeout(120)
+def test_recent_senders_hold_standby_grants_for_their_next_tensor(endpoints):
+    """A sender that goes idle keeps a standby grant: the share it would get if every sender active
+    in the last GRANT_MEMORY s came back. The six senders met the receiver one after another (each
+    alone on its link then); before the incast each holds a sixth of the link and of the window, so
+    the six starting together need no fresh GRANT round trip and still fit the queue."""
+    held = {}
+
+    def before(port, senders, rx) -> None:
+        _drive(senders, rx, [], [], at_least=0.1)       # the last standby grants reach the senders
+        held.update({ep.cfg.worker_id: (ep.grants.rates[port.address], ep.grants.windows[port.address])
+                     for ep in senders})
+
+    port, sends, rx, senders, elapsed = _incast(endpoints, LINK, before=before)
+    share = GRANT_SHARE * LINK / SENDERS
+    assert all(rate == pytest.approx(share, rel=0.01) for rate, _w in held.values()), held
+    assert all(window == receiver.WINDOW_PACKETS // SENDERS for _r, window in held.values()), held
+    assert rx.rx.standby_grants_sent >= SENDERS
+    assert port.tail_drops == 0, f"{port.tail_drops} tail drops (max occupancy {port.max_occupancy})"
+    assert sum(s.stats.retransmitted for s in sends) == 0
+
+
+PATH_DELAY = 0.08             # s one way, sender -> receiver (below the old code's 0.1 s wait for a GRANT)
+FAST_LINK = 15e6              # bytes/s: 16 packets take 1.6 ms
+
+
+@pytest.mark.timeout(120)
+def test_next_tensor_starts_without_a_grant_round_trip(endpoints):
+    """After first contact a sender holds a grant from the receiver, so each further tensor goes out
+    at once at that rate: its DATA leaves in one paced run, not 4 packets and then a wait for the
+    GRANT answering its OPEN (a round trip per tensor: what made 16-packet tensors slower than TCP)."""
+    rx = endpoints(job_id=1, link_rate=FAST_LINK)
+    tx = endpoints(job_id=1, worker_id=0, link_rate=FAST_LINK)
+    policy = TagPolicy(critical_share=1.0, loss_bound=0.0)
+    with Bottleneck(rx.address, FAST_LINK, 4096, delay=PATH_DELAY) as port:
+        h = tx.send(packetize(np.ones(8, np.float32), tensor_id=1, policy=policy, job_id=1, worker_id=0,
+                              iteration=0), port.address)
+        _drive([tx], rx, [h], [])
+        for tid in (2, 3, 4):                  # 16 packets each, one after the other
+            grad = np.arange(359 * 16, dtype=np.float32) + tid
+            out = np.zeros_like(grad)
+            r = rx.expect(0, 0, tid, out)
+            t0 = time.time()                   # the relay's clock
+            h = tx.send(packetize(grad, tensor_id=tid, policy=policy, job_id=1, worker_id=0, iteration=0),
+                        port.address)
+            _drive([tx], rx, [h], [r])
+            assert np.array_equal(out, grad)
+            sent = port.data_seen[tid]
+            assert len(sent) == 16
+            # 16 packets at the grant take ~2 ms; a wait for the GRANT would take the round trip
+            assert sent[-1] - sent[0] < PATH_DELAY / 2, f"tensor {tid}: DATA spread over {sent[-1] - sent[0]:.3f}s"
+            assert sent[0] - t0 < PATH_DELAY / 2
+    assert tx.grants.window_stalls == 0
+
+
+LONG_PATH = 0.1               # s one way: the round trip holds ~90 packets at the grant, the window 40
+
+
+@pytest.mark.timeout(120)
+def test_window_covers_the_round_trip_of_a_long_path(endpoints):
+    """The window is the receiver's queue share plus what the grant keeps on the path for one round
+    trip (grant x smallest ACK round trip): over a 100 ms path one sender gets at least 0.65 of its
+    grant. (The queue share alone, 40 packets per round trip, gave 0.43 of it.)"""
+    rx = endpoints(job_id=1, link_rate=LINK)
+    tx = endpoints(job_id=1, worker_id=0, link_rate=LINK)
+    policy = TagPolicy(critical_share=1.0, loss_bound=0.0)
+    with Bottleneck(rx.address, LINK, 4096, delay=LONG_PATH) as port:
+        h = tx.send(packetize(np.ones(8, np.float32), tensor_id=1, policy=policy, job_id=1, worker_id=0,
+                              iteration=0), port.address)
+        _drive([tx], rx, [h], [])
+        grad = np.arange(359 * 600, dtype=np.float32)
+        out = np.zeros_like(grad)
+        r = rx.expect(0, 0, 2, out)
+        h = tx.send(packetize(grad, tensor_id=2, policy=policy, job_id=1, worker_id=0, iteration=0), port.address)
+        _drive([tx], rx, [h], [r])
+        assert np.array_equal(out, grad)
+        sent = port.data_seen[2]
+    grant = GRANT_SHARE * LINK
+    rate = h.stats.bytes / (sent[-1] - sent[0])
+    assert rate >= 0.65 * grant, f"{rate / grant:.2f} of the grant"
+    assert tx.grants.ack_rtt_min[port.address] >= LONG_PATH
+    assert tx.grants.window_peak[port.address] > receiver.WINDOW_PACKETS
+    assert port.tail_drops == 0
+
+
+@pytest.mark.timeout(120)
 def test_without_grants_six_senders_overrun_the_queue(endpoints):
     """The control case: the same incast unpaced (no link rate known) tail-drops and retransmits."""
     port, sends, rx, senders, _elapsed = _incast(endpoints, None)
@@ -197,7 +293,10 @@ def test_window_bounds_the_burst_after_a_switch_stall(endpoints, monkeypatch):
     monkeypatch.setattr(endpoint, "WRITE_OFF_MIN", 0.5)
     port, sends, rx, senders, elapsed = _incast(endpoints, LINK, STALL)
     assert rx.rx.acks_sent > 0 and all(ep.grants.windows for ep in senders)
-    assert port.max_occupancy <= receiver.WINDOW_PACKETS + SENDERS * 2, port.max_occupancy
+    # the queue never held more than the windows allowed (the receiver's share plus each sender's
+    # round trip at its grant, window_limit) and a few packets of pacing each
+    allowed = sum(ep.grants.window_peak[port.address] for ep in senders)
+    assert port.max_occupancy <= allowed + SENDERS * 2, (port.max_occupancy, allowed)
     assert port.tail_drops == 0, f"{port.tail_drops} tail drops (max occupancy {port.max_occupancy})"
 
 
