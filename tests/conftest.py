@@ -1,9 +1,9 @@
 """Suite-wide pytest set-up: which tests need a machine-wide resource to themselves.
 
 `make test` runs the suite on every core with pytest-xdist (``-n N --dist loadgroup``). Tests that
-share something machine-wide must never run at the same time on two workers, so they all get the
-xdist group ``machine`` and run one after another on one worker, while the other workers take the
-rest. What is machine-wide here:
+share something machine-wide must never run at the same time on two workers, so they form one work
+unit, ``machine``, that one worker runs from start to end while the others take the rest. What is
+machine-wide here:
 
 * network namespaces and veths with fixed names (Mininet's ``h1-eth0``/``s1-eth1``, VethTopology
   tags such as ``p4q``), and /tmp/dlcp-mininet.lock, which such tests hold: two of them on two
@@ -12,9 +12,15 @@ rest. What is machine-wide here:
   ``ipc:///tmp/bmv2-<device-id>-notifications.ipc``) or without ``--thrift-port`` (9090);
 * the documented fixed ports the doc examples start switches on (9559, 9090, 50051-3, 9091-3).
 
-A module is machine-wide if it is listed below, carries the ``mininet`` marker, or its source
-names one of the resources (so a new namespace test is grouped without editing this file).
-Everything else must use port 0 and tmp_path, as the suite does today.
+A module is machine-wide if it is listed below or its source names one of the resources or the
+``mininet`` marker (so a new namespace test is grouped without editing this file). Everything else
+must use port 0 and tmp_path, as the suite does today; it is scheduled a module at a time (as
+``--dist loadscope``), so module fixtures are set up once.
+
+The grouping is done by the scheduler (the ``pytest_xdist_make_scheduler`` hook), from node ids,
+not with ``xdist_group`` markers: pytest-xdist 3.8 groups those by rewriting ``item._nodeid``, which
+pytest 9.2 no longer reads (its node ids live in ``Node._id``), so the markers were silently ignored
+and two namespace tests ran at once (measured: two ``test_host_netns`` runs on both workers).
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ MACHINE_WIDE: dict[str, str] = {
 # Source text that marks a module as machine-wide even when it is not listed above.
 MACHINE_WIDE_SOURCE = re.compile(
     r"dlcp-mininet\.lock|MININET_LOCK|VethTopology|[\"']netns[\"'],\s*[\"']add[\"']|"
-    r"[\"']link[\"'],\s*[\"']add[\"']|[\"']simple_switch_grpc[\"'],")
+    r"[\"']link[\"'],\s*[\"']add[\"']|[\"']simple_switch_grpc[\"'],|mark\.mininet\b")
 
 
 def _listed(rel: str) -> bool:
@@ -64,24 +70,28 @@ def _names_a_machine_resource(path: Path) -> bool:
     return _source_cache[path]
 
 
-def is_machine_wide(item: pytest.Item) -> bool:
-    """True if ``item`` uses a resource that only one test on the machine may use at a time."""
-    path = Path(str(item.path))
-    try:
-        rel = path.relative_to(TESTS_DIR).as_posix()
-    except ValueError:
-        return False
-    return _listed(rel) or "mininet" in item.keywords or _names_a_machine_resource(path)
+def is_machine_wide(nodeid: str) -> bool:
+    """True if the test ``nodeid`` (rootdir-relative) needs a machine-wide resource to itself."""
+    path = nodeid.split("::", 1)[0]
+    rel = path.removeprefix("tests/")
+    return _listed(rel) or _names_a_machine_resource(TESTS_DIR / rel)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # pytest-xdist registers this marker itself; without it (-p no:xdist) it must still be known.
-    config.addinivalue_line("markers", "xdist_group(name): run every test of the group on one xdist worker")
+def work_unit(nodeid: str) -> str:
+    """What one worker runs as a whole: the machine-wide group, else the test's module."""
+    return MACHINE_GROUP if is_machine_wide(nodeid) else nodeid.split("::", 1)[0]
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put machine-wide tests in one xdist group (before xdist turns groups into node-id suffixes)."""
-    for item in items:
-        if is_machine_wide(item) and not any(True for _ in item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(MACHINE_GROUP))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 (xdist's Scheduling)
+    """``--dist loadgroup``: machine-wide tests as one unit, every other module as a unit."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class MachineWideScheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            explicit = super()._split_scope(nodeid)      # an ``@group`` suffix, should xdist add one
+            return explicit if explicit != nodeid else work_unit(nodeid)
+
+    return MachineWideScheduling(config, log)
