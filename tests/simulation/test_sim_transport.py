@@ -23,19 +23,21 @@ from simulation.topology import preset
 from simulation.workload import load_cdf, ps_workload
 
 
-def _incast_runs() -> tuple[object, object, float]:
+def _incast_runs() -> tuple[object, object, float, object]:
     """The 15:1 small-16 incast (150 kB per worker into h0) with receiver-driven admission (the
-    default) and without it, in one fresh process; and the PS port's wire time for its bytes."""
+    default), without it, and over the pFabric-like baseline, in one fresh process; and the PS
+    port's wire time for its bytes."""
     topo = preset("small-16")
     index = {h: i for i, h in enumerate(topo.hosts)}
     flows = [(index[f.src], index[f.dst], f.bytes, f.start_s, f.layer_class)
              for f in ps_incast(topo, 150_000, 0, 0, seed=5)]
     policy = load_policy(FABRIC_POLICY)
     spec = JobSpec(None, flows=flows, max_sim_s=0.05, progress=False)
-    granted, ungranted = run_jobs_fresh([({}, topo, policy, "dlcp", spec), ({"grants": False}, topo, policy, "dlcp", spec)])
+    granted, ungranted, pfabric = run_jobs_fresh([({}, topo, policy, "dlcp", spec), ({"grants": False}, topo, policy, "dlcp", spec),
+                                                  ({}, topo, policy, "pfabric", spec)])
     packets = sum(math.ceil(f[2] / PAYLOAD) for f in flows)
     wire_s = (sum(f[2] for f in flows) + packets * (24 + 8 + 20 + 2)) * 8 / 10e9   # DLCP+UDP+IP+PPP headers
-    return granted, ungranted, wire_s
+    return granted, ungranted, wire_s, pfabric
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +62,7 @@ def test_grants_admit_the_incast_at_link_speed_without_loss(incast_runs) -> None
     nothing overflows, nothing is retransmitted, and the last gradient lands near the link's wire
     time. The transport before admission (every sender at line rate) tail-dropped ~1,600 packets,
     retransmitted every packet once and finished the last flow at ~2x the wire time."""
-    r, _, wire_s = incast_runs
+    r, _, wire_s, _ = incast_runs
     grads = _check_within_bound(r)
     packets = sum(t["packets"] for t in grads)
     c = r.counters
@@ -79,7 +81,7 @@ def test_without_grants_the_incast_recovers_within_the_loss_bound(incast_runs) -
     """Admission off (every sender at line rate): the 15:1 incast overflows h0's port, the switch
     sheds droppable DATA only, tail drops force repair rounds, and every gradient still completes
     within its loss bound, later than with grants."""
-    granted, r, _ = incast_runs
+    granted, r, _, _ = incast_runs
     grads = _check_within_bound(r)
     c = r.counters
     assert not c["transport"]["grants"] and c["transport"]["grants_sent"] == 0
@@ -122,3 +124,22 @@ def test_ps_training_iterations_close_over_dlcp_and_dctcp(ns3_installed, tmp_pat
     for name in ("transfers.jsonl", "iterations.jsonl", "runs.json", "fct_by_size.png", "iteration_cdf.png",
                  "drops_per_class.png"):
         assert (tmp_path / name).stat().st_size > 0, name
+
+
+def test_pfabric_serves_the_incast_shortest_remaining_first(incast_runs) -> None:
+    """pFabric-like baseline: flows start at line rate into 2 x BDP buffers, so the switch drops
+    (the lowest priorities) and fixed RTOs resend; every flow still completes, and because the port
+    serves the smallest remaining size first the flows finish one after another: the mean FCT is far
+    below the fair share's (where all 15 finish together near the wire time) and the last lands
+    near the wire time."""
+    granted, _, wire_s, r = incast_runs
+    grads = [t for t in r.transfers if t["kind"] == "gradient"]
+    assert len(grads) == 15 and r.finished and all(t["completed"] for t in grads)
+    pf = r.counters["pfabric"]
+    assert pf["buffer_packets"] == 2 * pf["window_packets"] and pf["rto_us"] > 0, pf
+    assert r.counters["drops"] > 0 and pf["timeouts"] > 0 and pf["retransmitted"] > 0, pf
+    fcts = sorted(t["fct_s"] for t in grads)
+    assert fcts[-1] <= 1.2 * wire_s, (fcts[-1], wire_s)
+    assert sum(fcts) / len(fcts) <= 0.7 * wire_s                     # SRPT-like: ~ (n + 1) / 2n of it
+    fair = [t["fct_s"] for t in granted.transfers if t["kind"] == "gradient"]
+    assert sum(fcts) / len(fcts) < 0.7 * sum(fair) / len(fair)
