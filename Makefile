@@ -43,12 +43,18 @@ p4ref:
 	  $(WITH_P4REF) simple_switch --version >/dev/null && echo "p4ref: simple_switch runs"; \
 	else echo "p4ref: ../shared/p4ref not found; BMv2 tests use p4c/simple_switch_grpc from PATH or skip"; fi
 
+# The suite runs on every core (at most 4) with pytest-xdist; tests that need something machine-wide
+# (network namespaces, the Mininet lock, fixed ports) share one xdist group and run one at a time
+# (tests/conftest.py). TEST_WORKERS=0 runs it in one process. The 25 slowest tests end every log.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --durations=25
+
 test: setup p4ref
 	$(PY) -m ruff check .
-	$(WITH_P4REF) $(PY) -m pytest -q tests
+	$(WITH_P4REF) $(PY) -m pytest -q $(PYTEST_PARALLEL) tests
 
 test-fast: setup p4ref
-	$(WITH_P4REF) $(PY) -m pytest -q -m "not slow" tests
+	$(WITH_P4REF) $(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not slow" tests
 
 lint: setup
 	$(PY) -m ruff check .
