@@ -175,7 +175,11 @@ class TnaGen(BlockGen):
             hdr = a[-1] if len(a) > (1 if ext == "Mirror" else 0) else None
             parts = self.w.tmp("mp")
             self.w.line(f"{parts} = []")
-            if hdr is not None:
+            if hdr is not None and isinstance(hdr.type, ast.HeaderT):
+                # a digest of the header's fields: Tofino sends them whether or not the
+                # header was made valid (tna_resubmit's metadata headers never are)
+                self.w.line(f"{parts}.append(_e_{self.classes.name(hdr.type)}({self.ex(hdr)}))")
+            elif hdr is not None:
                 self.emit(hdr, parts)
             if ext == "Mirror":
                 return f"_CTX.mirrors.append(({self.as_int(a[0])}, b''.join({parts})))"
@@ -387,6 +391,14 @@ class TnaGen(BlockGen):
 
     # ---- statements ----------------------------------------------------------------------
     def st_AssignStmt(self, s: ast.AssignStmt) -> None:
+        rhs = s.rhs
+        if isinstance(rhs, ast.MethodCall) and rhs.method == "port_metadata_unpack":
+            # ``h = port_metadata_unpack<T>(pkt)``: the port metadata in front of the packet,
+            # extracted into h (a header: valid afterwards)
+            if not self.in_parser or not isinstance(s.lhs.type, ast.HeaderT):
+                raise P4UnsupportedError(s.loc, "port_metadata_unpack outside a parser or into a non-header")
+            self.extract(s.lhs, None, s.loc)
+            return
         if not self.literal_struct_store(s):
             super().st_AssignStmt(s)
 

@@ -39,6 +39,9 @@ _M48 = (1 << 48) - 1
 # ``ucast_egress_port`` before ingress writes it: one above the 9-bit range (any write masks it to
 # 9 bits). Tofino's TM sends no unicast copy when the program never wrote the port.
 UCAST_UNSET = 1 << 9
+# ``resubmit_type`` before ingress writes it: outside its 3 bits, so no ``== type`` test in the
+# deparser is true (Tofino resubmits only when the program wrote a type, 0 included).
+RESUBMIT_UNSET = 1 << 3
 
 
 @dataclass(slots=True)
@@ -97,6 +100,10 @@ class TnaPath(PacketPath):
         self._ig_port, self._ig_tstamp = ig.shifts["ingress_port"], ig.shifts["ingress_mac_tstamp"]
         self._resubmit_flag = 1 << ig.shifts["resubmit_flag"][0]
         self._port_md_bytes = port_md_bits // 8
+        # port -> its port metadata (PORT_METADATA_SIZE bits, what Tofino's per-port table gives
+        # the ingress parser; p4sim default 0), as an int: ``set_port_metadata``
+        self.port_metadata: dict[int, int] = {}
+        self._port_md_bits = port_md_bits
         eg_layout = _layout(ast_program, "egress_intrinsic_metadata_t")
         self._eg = eg = _Packer(eg_layout)
         self._eg_fields = tuple(eg.shifts[f] for f in ("egress_port", "enq_qdepth", "deq_qdepth", "enq_tstamp",
@@ -111,6 +118,13 @@ class TnaPath(PacketPath):
         # each block's callable and how many of the architecture's arguments it declares
         self._ig_run = tuple((self._blocks[r], nparams[r]) for r in ("ingress_parser", "ingress", "ingress_deparser"))
         self._eg_run = tuple((self._blocks[r], nparams[r]) for r in ("egress_parser", "egress", "egress_deparser"))
+
+    def set_port_metadata(self, port: int, data: bytes) -> None:
+        """The port metadata the ingress parser finds in front of packets from ``port`` (Tofino's
+        per-port table; the first bytes of the PORT_METADATA_SIZE bits, the rest zero)."""
+        if len(data) > self._port_md_bytes:
+            raise UserError(f"port {port}: {len(data)} bytes of port metadata, at most {self._port_md_bytes}")
+        self.port_metadata[port] = int.from_bytes(bytes(data).ljust(self._port_md_bytes, b"\0"), "big")
 
     # ---- helpers ---------------------------------------------------------------------------
     def _parser_err(self, code: int | None) -> int:
@@ -149,9 +163,12 @@ class TnaPath(PacketPath):
         new_h, new_m, new_ig, new_tm, new_prs, new_dpr = self._ig_new
         h, m, ig, tm, prs, dpr = new_h(), new_m(), new_ig(), new_tm(), new_prs(), new_dpr()
         tm.ucast_egress_port = UCAST_UNSET
+        dpr.resubmit_type = RESUBMIT_UNSET
         tstamp = (now_us * 1000) & _M48
         (pshift, pmask), (tshift, tmask) = self._ig_port, self._ig_tstamp
         prefix = ((port & pmask) << pshift) | ((tstamp & tmask) << tshift)
+        if context is None and self.port_metadata:
+            prefix |= self.port_metadata.get(port, 0)
         if context is not None:     # resubmitted: the flag, and its header where the port metadata was
             prefix |= self._resubmit_flag | int.from_bytes(bytes(context)[:self._port_md_bytes].ljust(
                 self._port_md_bytes, b"\0"), "big")

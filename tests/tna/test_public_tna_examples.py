@@ -6,12 +6,13 @@ commit and path) exactly as published. Each test here repeats what the program's
 (``test.py`` beside it, driven through BfRuntime on Intel's model) checks, with the entries
 written into p4sim's tables and the packets built with scapy. Known difference, stated where it
 shows: the Tofino model's byte counters include the 4-byte Ethernet FCS ("model adds 4 bytes of
-CRC"), p4sim's frames carry none, so byte counts are the frame length. A program that uses
-something p4sim does not model is refused at compile time with the location (``tna_meter_lpf_wred``:
-Lpf, Wred; ``tna_resubmit``: ``port_metadata_unpack``). ``tna_register`` runs since p4sim models
-Register initial values, struct-valued cells and RegisterParam (whose control-plane writes, in the
-second half of its PTF test, p4sim does not model: the program's constant is what ``read()`` gives).; the test asserts that error, and docs/p4sim.md lists it.
-Budget: about 4 s.
+CRC"), p4sim's frames carry none, so byte counts are the frame length. Six programs run:
+tna_counter, tna_exact_match, tna_digest, tna_register (its RegisterParam control-plane writes,
+in the second half of its PTF test, are not modelled: ``read()`` gives the program's constant),
+tna_checksum, tna_resubmit (on Tofino1 and Tofino2 where it matters). A program that uses
+something p4sim does not model is refused at compile time with the location
+(``tna_meter_lpf_wred``: Lpf, Wred); the test asserts that error, and docs/p4sim.md lists it.
+Budget: about 20 s.
 """
 
 from __future__ import annotations
@@ -232,13 +233,47 @@ def test_tna_checksum_rewrites_addresses_with_residual_checksums() -> None:
     assert Ether(out).dst == "00:00:de:ad:be:ef"
 
 
+@pytest.mark.parametrize("arch", ["tna", "t2na"])
+def test_tna_resubmit_carries_each_resubmit_type_to_the_second_pass(arch) -> None:
+    """PTF NoResubmitTest and ResubmitTest of tna_resubmit: the port metadata table gives the
+    packet's port (f1, f2), read with port_metadata_unpack; a ``pass_one`` entry with ``no_resub``
+    forwards the first pass's rewrite (MACs 00:00:00:00:00:01 / 0); ``resub_a``/``_b``/``_c`` set
+    resubmit types 0, 7 and 3 (0 is a type too: a resubmit happens because the program wrote it),
+    the second pass finds the digest in place of the port metadata and its ``pass_two_type_*``
+    entry counts ``cntr[1..3]``; the packet leaves unmodified (the first pass's rewrite is
+    discarded); ``cntr[0]`` counts first passes."""
+    pipeline, path = path_of(compile_example("tna_resubmit", arch))
+    port, f1, f2 = 6, 0x11223344, 0x55667788
+    path.set_port_metadata(port, f1.to_bytes(4, "big") + f2.to_bytes(4, "big"))
+    t = pipeline.tables
+    extra = () if arch == "tna" else (0x0102030405060708,)       # Tofino2's 64 more bits
+    t["pipe.SwitchIngress.pass_two_type_a"].insert(TableEntry(
+        match=tuple(Exact(v) for v in (0xA1, 0xA2A2, 0xA3A3A3A3) + extra), action=ActionCall("pipe.SwitchIngress.okay_a", ())))
+    t["pipe.SwitchIngress.pass_two_type_b"].insert(TableEntry(
+        match=tuple(Exact(v) for v in (0xB1,) + extra), action=ActionCall("pipe.SwitchIngress.okay_b", ())))
+    t["pipe.SwitchIngress.pass_two_type_c"].insert(TableEntry(
+        match=tuple(Exact(v) for v in (0xC1C1, 0xC2C2, 0xC3C3) + extra), action=ActionCall("pipe.SwitchIngress.okay_c", ())))
+    pass_one = t["pipe.SwitchIngress.pass_one"]
+    key = (Exact(port), Exact(f1), Exact(f2))
+    more = extra[0] if extra else 0
+    pkt = bytes(Ether(dst="00:01:02:03:04:05", src="00:06:07:08:09:0a") / IP(src="192.168.0.1", dst="192.168.0.2"))
+    pass_one.insert(TableEntry(match=key, action=ActionCall("pipe.SwitchIngress.no_resub", ())))
+    ((out_port, out),) = path.process(pkt, port)
+    assert out_port == port and (Ether(out).dst, Ether(out).src) == ("00:00:00:00:00:01", "00:00:00:00:00:00")
+    assert path.process(pkt, 5) == []                               # other port, no entry: drop
+    cntr = pipeline.counters["pipe.SwitchIngress.cntr"].cells
+    for i, (action, args) in enumerate((("resub_a", (0xA1, 0xA2A2, 0xA3A3A3A3, more)), ("resub_b", (0xB1, more)),
+                                        ("resub_c", (0xC1C1, 0xC2C2, 0xC3C3, more))), 1):
+        pass_one.modify(TableEntry(match=key, action=ActionCall(f"pipe.SwitchIngress.{action}", args)))
+        assert path.process(pkt, port) == [(port, pkt)], action     # forwarded unmodified
+        assert (cntr[0][0], cntr[i][0]) == (i, 1), action
+
+
 @pytest.mark.parametrize(("name", "where", "what"), [
     ("tna_meter_lpf_wred", "tna_meter_lpf_wred.p4:118:5", "unsupported: extern instance of Lpf"),
-    ("tna_resubmit", "tna_resubmit.p4:125:22", "unsupported: extern function port_metadata_unpack"),
 ])
 def test_examples_using_unmodelled_externs_are_refused_with_the_feature_and_location(name, where, what) -> None:
-    """tna_meter_lpf_wred uses Lpf and Wred, tna_resubmit reads the per-port metadata with port_metadata_unpack (and its PTF
-    test fills the port metadata table): p4sim does not model them, so the compile fails with one line naming
+    """tna_meter_lpf_wred uses Lpf and Wred: p4sim does not model them, so the compile fails with one line naming
     file:line:col and the feature."""
     with pytest.raises(P4UnsupportedError) as err:
         compile_example(name)
