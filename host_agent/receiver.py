@@ -360,7 +360,7 @@ class ReceiveSide:
             for peer in active:
                 if peer == opener or self._granted.get(peer) != share:
                     self._grant(peer, self._recent[peer][1], share, len(active))
-        standby = self._share(len(self._recent))
+        standby = self._share(len(self._recent)) if self._recent else None   # none left: nobody to grant
         for peer, (_seen, hdr) in self._recent.items():
             if peer not in active and self._granted.get(peer) != standby:
                 self.standby_grants_sent += 1
