@@ -21,6 +21,7 @@ import numpy as np
 from host_helpers import run_both
 
 from host_agent import protocol as P
+from host_agent import receiver
 from host_agent.collectives import CommStats
 from host_agent.endpoint import Endpoint, EndpointConfig
 from host_agent.packetizer import packetize
@@ -132,3 +133,22 @@ def test_next_tensor_to_a_granting_receiver_keeps_the_senders_grant(endpoints):
     # since standby grants no tensor waits for the GRANT answering its OPEN, test_host_grants.py)
     assert tx.send_blocked.get("unscheduled", 0.0) == 0.0
     assert np.array_equal(out_a, a) and np.array_equal(out_b, b)
+
+
+def test_receiver_forgets_quiet_senders_without_failing(endpoints, monkeypatch):
+    """A receiver whose recent senders all went quiet longer than GRANT_MEMORY has no one to grant
+    (seen in ecmp-collision at 090cbb0: the PS server died with an AssertionError in _share(0))."""
+    monkeypatch.setattr(receiver, "GRANT_MEMORY", 0.2)
+    link = 20e6 / 8
+    rx = endpoints(job_id=7, worker_id=1, link_rate=link)
+    tx = endpoints(job_id=7, worker_id=0, link_rate=link)
+    data = np.ones(20 * 359, np.float32)
+    out = np.zeros_like(data)
+    h = rx.expect(0, 0, 0, out)
+    run_both(tx, [tx.send(packetize(data, tensor_id=0, policy=TagPolicy(), job_id=7), rx.address)], rx, [h])
+    assert rx.rx._granted                      # it granted the sender ...
+    end = time.monotonic() + 0.6                # ... who stays quiet for longer than GRANT_MEMORY
+    while time.monotonic() < end:
+        rx.poll(0.01)
+    assert not rx.rx._recent and not rx.rx._granted
+    assert np.array_equal(out, data)
