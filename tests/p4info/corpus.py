@@ -15,6 +15,7 @@ which also prints where p4sim's P4Info differs from p4c's.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import re
@@ -61,7 +62,15 @@ def include_dirs(rel: str) -> list[str]:
 
 
 def p4c_p4info(rel: str, timeout: float = 300) -> str | None:
-    """The P4Info text p4c writes for ``rel``, or None when p4c refuses the program."""
+    """The P4Info text p4c writes for ``rel``, or None when p4c refuses the program.
+
+    Asked once per program source in a process: the tutorials are both kept files and corpus
+    programs, so the suite used to run p4c twice on each (0.5 s of CPU a time)."""
+    return _p4c_p4info(rel, source_digest(rel), timeout)
+
+
+@functools.cache
+def _p4c_p4info(rel: str, source: str, timeout: float) -> str | None:
     with tempfile.TemporaryDirectory() as out:
         target = Path(out) / "p4c.p4info.txtpb"
         cmd = ["p4c", "--target", "bmv2", "--arch", "v1model", "-o", out, "--p4runtime-files", str(target)]
