@@ -48,6 +48,9 @@ def test_the_tofino_program_counted_and_dropped_like_the_bmv2_one(run_dir):
         queues[mode] = {c["queue"] for sw in raw.values() if isinstance(sw, dict)
                         for c in sw.get("port_queue_tx") or [] if int(c.get("packets", 0)) > 0}
     assert len(queues["dlcp"]) > 1 and len(queues["baseline"]) >= 1, queues
+    assert {6, 7} <= queues["dlcp"], queues          # DLCP control (7) and layer-7 data (6), as on BMv2
+    # ECN marks only where DLCP thresholds are installed (queue depths are each queue's own)
+    assert sum(stats["baseline"]["ecn_marks"].values()) == sum(stats["tcp"]["ecn_marks"].values()) == 0
     assert sum(stats["baseline"]["selective_drops"].values()) == 0
     assert sum(stats["tcp"]["selective_drops"].values()) == 0
     assert not [k for k in stats["dlcp"]["selective_drops"] if k.startswith("q7/")]   # never critical
