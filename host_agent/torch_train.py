@@ -41,6 +41,7 @@ class TorchTrainConfig:
     lost_elements: str = "zero"
     peer_timeout: float = 30.0
     bucket_cap_mb: float = 0.05        # several buckets even for this small model
+    in_flight: int = 2                 # buckets the DLCP hook all-reduces at once
     bind_host: str | None = None
     port: int | None = None
     report_path: str | None = None     # the hook's per-step JSON lines (rank suffix added)
@@ -64,7 +65,8 @@ def _dlcp_state(ddp: Any, cfg: TorchTrainConfig, rank: int) -> tuple[Any, Any]:
     report = f"{cfg.report_path}.rank{rank}" if cfg.report_path else None
     policy = BASELINE_POLICY if cfg.comm == "baseline" else TagPolicy(loss_bound=cfg.loss_bound)
     hook_cfg = DlcpHookConfig(policy=policy, bind_host=cfg.bind_host, port=cfg.port,
-                              peer_timeout=cfg.peer_timeout, lost_elements=cfg.lost_elements, report_path=report)
+                              peer_timeout=cfg.peer_timeout, lost_elements=cfg.lost_elements, report_path=report,
+                              in_flight=cfg.in_flight)
     if not cfg.drop_noncritical:
         return register_dlcp_hook(ddp, hook_cfg), None
     ep = Endpoint(EndpointConfig(worker_id=rank, give_up_after=cfg.peer_timeout,
@@ -256,6 +258,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[TorchTrainConfig, int | N
     ap.add_argument("--lost-elements", choices=("zero", "previous"), default="zero")
     ap.add_argument("--peer-timeout", type=float, default=30.0)
     ap.add_argument("--bucket-cap-mb", type=float, default=0.05)
+    ap.add_argument("--in-flight", type=int, default=2, help="buckets the DLCP hook all-reduces at once (1-16)")
     ap.add_argument("--bind", help="local address for DLCP (default: the one routing to the master)")
     ap.add_argument("--port", type=int, help="DLCP UDP port (default 9290 off loopback, ephemeral on it)")
     ap.add_argument("--report", help="write the hook's per-step JSON lines to REPORT.rankN")
@@ -289,13 +292,15 @@ def parse_args(argv: list[str] | None = None) -> tuple[TorchTrainConfig, int | N
         ap.error("--drop-noncritical needs --comm dlcp or baseline (gloo's TCP cannot lose packets)")
     if a.steps < 0:
         ap.error(f"--steps {a.steps} must be >= 0")
+    if not 1 <= a.in_flight <= 16:
+        ap.error(f"--in-flight {a.in_flight} must be in 1..16")
     if a.steps_out and rank is None and a.nproc > 1 and "{rank}" not in a.steps_out:
         ap.error("--steps-out with --nproc needs {rank} in the file name (one file per rank)")
     cfg = TorchTrainConfig(comm=a.comm, world_size=world, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
                            seed=a.seed, loss_bound=a.loss_bound, drop_noncritical=a.drop_noncritical,
                            lost_elements=a.lost_elements, peer_timeout=a.peer_timeout,
                            bucket_cap_mb=a.bucket_cap_mb, bind_host=a.bind, port=a.port, report_path=a.report,
-                           steps_path=a.steps_out, max_steps=a.steps)
+                           steps_path=a.steps_out, max_steps=a.steps, in_flight=a.in_flight)
     return cfg, rank, master
 
 

@@ -39,6 +39,7 @@ def test_lossy_run_gives_up_only_noncritical(capfd, tmp_path):
     (["--comm", "gloo", "--drop-noncritical", "0.05"], "--drop-noncritical needs --comm dlcp"),
     (["--steps-out", "x.jsonl"], "needs {rank} in the file name"),
     (["--epochs", "0"], "--epochs 0 must be >= 1"),
+    (["--in-flight", "0"], "--in-flight 0 must be in 1..16"),
 ])
 def test_bad_flags_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
