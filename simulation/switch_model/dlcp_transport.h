@@ -74,6 +74,11 @@ struct TransportConfig {
   // received by the BITMAP/DONE), even while another transfer to the receiver is sending; without
   // it, overlapping transfers to one receiver (a PS job's groups) wait for the timer above
   bool writeOffPerTransfer = true;
+  // Not in host_agent: any GRANT from a receiver answers every transfer to it whose OPEN went out
+  // before (the grant is per sender, so it is current for all of them); host_agent waits for the
+  // GRANT naming the tensor, and a lost OPEN (a 572:1 incast of OPENs into one 64-packet control
+  // queue at 143 workers x 4 groups) then costs the grant wait, max(1 ms, 2 RTO), per transfer
+  bool grantAnswersAll = true;
   // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
   // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
   bool pfabric = false;
@@ -692,6 +697,9 @@ class DlcpHost : public ns3::Application {
     d.window = std::max<uint32_t>(1, window);
     auto it = m_out.find(id);
     if (it != m_out.end()) it->second->granted = true;   // the answer to this transfer's OPEN
+    if (net.cfg.grantAnswersAll)
+      for (auto& kv : m_out)
+        if (!kv.second->granted && net.transfers[kv.first].dst == dst) kv.second->granted = true;
     if (!m_active.empty()) Kick();
   }
   void OnAck(uint32_t id, uint32_t count) {
