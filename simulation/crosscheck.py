@@ -180,11 +180,13 @@ def compare(name: str, sim_runs: list, record_dir: Path) -> dict:
             vals = {}
             for src, table in (("mininet", mn_iters), ("ns-3", sim_iters)):
                 d, t = table.get(("dlcp", job)), table.get(("tcp-cubic", job))
-                vals[src] = (fn(d), fn(t)) if d and t else None
+                vals[src] = (fn(d) if d else None, fn(t) if t else None)   # None: no iteration closed
             rows.append(_row(f"{job}: {stat} (s)", vals))
     mn_drops = {m: drops_per_run([r for r in mn_runs if r["mode"] == m and not r.get("failure")]) for m in MODES}
     sim_drops = {r.mode: drops_per_run([{"selective_drops": r.counters.get("selective_drops"),
-                                         "tail_drops": r.counters.get("tail_drops")}]) for r in sim_runs}
+                                         "tail_drops": r.counters.get("tail_drops")
+                                         or {"q0": r.counters.get("drops", 0)}}])   # FIFO: every drop a tail drop
+                 for r in sim_runs}
     rows.append(_row("tail drops per run", {src: (t["dlcp"].get("tail", 0.0), t["tcp-cubic"].get("tail", 0.0))
                                             for src, t in (("mininet", mn_drops), ("ns-3", sim_drops))}))
     drops = []
@@ -200,10 +202,14 @@ def compare(name: str, sim_runs: list, record_dir: Path) -> dict:
 
 def _row(what: str, vals: dict) -> dict:
     mn, sim = vals.get("mininet"), vals.get("ns-3")
-    dm = direction(*mn) if mn else "n/a"
-    ds = direction(*sim) if sim else "n/a"
-    return {"what": what, "mininet": [round(x, 4) for x in mn] if mn else None, "mininet_direction": dm,
-            "ns3": [round(x, 4) for x in sim] if sim else None, "ns3_direction": ds, "agree": dm == ds and dm != "n/a"}
+    dm = direction(*mn) if mn and None not in mn else "n/a"
+    ds = direction(*sim) if sim and None not in sim else "n/a"
+    return {"what": what, "mininet": [_r(x) for x in mn] if mn else None, "mininet_direction": dm,
+            "ns3": [_r(x) for x in sim] if sim else None, "ns3_direction": ds, "agree": dm == ds and dm != "n/a"}
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
 
 
 def markdown(results: list[dict]) -> str:
@@ -225,7 +231,22 @@ def markdown(results: list[dict]) -> str:
 
 
 def _pair(p: list | None) -> str:
-    return f"{p[0]:g} / {p[1]:g}" if p else "-"
+    return " / ".join("none closed" if x is None else f"{x:g}" for x in p) if p else "-"
+
+
+@dataclasses.dataclass
+class SavedRun:
+    """An ns-3 run as ``run_scenario`` wrote it (runs.json, iterations.jsonl): enough for ``compare``."""
+    mode: str
+    counters: dict
+    iterations: list[dict]
+
+
+def load_runs(directory: Path) -> list[SavedRun]:
+    """The runs of one scenario's ns-3 results directory (``--from-results``)."""
+    iters = [json.loads(x) for x in (directory / "iterations.jsonl").read_text().splitlines() if x.strip()]
+    return [SavedRun(r["mode"], r["counters"], [i for i in iters if i["mode"] == r["mode"]])
+            for r in json.loads((directory / "runs.json").read_text())]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mininet-ecmp-collision", default=str(RECORDS["ecmp-collision"]))
     ap.add_argument("--extract", nargs=2, metavar=("RUN_DIR", "DEST"),
                     help="only write the cross-check's extract of a Mininet run directory to DEST")
+    ap.add_argument("--from-results", metavar="DIR", help="compare the ns-3 runs already in DIR/<scenario>/ "
+                    "(as an earlier run of this script wrote them) instead of running ns-3")
     ap.add_argument("--out", default=f"results/sim-crosscheck-{time.strftime('%Y%m%d-%H%M%S')}")
     a = ap.parse_args(argv)
     if a.extract:
@@ -258,7 +281,15 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     t0 = time.perf_counter()
     for n in names:
-        results.append(compare(n, run_scenario(n, out), records[n]))
+        if a.from_results:
+            if not (Path(a.from_results) / n / "runs.json").is_file():
+                print(f"crosscheck: --from-results: {Path(a.from_results) / n / 'runs.json'} not found", file=sys.stderr)
+                return 2
+            runs = load_runs(Path(a.from_results) / n)
+        else:
+            runs = run_scenario(n, out)
+        results.append(compare(n, runs, records[n]))
+    out.mkdir(parents=True, exist_ok=True)
     (out / "crosscheck.json").write_text(json.dumps(results, indent=1) + "\n")
     text = markdown(results)
     (out / "crosscheck.md").write_text(f"# ns-3 vs Mininet ({time.perf_counter() - t0:.0f} s wall)\n\n{text}\n")
