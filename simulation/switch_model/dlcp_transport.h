@@ -70,6 +70,7 @@ struct TransportConfig {
   double grantFloor = 1e4;                    // bytes/s (GRANT_FLOOR)
   double grantWaitMin = 1e-3;                 // s (GRANT_WAIT_MIN 0.1 s): no GRANT within max(this, 2 RTO): go on
   double writeOffMin = 1e-3;                  // s (WRITE_OFF_MIN 0.1 s): closed window unacknowledged this long: lost
+  double writeOffRtos = 2;                    // ... or this many RTOs, the longer (host_agent: 2)
   // Not in host_agent: a round's answer also writes off exactly that transfer's lost packets (sent -
   // received by the BITMAP/DONE), even while another transfer to the receiver is sending; without
   // it, overlapping transfers to one receiver (a PS job's groups) wait for the timer above
@@ -563,7 +564,7 @@ class DlcpHost : public ns3::Application {
   double WriteOffAfter() const {
     const TransportConfig& c = SimNet::Get().cfg;
     double rto = m_srtt > 0 ? std::min(std::max(c.rtoInit, m_srtt + 4 * m_rttvar), c.rtoMax) : c.rtoInit;
-    return std::max(c.writeOffMin, 2 * rto);
+    return std::max(c.writeOffMin, c.writeOffRtos * rto);
   }
   double GrantWait() const {
     return std::max(SimNet::Get().cfg.grantWaitMin, WriteOffAfter());   // both max(min, 2 RTO) in host_agent
