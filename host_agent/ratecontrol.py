@@ -138,6 +138,9 @@ GRANT_BURST_S = 0.002        # a destination's bucket holds this many seconds of
 GRANT_BURST_MIN = 3000       # ... but at least two full packets
 WINDOW_PACKET_BYTES = 1514   # bytes a window's packet is counted as (a full DLCP frame)
 RTT_MIN_WINDOW = 2.0         # s: the smallest ACK round trip is taken over this long (the path changes)
+PATH_SHARE_MAX = 0.5         # the path term is at most this share of the receiver's window: all windows
+                             # together then stay within 1.5 x 40 = 60 packets, below a 64-packet queue,
+                             # so a stalled switch that puts everything in flight into one queue still fits
 
 
 class GrantPacer:
@@ -157,7 +160,7 @@ class GrantPacer:
     a rate's worth of backlog and release it into one queue at once) instead of pacing on into it.
     The receiver's window is its share of a queue; the sender adds the packets its grant keeps on
     the path for one round trip without queueing (grant x the smallest ACK round trip of the last
-    ``RTT_MIN_WINDOW`` s, at most the receiver's window again): without it a path whose round trip
+    ``RTT_MIN_WINDOW`` s, at most half the receiver's window): without it a path whose round trip
     holds more than the window (a loaded machine's software switches: 6-31 ms, i.e. 3-15 packets
     per PS worker at its grant, 40 for all) can never fill its share of the link.
     """
@@ -180,7 +183,7 @@ class GrantPacer:
         # round trip without queueing (what a window must cover to keep the link busy)
         self._sent_at: dict = {}       # dest -> deque of (cumulative sent, time)
         self.ack_rtt_min: dict = {}    # dest -> seconds
-        self._rtt_min_at: dict = {}    # dest -> when ack_rtt_min was taken
+        self._rtt_min_at: dict = {}    # dest -> (window start, its smallest sample, the previous window's)
         self.window_peak: dict = {}    # dest -> largest window_limit used (packets)
 
     def rate(self, dest) -> float | None:
@@ -215,11 +218,18 @@ class GrantPacer:
             sent_at = None
             while marks and marks[0][0] <= received:
                 sent_at = marks.popleft()[1]
-            if sent_at is not None:       # the packet that completed this count left at sent_at (or later)
+            if sent_at is not None:
+                # the packet that completed this count left at sent_at or later (later when packets
+                # were lost: then the sample is too long, never too short); the smallest sample of
+                # this and the previous RTT_MIN_WINDOW is the path's round trip
                 sample = now - sent_at
-                if sample <= self.ack_rtt_min.get(dest, sample) or now - self._rtt_min_at[dest] > RTT_MIN_WINDOW:
-                    self.ack_rtt_min[dest] = sample
-                    self._rtt_min_at[dest] = now
+                start, current, previous = self._rtt_min_at.get(dest, (now, sample, sample))
+                if now - start > RTT_MIN_WINDOW:
+                    start, current, previous = now, sample, current
+                else:
+                    current = min(current, sample)
+                self._rtt_min_at[dest] = (start, current, previous)
+                self.ack_rtt_min[dest] = min(current, previous)
 
     def window_limit(self, dest) -> int | None:
         """Packets we may have in flight to ``dest``: its window plus our path's share (None: unbound)."""
@@ -228,7 +238,7 @@ class GrantPacer:
             return None
         rtt, rate = self.ack_rtt_min.get(dest), self.rate(dest)
         if rtt and rate:
-            window += min(window, int(rate * rtt / WINDOW_PACKET_BYTES))
+            window += min(int(window * PATH_SHARE_MAX), int(rate * rtt / WINDOW_PACKET_BYTES))
         if window > self.window_peak.get(dest, 0):
             self.window_peak[dest] = window
         return window

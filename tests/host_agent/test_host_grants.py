@@ -248,8 +248,9 @@ LONG_PATH = 0.1               # s one way: the round trip holds ~90 packets at t
 @pytest.mark.timeout(120)
 def test_window_covers_the_round_trip_of_a_long_path(endpoints):
     """The window is the receiver's queue share plus what the grant keeps on the path for one round
-    trip (grant x smallest ACK round trip): over a 100 ms path one sender gets at least 0.65 of its
-    grant. (The queue share alone, 40 packets per round trip, gave 0.43 of it.)"""
+    trip (grant x smallest ACK round trip, at most half the share): over a 100 ms path, where the
+    round trip holds ~90 packets at the grant, one sender gets 60 packets per round trip, at least
+    0.55 of its grant (the queue share alone, 40 packets per round trip: 0.37 measured)."""
     rx = endpoints(job_id=1, link_rate=LINK)
     tx = endpoints(job_id=1, worker_id=0, link_rate=LINK)
     policy = TagPolicy(critical_share=1.0, loss_bound=0.0)
@@ -266,7 +267,7 @@ def test_window_covers_the_round_trip_of_a_long_path(endpoints):
         sent = port.data_seen[2]
     grant = GRANT_SHARE * LINK
     rate = h.stats.bytes / (sent[-1] - sent[0])
-    assert rate >= 0.65 * grant, f"{rate / grant:.2f} of the grant"
+    assert rate >= 0.55 * grant, f"{rate / grant:.2f} of the grant"
     assert tx.grants.ack_rtt_min[port.address] >= LONG_PATH
     assert tx.grants.window_peak[port.address] > receiver.WINDOW_PACKETS
     assert port.tail_drops == 0
