@@ -72,10 +72,21 @@ def test_workload_bad_input_is_one_line(capsys, tmp_path) -> None:
                          (["--model", "alexnet"], "--model: unknown profile 'alexnet'"),
                          (["--scale", "0"], "--scale: 0.0 outside (0, 1]"),
                          (["--loss-bound", "1.2"], "--loss-bound: 1.2 outside [0, 1)")):
-        assert cli.main(["--workload", "ps-train", "--out", str(tmp_path), *args]) == 2, args
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and needle in err, (args, err)
+        for workload in ("ps-train", "ring-train"):
+            assert cli.main(["--workload", workload, "--out", str(tmp_path), *args]) == 2, (workload, args)
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and needle in err, (workload, args, err)
     assert not any(tmp_path.iterdir())                      # nothing written
+
+
+def test_sweep_and_mininet_presets() -> None:
+    sweep = preset("sweep-16")
+    assert len(sweep.hosts) == 16 and "oversubscription 1:1" in sweep.description
+    assert next_hops(sweep)["leaf0"]["h15"] == ["spine0", "spine1", "spine2", "spine3"]
+    for name, per_leaf in (("mininet-tcp-bulk", 3), ("mininet-ecmp-collision", 4)):
+        t = preset(name)
+        assert len(t.hosts) == 2 * per_leaf and {lk.rate_bps for lk in t.links} == {20_000_000}
+        assert t.host_switch(f"h{per_leaf}") == "leaf1"       # Mininet's h(per_leaf + 1): first host of leaf2
 
 
 def test_fabric_policy_and_workload_data() -> None:
