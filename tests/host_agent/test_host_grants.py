@@ -273,6 +273,21 @@ def test_window_covers_the_round_trip_of_a_long_path(endpoints):
     assert port.tail_drops == 0
 
 
+@pytest.mark.timeout(60)
+def test_standby_grants_end_when_every_sender_is_forgotten(endpoints, monkeypatch):
+    """After GRANT_MEMORY without any sender the receiver forgets them all and grants nobody (090cbb0
+    computed a standby share for zero senders there and the PS server died of an AssertionError)."""
+    monkeypatch.setattr(receiver, "GRANT_MEMORY", 0.05)
+    rx = endpoints(job_id=1, link_rate=LINK)
+    tx = endpoints(job_id=1, worker_id=0, link_rate=LINK)
+    policy = TagPolicy(critical_share=1.0, loss_bound=0.0)
+    h = tx.send(packetize(np.ones(800, np.float32), tensor_id=1, policy=policy, job_id=1, worker_id=0,
+                          iteration=0), rx.address)
+    _drive([tx], rx, [h], [], at_least=0.3)    # the receiver's ticks outlive GRANT_MEMORY
+    assert tx.grants.grants_received >= 1
+    assert not rx.rx._recent and not rx.rx._granted
+
+
 @pytest.mark.timeout(120)
 def test_without_grants_six_senders_overrun_the_queue(endpoints):
     """The control case: the same incast unpaced (no link rate known) tail-drops and retransmits."""
