@@ -44,6 +44,9 @@ class CommStats:
     # send to its receive being complete, and from the send to its DONE (acknowledged)
     step_recv_s: list[float] = field(default_factory=list)
     step_ack_s: list[float] = field(default_factory=list)
+    # wall-clock (time.time) start of each step: Mininet hosts share one clock, so the ranks' records
+    # together show who waited for whom around the ring
+    step_start_unix: list[float] = field(default_factory=list)
 
     def add_send(self, h: SendHandle) -> None:
         self.bytes_sent += h.stats.bytes
@@ -68,6 +71,7 @@ class CommStats:
         self.spurious_retransmissions += other.spurious_retransmissions
         self.step_recv_s += other.step_recv_s
         self.step_ack_s += other.step_ack_s
+        self.step_start_unix += other.step_start_unix
 
     def loss_by_class(self) -> dict[str, float]:
         """Share of received-side packets missing at completion, per layer class."""
@@ -81,6 +85,7 @@ class CommStats:
         if self.step_recv_s:
             rec["ring_step_recv_ms"] = [round(t * 1e3, 1) for t in self.step_recv_s]
             rec["ring_step_ack_ms"] = [round(t * 1e3, 1) for t in self.step_ack_s]
+            rec["ring_step_start_unix"] = [round(t, 4) for t in self.step_start_unix]
         return rec
 
 

@@ -60,6 +60,7 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
         send_c, recv_c = (rank - s) % n, (rank - s - 1) % n
         r = ep.expect(left, iteration, tensor_id(s), tmp[recv_c])
         t0 = time.perf_counter()
+        stats.step_start_unix.append(time.time())
         sends.append(ep.send(pack(chunk[send_c], s, policy, P.KIND_GRADIENT), right))
         yield [r]
         stats.step_recv_s.append(time.perf_counter() - t0)
@@ -71,6 +72,7 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
         step = n - 1 + s
         r = ep.expect(left, iteration, tensor_id(step), chunk[recv_c])
         t0 = time.perf_counter()
+        stats.step_start_unix.append(time.time())
         sends.append(ep.send(pack(chunk[send_c], step, gather_policy, P.KIND_PARAMETER), right))
         yield [r]
         stats.step_recv_s.append(time.perf_counter() - t0)

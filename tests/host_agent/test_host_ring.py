@@ -98,6 +98,8 @@ def test_ring_steps_wait_for_receives_not_for_acknowledgements():
         assert np.array_equal(data, reduced[0][0])        # every rank holds the same values
     for rec in records.values():
         assert len(rec["ring_step_recv_ms"]) == len(rec["ring_step_ack_ms"]) == 2 * (N - 1)
+        starts = rec["ring_step_start_unix"]
+        assert len(starts) == 2 * (N - 1) and starts == sorted(starts)
         # each send was acknowledged only after the DONEs were let through, i.e. after every receive
         assert max(rec["ring_step_ack_ms"]) > max(rec["ring_step_recv_ms"])
 
