@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import grpc
+from google.protobuf.message import DecodeError
 from p4.v1 import p4runtime_pb2
 
 from p4sim.p4runtime_server.codec import decode_int, encode_int
@@ -79,7 +80,11 @@ def _instance(session: PipelineSession, pipeline, extern_id: int) -> tuple[_Dire
 
 def _entry_msg(msg: p4runtime_pb2.ExternEntry, what: str):
     entry = DirectRegisterEntry()
-    if msg.HasField("entry") and not msg.entry.Unpack(entry):
+    try:
+        unpacked = not msg.HasField("entry") or msg.entry.Unpack(entry)
+    except DecodeError:
+        raise invalid(f"{what}: entry does not decode as {DirectRegisterEntry.DESCRIPTOR.full_name}") from None
+    if not unpacked:
         raise invalid(f"{what}: entry is {msg.entry.type_url or 'empty'}, expected "
                       f"type.googleapis.com/{DirectRegisterEntry.DESCRIPTOR.full_name}")
     return entry

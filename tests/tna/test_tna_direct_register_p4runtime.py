@@ -135,6 +135,18 @@ def test_bad_writes_are_refused_with_the_reason_and_change_nothing(rig) -> None:
     assert read_cells(rig) == {A1: 0}
 
 
+def test_an_undecodable_entry_is_invalid_argument(rig) -> None:
+    p4info, _ = rig.client.get_pipeline()
+    _, _, reg_id = ids(p4info)
+    update = Update(type=Update.MODIFY)
+    update.entity.extern_entry.extern_type_id = DIRECT_REGISTER_TYPE_ID
+    update.entity.extern_entry.extern_id = reg_id
+    update.entity.extern_entry.entry.type_url = "type.googleapis.com/" + DirectRegisterEntry.DESCRIPTOR.full_name
+    update.entity.extern_entry.entry.value = b"\x0a\xff"           # a length past the end
+    with pytest.raises(WriteError, match="does not decode"):
+        rig.client.write([update])
+
+
 def test_other_extern_types_are_unimplemented(rig) -> None:
     entity = p4runtime_pb2.Entity()
     entity.extern_entry.extern_type_id = 0x8B           # a Tofino Register: served as RegisterEntry
