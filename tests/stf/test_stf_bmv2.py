@@ -14,9 +14,12 @@ The STF -> CLI translation has its own file, ``test_stf_bmv2_translate.py``.
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -188,17 +191,22 @@ def test_unknown_target_is_refused() -> None:
 # -- orchestration against the stand-ins ---------------------------------------------------
 
 @pytest.fixture
-def standins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def standins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     pytest.importorskip("pynng")
     _install(tmp_path / "bin", ["p4c", "simple_switch", "simple_switch_CLI"])
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.setattr(bt, "QUIET_S", 0.1)
     monkeypatch.setattr(bt, "OUTPUT_TIMEOUT_S", 1.0)
-    monkeypatch.setattr(bt.tempfile, "tempdir", str(tmp_path / "tmp"))
-    (tmp_path / "tmp").mkdir()
+    # The run's temp dir holds the switch's nanomsg sockets, and a Unix socket path has at most 107
+    # bytes: under pytest-xdist tmp_path (.../popen-gw1/test_standin_..._0/tmp/tmpXXXXXXXX/
+    # notifications.ipc) is longer ("pynng AddressInvalid"), so it is a short directory, linked here.
+    short = Path(tempfile.mkdtemp(prefix="stf-"))
+    (tmp_path / "tmp").symlink_to(short, target_is_directory=True)
+    monkeypatch.setattr(bt.tempfile, "tempdir", str(short))
     prog = tmp_path / "prog.p4"
     prog.write_text("// stand-in program\n")
-    return tmp_path
+    yield tmp_path
+    shutil.rmtree(short, ignore_errors=True)
 
 
 def _run(base: Path, stf_text: str, prog: str = "prog.p4"):
