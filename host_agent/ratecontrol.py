@@ -138,9 +138,12 @@ GRANT_BURST_S = 0.002        # a destination's bucket holds this many seconds of
 GRANT_BURST_MIN = 3000       # ... but at least two full packets
 WINDOW_PACKET_BYTES = 1514   # bytes a window's packet is counted as (a full DLCP frame)
 RTT_MIN_WINDOW = 2.0         # s: the smallest ACK round trip is taken over this long (the path changes)
-PATH_SHARE_MAX = 0.5         # the path term is at most this share of the receiver's window: all windows
-                             # together then stay within 1.5 x 40 = 60 packets, below a 64-packet queue,
-                             # so a stalled switch that puts everything in flight into one queue still fits
+# The window's path term (grant x smallest ACK round trip, on top of the receiver's queue share) is
+# off: measured in tcp-bulk (docs/experiments.md H10-2) it cut the workers' window-held time from
+# 1.15 to 0.64 s per iteration, but the deeper queues it allows drew ECN marks at the workers' ports
+# during the server's fan-out, and the endpoint-wide AIMD pacer then held the whole fan-out for
+# 0.5-1.5 s in exactly the slowest iterations. Kept measurable (PATH_SHARE_MAX > 0) for that study.
+PATH_SHARE_MAX = 0.0
 
 
 class GrantPacer:
@@ -158,11 +161,9 @@ class GrantPacer:
     acknowledges every few DATA packets (CONTROL/ACK, cumulative per sender), so a sender stops
     after its window when the path stalls (a descheduled software switch that would otherwise take
     a rate's worth of backlog and release it into one queue at once) instead of pacing on into it.
-    The receiver's window is its share of a queue; the sender adds the packets its grant keeps on
-    the path for one round trip without queueing (grant x the smallest ACK round trip of the last
-    ``RTT_MIN_WINDOW`` s, at most half the receiver's window): without it a path whose round trip
-    holds more than the window (a loaded machine's software switches: 6-31 ms, i.e. 3-15 packets
-    per PS worker at its grant, 40 for all) can never fill its share of the link.
+    The receiver's window is its share of a queue; ``PATH_SHARE_MAX`` > 0 adds the packets the grant
+    keeps on the path for one round trip without queueing (grant x the smallest ACK round trip of
+    the last 2-4 s), off by default (see the constant).
     """
 
     def __init__(self, default_rate: float | None = None, clock=time.monotonic) -> None:

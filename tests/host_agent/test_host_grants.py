@@ -22,7 +22,7 @@ import time
 import numpy as np
 import pytest
 
-from host_agent import endpoint, receiver
+from host_agent import endpoint, ratecontrol, receiver
 from host_agent import protocol as P
 from host_agent.packetizer import packetize
 from host_agent.policy import TagPolicy
@@ -246,11 +246,12 @@ LONG_PATH = 0.1               # s one way: the round trip holds ~90 packets at t
 
 
 @pytest.mark.timeout(120)
-def test_window_covers_the_round_trip_of_a_long_path(endpoints):
+def test_window_covers_the_round_trip_of_a_long_path(endpoints, monkeypatch):
     """The window is the receiver's queue share plus what the grant keeps on the path for one round
     trip (grant x smallest ACK round trip, at most half the share): over a 100 ms path, where the
     round trip holds ~90 packets at the grant, one sender gets 60 packets per round trip, at least
     0.55 of its grant (the queue share alone, 40 packets per round trip: 0.37 measured)."""
+    monkeypatch.setattr(ratecontrol, "PATH_SHARE_MAX", 0.5)   # off by default (docs/experiments.md H10-2)
     rx = endpoints(job_id=1, link_rate=LINK)
     tx = endpoints(job_id=1, worker_id=0, link_rate=LINK)
     policy = TagPolicy(critical_share=1.0, loss_bound=0.0)
