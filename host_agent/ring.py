@@ -30,7 +30,7 @@ from host_agent.policy import TagPolicy
 def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: np.ndarray, iteration: int,
               policy: TagPolicy, stats: CommStats, sends: list[SendHandle], *, mtu: int = 1500,
               tensor_id: Callable[[int], int] = lambda step: step, position: int | None = None,
-              num_layers: int | None = None) -> Generator[list, None, None]:
+              num_layers: int | None = None, wait_for_acks: bool = False) -> Generator[list, None, None]:
     """In-place ring all-reduce (sum) of the flat float32 ``flat`` as a task yielding handle lists.
 
     Rank r sends to ``addrs[(r + 1) % N]`` and receives from rank r-1 (matched by worker id).
@@ -39,6 +39,8 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
     step 0..2N-3 on the wire; ``position``/``num_layers`` give the layer class (default: the step,
     out of 2N-2 steps). The reduce-scatter uses ``policy`` (bounded loss); the all-gather sends
     parameters, all CRITICAL with loss bound 0, so every rank ends with the same values.
+    ``wait_for_acks``: the first version's lockstep (each step also waits for its own send's DONE),
+    kept only as the baseline of ``benchmarks/bench_ring_schedule.py``.
     """
     n = len(addrs)
     if n == 1:
@@ -62,7 +64,7 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
         t0 = time.perf_counter()
         stats.step_start_unix.append(time.time())
         sends.append(ep.send(pack(chunk[send_c], s, policy, P.KIND_GRADIENT), right))
-        yield [r]
+        yield [sends[-1], r] if wait_for_acks else [r]
         stats.step_recv_s.append(time.perf_counter() - t0)
         chunk[recv_c] += tmp[recv_c]
         stats.add_recv(r)
@@ -74,7 +76,7 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
         t0 = time.perf_counter()
         stats.step_start_unix.append(time.time())
         sends.append(ep.send(pack(chunk[send_c], step, gather_policy, P.KIND_PARAMETER), right))
-        yield [r]
+        yield [sends[-1], r] if wait_for_acks else [r]
         stats.step_recv_s.append(time.perf_counter() - t0)
         stats.add_recv(r)
 
