@@ -24,7 +24,11 @@ pytestmark = pytest.mark.slow
 
 def _yaml(switches: list[SwitchProcess], three: bool = True) -> str:
     p4info, config = compiled_dlcp()
-    head = (f"defaults:\n  target: p4sim\n  pipeline: {{p4info: {p4info}, config: {config}}}\nswitches:\n")
+    # The RPC deadline (default 10 s) covers SetForwardingPipelineConfig, which makes a p4sim switch
+    # build the DLCP pipeline: with the suite on every core beside other jobs that took longer
+    # (DEADLINE_EXCEEDED at apply). A bound on a hang, not on speed: nothing here is timed.
+    head = (f"controller: {{timeout: 60}}\n"
+            f"defaults:\n  target: p4sim\n  pipeline: {{p4info: {p4info}, config: {config}}}\nswitches:\n")
     for i, s in enumerate(switches):
         head += f'  s{i + 1}: {{grpc: "{s.grpc_addr}", device_id: {s.device_id}, runtime: {{addr: "127.0.0.1:{s.ctl_port}"}}}}\n'
     if three:
