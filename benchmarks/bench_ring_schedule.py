@@ -7,8 +7,9 @@ buckets) each carry only 19-28 packets, so a step's cost is round trips, not byt
 neighbours' round trip there was 50-130 ms at the machine's load (issue 10, H10b). Each rank
 sits behind a relay that delays every datagram by ``--delay-ms`` in each direction (UDP on real
 sockets, no ``tc``: the machine is shared). Endpoints grant at ``--link-mbps`` as in the studies.
-The figure is the lockstep's all-reduce time over the new schedule's, both measured in this run,
-rounds interleaved.
+Each round: a warm-up all-reduce (first contact, first grants), then all ranks start the measured
+one together. The figure is the new schedule's all-reduce time over the lockstep's, both measured
+in this run, rounds interleaved.
 
     .venv/bin/python benchmarks/bench_ring_schedule.py [--delay-ms 25] [--rounds 3] [--quick]
 """
@@ -89,18 +90,27 @@ class DelayRelay(threading.Thread):
                     heapq.heappush(self.due, (time.monotonic() + self.delay, self.seq, out, data, dest))
 
 
-def _rank(rank: int, bind: tuple[str, int], ring: list, elements: int, link_rate: float, lockstep: bool,
-          q_out) -> None:
-    ep = Endpoint(EndpointConfig(job_id=9, worker_id=rank, bind=bind, link_rate=link_rate))
-    data = np.random.default_rng(rank).standard_normal(elements).astype(np.float32)
+def _allreduce(ep: Endpoint, rank: int, ring: list, data: np.ndarray, iteration: int, lockstep: bool) -> float:
     stats, sends = CommStats(), []
     t0 = time.perf_counter()
-    for handles in ring_task(ep, rank, ring, data, 0, TagPolicy(), stats, sends, wait_for_acks=lockstep):
+    for handles in ring_task(ep, rank, ring, data, iteration, TagPolicy(), stats, sends, wait_for_acks=lockstep,
+                             tensor_id=lambda step: 100 * iteration + step):
         ep.run(handles, timeout=60)
     reduced = time.perf_counter() - t0
     ep.run(list(sends), timeout=60)
     finish_sends(sends, stats)
-    q_out.put((rank, reduced))
+    return reduced
+
+
+def _rank(rank: int, bind: tuple[str, int], ring: list, elements: int, link_rate: float, lockstep: bool,
+          q_out, go) -> None:
+    ep = Endpoint(EndpointConfig(job_id=9, worker_id=rank, bind=bind, link_rate=link_rate))
+    data = np.random.default_rng(rank).standard_normal(elements).astype(np.float32)
+    # warm-up (first contact, first grants), then every rank starts the measured one together
+    _allreduce(ep, rank, ring, data.copy(), 0, lockstep)
+    q_out.put(("ready", rank))
+    go.wait(60)
+    q_out.put(("reduced", _allreduce(ep, rank, ring, data, 1, lockstep)))
     ep.close(linger=0.5)
 
 
@@ -112,13 +122,17 @@ def one_allreduce(ranks: int, elements: int, delay: float, link_rate: float, loc
     for relay in relays:
         relay.start()
     q_out = queue.Queue() if threads else CTX.Queue()
+    go = threading.Event() if threads else CTX.Event()
     ring = [relay.address for relay in relays]
     make = threading.Thread if threads else CTX.Process
-    procs = [make(target=_rank, args=(r, binds[r], ring, elements, link_rate, lockstep, q_out), daemon=True)
+    procs = [make(target=_rank, args=(r, binds[r], ring, elements, link_rate, lockstep, q_out, go), daemon=True)
              for r in range(ranks)]
     try:
         for p in procs:
             p.start()
+        for _ in procs:
+            q_out.get(timeout=120)
+        go.set()
         return max(q_out.get(timeout=120)[1] for _ in procs)
     finally:
         for p in procs:
