@@ -65,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dlcp-sim: --modes: unknown mode '{bad[0] if bad else ''}' (known: {', '.join(MODES)})",
               file=sys.stderr)
         return 2
+    if a.workload == "ps-incast-open" and "pfabric" in modes:
+        print("dlcp-sim: --modes: pfabric runs only with the job workloads (ps-incast, ps-train, ring-train), "
+              "not --workload ps-incast-open", file=sys.stderr)
+        return 2
     if a.workload in ("ps-train", "ring-train", "ps-incast"):
         return _run_jobs(a, topo, policy, modes)
     from simulation.report import summary, write

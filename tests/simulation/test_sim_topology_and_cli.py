@@ -64,6 +64,11 @@ def test_cli_bad_input_is_one_line(capsys, tmp_path) -> None:
     assert err.count("\n") == 1 and f"{bad}:" in err
     assert cli.main(["--modes", "dlcp,quic"]) == 2
     assert "unknown mode 'quic'" in capsys.readouterr().err
+    out = tmp_path / "open"
+    assert cli.main(["--workload", "ps-incast-open", "--modes", "dlcp,pfabric", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pfabric runs only with the job workloads" in err
+    assert not out.exists()                                  # nothing written
 
 
 def test_workload_bad_input_is_one_line(capsys, tmp_path) -> None:
