@@ -98,6 +98,14 @@ def write(out: Path, runs: list[JobResult], header: str) -> Path:
     return report
 
 
+def _legend_or_note(ax, empty_note: str, **legend_kw) -> None:
+    """A legend for what was drawn; on axes with nothing drawn, a note saying why they are empty."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**legend_kw)
+    else:
+        ax.text(0.5, 0.5, empty_note, transform=ax.transAxes, ha="center")
+
+
 def _plots(out: Path, runs: list[JobResult]) -> None:
     import matplotlib
 
@@ -130,7 +138,7 @@ def _plots(out: Path, runs: list[JobResult]) -> None:
                     label=f"{r.mode} load {r.extra.get('load')}")
     ax.set_xlabel("iteration time per worker (ms)")
     ax.set_ylabel("CDF")
-    ax.legend()
+    _legend_or_note(ax, "no iteration closed in these runs")
     fig.tight_layout()
     fig.savefig(out / "iteration_cdf.png")
     plt.close(fig)
@@ -147,7 +155,7 @@ def _plots(out: Path, runs: list[JobResult]) -> None:
                    label=f"{r.mode} load {r.extra.get('load')}: tail drops by queue")
     ax.set_xlabel("magnitude class (selective) / queue (tail)")
     ax.set_ylabel("packets dropped")
-    ax.legend(fontsize=7)
+    _legend_or_note(ax, "no selective or tail drops in these runs", fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "drops_per_class.png")
     plt.close(fig)

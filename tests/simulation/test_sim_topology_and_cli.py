@@ -113,3 +113,19 @@ def test_fabric_policy_and_workload_data() -> None:
     # compute = 1 x the worker's gradient time on its link, 1/3 forward, 2/3 backward
     total = w.bytes_per_worker * 8 / 100e9
     assert abs(sum(w.forward_s) - total / 3) < 1e-12 and abs(sum(w.backward_s) - 2 * total / 3) < 1e-12
+
+
+def test_plots_of_runs_without_drops_or_iterations_say_so(tmp_path) -> None:
+    """A run with no drops and no closed iteration (an open-loop incast) gets plots with a note,
+    not empty axes and matplotlib's 'No artists with labels' warning (seen in CI)."""
+    import warnings
+
+    from simulation import job_report
+    from simulation.job import JobResult
+
+    run = JobResult("dlcp", [], [], {"selective_drops": {}, "tail_drops": {}}, 0.01, 10, 0.1, 0.1, 0.1, 100.0,
+                    True, {"load": 0.0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        job_report._plots(tmp_path, [run])
+    assert {p.name for p in tmp_path.iterdir()} == {"fct_by_size.png", "iteration_cdf.png", "drops_per_class.png"}
