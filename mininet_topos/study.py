@@ -434,9 +434,11 @@ def collect_records(out_dir: Path, scen: Scenario, mode: str, seed: int) -> list
                     "scenario": scen.name, "job": job.name, "kind": job.kind, "workload": job.workload,
                     "mode": mode, "seed": seed, "worker": host, "iteration": r["iteration"],
                     "iter_time_s": r.get("iter_seconds", r.get("iteration_seconds", r.get("comm_seconds", 0.0))),
-                    "compute_s": r.get("compute_seconds", 0.0),
-                    "exposed_comm_s": r.get("exposed_comm_seconds", 0.0),
-                    "comm_time_s": r.get("comm_seconds", hook.get("comm_seconds", 0.0)), "bytes": r.get("bytes_sent", 0),
+                    # None where the agent did not measure it (DDP: no compute/exposed split; gloo: no
+                    # communication time), so the report prints "-" rather than a measured-looking 0
+                    "compute_s": r.get("compute_seconds"),
+                    "exposed_comm_s": r.get("exposed_comm_seconds"),
+                    "comm_time_s": r.get("comm_seconds", hook.get("comm_seconds")), "bytes": r.get("bytes_sent", 0),
                     "retransmissions": r.get("retransmissions", 0),
                     # receiver side, what was actually given up: this worker's parameters / reduced chunks
                     # kept stale, and (PS) the server's zero-filled gradient packets of the iteration

@@ -37,11 +37,12 @@ def per_iteration(records: list[dict]) -> dict[tuple[str, str], dict[int, dict[i
         if int(r["iteration"]) == 0:
             continue
         cell = out[(r["job"], r["mode"])][int(r["seed"])].setdefault(int(r["iteration"]), {
-            "iter": 0.0, "comm": 0.0, "exposed": 0.0, "retx": 0, "given_up": 0, "packets": 0,
+            "iter": 0.0, "comm": None, "exposed": None, "retx": 0, "given_up": 0, "packets": 0,
             "server_done": False, "accuracy": None})
         cell["iter"] = max(cell["iter"], float(r["iter_time_s"]))
-        cell["comm"] = max(cell["comm"], float(r["comm_time_s"]))
-        cell["exposed"] = max(cell["exposed"], float(r["exposed_comm_s"]))
+        for key, field in (("comm", "comm_time_s"), ("exposed", "exposed_comm_s")):
+            if r.get(field) is not None:          # None: not measured by this kind of agent
+                cell[key] = max(cell[key] or 0.0, float(r[field]))
         cell["retx"] += int(r.get("retransmissions", 0))
         cell["given_up"] += int(r.get("recv_given_up", 0))
         cell["packets"] += int(r.get("recv_packets", 0))
@@ -53,6 +54,22 @@ def per_iteration(records: list[dict]) -> dict[tuple[str, str], dict[int, dict[i
         if r.get("accuracy") is not None:
             cell["accuracy"] = float(r["accuracy"])
     return out
+
+
+def _median_or_none(values: list[float | None]) -> float | None:
+    """Median of the measured values (upper middle, as before); None when nothing was measured."""
+    got = sorted(v for v in values if v is not None)
+    return float(got[len(got) // 2]) if got else None
+
+
+def _mean_or_none(values: list[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return sum(got) / len(got) if got else None
+
+
+def _secs(value: float | None) -> str:
+    """A table cell in seconds; "-" for what the mode's agents do not measure."""
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _ordered_modes(config: dict, present: set[str]) -> list[str]:
@@ -79,8 +96,8 @@ def summarise_study(records: list[dict], runs: list[dict], config: dict) -> dict
             rows[mode] = {
                 "seeds": len(by_seed), "samples": len(flat), "times": times,
                 "stats": st.summarise(times),
-                "comm_median": float(sorted(c["comm"] for c in flat)[len(flat) // 2]),
-                "exposed_mean": sum(c["exposed"] for c in flat) / len(flat),
+                "comm_median": _median_or_none([c["comm"] for c in flat]),
+                "exposed_mean": _mean_or_none([c["exposed"] for c in flat]),
                 "retx_per_it": sum(c["retx"] for c in flat) / len(flat),
                 "given_up_per_it": sum(c["given_up"] for c in flat) / len(flat),
                 "lost_pct": 100 * sum(c["given_up"] for c in flat) / max(1, sum(c["packets"] for c in flat)),
@@ -161,7 +178,7 @@ def write_study_report(run_dir: Path) -> Path:
             s = row["stats"]
             acc = "-" if row["accuracy"] is None else f"{100 * row['accuracy']:.2f}%"
             lines.append(f"| {mode} | {row['seeds']} | {row['samples']} | {s['median'].text()} | {s['mean'].text()} | "
-                         f"{s['p99'].text()} | {row['comm_median']:.3f} | {row['exposed_mean']:.3f} | "
+                         f"{s['p99'].text()} | {_secs(row['comm_median'])} | {_secs(row['exposed_mean'])} | "
                          f"{row['retx_per_it']:.1f} | {row['given_up_per_it']:.1f} | {row['lost_pct']:.2f} | {acc} | "
                          f"{row['selective_drops']:.0f} | {row['tail_drops']:.0f} | {row['switch_cpu_max']:.0%} |")
         lines.append("")

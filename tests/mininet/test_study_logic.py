@@ -144,3 +144,20 @@ def test_no_accuracy_plot_for_jobs_without_a_model(tmp_path):
     text = write_study_report(tmp_path).read_text()
     assert not (tmp_path / "accuracy.png").exists()
     assert "no accuracy plot" in text
+
+
+def test_unmeasured_communication_times_print_as_a_dash_not_zero(tmp_path):
+    """torch-ddp: DDP's records have no compute/exposed split and gloo's no communication time; the
+    report must say "-" for them (it printed a measured-looking 0.000), and keep measured ones."""
+    recs, runs, _ = _synthetic(tmp_path)
+    for r in recs:
+        r["exposed_comm_s"] = r["compute_s"] = None
+        if r["mode"] == "tcp-cubic":
+            r["comm_time_s"] = None
+    (tmp_path / "iterations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    text = write_study_report(tmp_path).read_text()
+    row = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+           for line in text.splitlines() if line.startswith("| ") and line.split("|")[1].strip() in scenarios.MODES
+           and line.count("|") > 12}
+    assert row["tcp-cubic"][6:8] == ["-", "-"]                  # comm p50, exposed comm: not measured
+    assert row["dlcp"][6] == "1.000" and row["dlcp"][7] == "-"  # measured comm time kept
