@@ -86,6 +86,7 @@ class SwitchDevice:
         self.nanomsg = None            # NanomsgPortGroup: every port PTF adds over --packet-in
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self.packet_cpu_s = 0.0        # CPU seconds the packet thread used (set when it ends)
         self._closed = False
         self._start_ns = time.monotonic_ns()
         self._v1 = None
@@ -221,6 +222,7 @@ class SwitchDevice:
                 self._closed = True
                 return
             self._thread = None
+        self.log.info("%s", self._final_summary())
         for port in self.ports.values():
             port.close()
         if self.nanomsg is not None:
@@ -259,6 +261,24 @@ class SwitchDevice:
         except Exception:   # a bug in the loop must be loud, not a silent dead switch
             self.log.exception("packet loop crashed")
             raise
+        finally:
+            self.packet_cpu_s = time.thread_time()
+
+    def _final_summary(self) -> str:
+        """One log line at stop: what the switch received, sent and lost where, and the CPU its
+        packet thread used -- losses outside the P4 program's counters (kernel receive ring, full
+        send buffer, TM tail drops) and how busy the switch was, for after-the-fact analysis."""
+        for p in self.ports.values():
+            p.read_kernel_stats()
+        c = self.counters
+        port_drops = {no: (p.rx_dropped, p.kernel_drops, p.tx_dropped) for no, p in sorted(self.ports.items())
+                      if p.rx_dropped or p.kernel_drops or p.tx_dropped}
+        tm_tail = {f"{no}/q{qid}": q.tail_drops for no, tp in sorted(self.tm.ports.items())
+                   for qid, q in enumerate(tp.queues) if q.tail_drops}
+        cpu = os.times()
+        return (f"final: rx {c['rx']} tx {c['tx']} tm_drops {c['tm_drops']} tail drops {tm_tail} "
+                f"port drops (rx, kernel, tx) {port_drops} packet thread CPU {self.packet_cpu_s:.2f} s "
+                f"process CPU {cpu.user + cpu.system:.2f} s")
 
     def _turn(self) -> None:
         tm = self.tm
