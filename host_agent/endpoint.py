@@ -567,6 +567,9 @@ class Endpoint:
         now = time.monotonic()
         for tx in self._active:
             if tx.state is SendState.OPENING and tx.dest == addr:
+                # the OPEN_ACK answers one OPEN; the peer may have missed the others (sent before it
+                # listened), and DATA it cannot place is dropped: announce each tensor again first
+                self._sendto(tx.open_message(), addr)
                 tx.state = SendState.SENDING
                 tx.rto = tx.rto_initial
                 tx.last_heard = now

@@ -154,3 +154,41 @@ def test_receiver_forgets_quiet_senders_without_failing(endpoints, monkeypatch):
         rx.poll(0.01)
     assert not rx.rx._recent and not rx.rx._granted
     assert np.array_equal(out, data)
+
+
+def test_tensors_opened_before_the_receiver_listened_are_announced_again(endpoints):
+    """A ring rank runs ahead: its second step's tensor goes out while the first one still waits for
+    an OPEN_ACK from a neighbour that is not listening yet (agents start at different times). The
+    OPEN_ACK that finally comes answers one OPEN, not every tensor's: before the fix the sender
+    sent the other tensor's DATA unannounced, the receiver (not yet expecting it) dropped it as
+    ``unknown_tensor``, and the repair round cut the sender's AIMD rate. That made
+    bench_ring_schedule's new schedule 1.33-1.42x slower than the lockstep at 0-5 ms (H10b)."""
+    rx = endpoints(job_id=7, worker_id=1)
+    tx = endpoints(job_id=7, worker_id=0)
+    state = {"listening": False, "opened_0": False}
+
+    def not_listening_yet(h: P.DlcpHeader) -> bool:
+        if not state["listening"]:
+            return True                            # the receiver's port is not bound yet
+        if h.msg_type == P.MSG_CONTROL and h.tensor_id == 0:
+            state["opened_0"] = True
+        # tensor 1's own OPEN retries lose the race against tensor 0's OPEN_ACK
+        return h.msg_type == P.MSG_CONTROL and h.tensor_id == 1 and not state["opened_0"]
+
+    a, b = np.arange(20 * 359, dtype=np.float32), np.ones(20 * 359, np.float32)
+    out_a, out_b = np.zeros_like(a), np.zeros_like(b)
+    recv_a = rx.expect(0, 0, 0, out_a)
+    with LossyRelay(rx.address, rule=not_listening_yet) as relay:
+        ha = tx.send(packetize(a, tensor_id=0, policy=TagPolicy(), job_id=7), relay.address)
+        hb = tx.send(packetize(b, tensor_id=1, policy=TagPolicy(), job_id=7), relay.address)
+        end = time.monotonic() + 0.05
+        while time.monotonic() < end:
+            tx.poll(0.005)
+        state["listening"] = True
+        run_both(tx, [ha], rx, [recv_a])
+        recv_b = rx.expect(0, 0, 1, out_b)          # the receiver gets to the second step
+        run_both(tx, [hb], rx, [recv_b])
+    assert state["opened_0"]
+    assert rx.drops.get("unknown_tensor", 0) == 0, rx.drops
+    assert ha.stats.retransmitted == 0 and hb.stats.retransmitted == 0
+    assert np.array_equal(out_a, a) and np.array_equal(out_b, b)
