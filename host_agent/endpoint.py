@@ -118,7 +118,9 @@ class Endpoint:
                 pass
         self.sock.bind(self.cfg.bind)
         self.sock.setblocking(False)
-        self.pacer = AimdPacer(self.cfg.rate)
+        # one AIMD pacer per destination: congestion on the way to one receiver (ECN marks at its
+        # port, loss in its rounds) says nothing about the paths to the others (a PS server's fan-out)
+        self.pacers: dict[tuple[str, int], AimdPacer] = {}
         self.grants = GrantPacer(self.cfg.link_rate)
         self.drops: collections.Counter[str] = collections.Counter()
         self.outgoing: dict[tuple[tuple[str, int], int], OutgoingTensor] = {}
@@ -142,6 +144,13 @@ class Endpoint:
                 self.sock.setsockopt(socket.SOL_SOCKET, force, self.cfg.socket_buffer)
             except OSError:
                 self.sock.setsockopt(socket.SOL_SOCKET, plain, self.cfg.socket_buffer)
+
+    def pacer_for(self, dest: tuple[str, int]) -> AimdPacer:
+        """The AIMD pacer of ``dest`` (created at the configured initial rate on first use)."""
+        pacer = self.pacers.get(dest)
+        if pacer is None:
+            pacer = self.pacers[dest] = AimdPacer(self.cfg.rate)
+        return pacer
 
     @property
     def address(self) -> tuple[str, int]:
@@ -243,8 +252,9 @@ class Endpoint:
         worked |= self._pump()
         wait = self._timers()
         if not worked:
-            if self.pacer.wait_time() and any(t.state is SendState.SENDING for t in self._active):
-                wait = min(wait, self.pacer.wait_time())
+            for tx in self._active:
+                if tx.state is SendState.SENDING and (pacer := self.pacers.get(tx.dest)) and pacer.wait_time():
+                    wait = min(wait, pacer.wait_time())
             select.select([self.sock], [], [], max(0.0, min(wait, max_wait)))
 
     def _sendto(self, data, dest: tuple[str, int]) -> bool:
@@ -276,7 +286,7 @@ class Endpoint:
             srtt, var = est
             var = 0.75 * var + 0.25 * abs(srtt - sample)
             self._srtt[tx.dest] = (0.875 * srtt + 0.125 * sample, var)
-        self.pacer.rtt = self._srtt[tx.dest][0]
+        self.pacer_for(tx.dest).rtt = self._srtt[tx.dest][0]
 
     def counters(self) -> dict:
         """Cumulative transport counters for the per-iteration records (why time went where)."""
@@ -284,8 +294,9 @@ class Endpoint:
         return {"send_blocked_s": {k: round(v, 4) for k, v in sorted(self.send_blocked.items())},
                 "window_stalls": g.window_stalls, "standby_grants_sent": self.rx.standby_grants_sent,
                 "grants_received": g.grants_received, "grants_sent": self.rx.grants_sent,
-                "acks_sent": self.rx.acks_sent, "aimd_cuts": self.pacer.decreases,
-                "aimd_rate": None if self.pacer.rate is None else round(self.pacer.rate),
+                "acks_sent": self.rx.acks_sent, "aimd_cuts": sum(p.decreases for p in self.pacers.values()),
+                "aimd_cuts_by_peer": {f"{a}:{p}": v.decreases for (a, p), v in self.pacers.items() if v.decreases},
+                "aimd_rate": {f"{a}:{p}": round(v.rate) for (a, p), v in self.pacers.items() if v.rate is not None},
                 "srtt_ms": {f"{a}:{p}": round(v[0] * 1e3, 2) for (a, p), v in self._srtt.items()},
                 "ack_rtt_min_ms": {f"{a}:{p}": round(v * 1e3, 2) for (a, p), v in g.ack_rtt_min.items()}}
 
@@ -320,7 +331,8 @@ class Endpoint:
     def _send_some(self, tx: OutgoingTensor) -> str:
         """Send up to send_batch packets of ``tx`` (GSO batches for runs of full packets); returns what
         stopped it short of the batch ("window", "grant", "aimd", "socket", "" = nothing)."""
-        pt, sock, dest, pacer = tx.pt, self.sock, tx.dest, self.pacer
+        pt, sock, dest = tx.pt, self.sock, tx.dest
+        pacer = self.pacer_for(dest)
         queue, pos = tx.queue, tx.pos
         end = min(pos + self.cfg.send_batch, queue.size)
         lengths, stride = pt.lengths, pt.stride
@@ -431,7 +443,7 @@ class Endpoint:
         plan = tx.plan_retransmit()
         if plan.size:
             # loss in the round is a congestion signal too; what arrived bounds the new rate
-            self.pacer.on_congestion(tx.delivery_rate(now))
+            self.pacer_for(tx.dest).on_congestion(tx.delivery_rate(now))
             tx.begin_retransmit(plan, now, self.rto_for(tx.dest), self.cfg.rto_max,
                                 self.cfg.promote_retransmissions)
         else:
@@ -526,7 +538,7 @@ class Endpoint:
                     (marks,) = P.ECN_ECHO_BODY.unpack_from(rest)
                     # share of our packets marked since the last cut this tensor caused
                     sent = max(1, tx.stats.packets - tx.ecn_sent_base)
-                    if self.pacer.on_ecn(max(0, marks - tx.ecn_marks_base) / sent):
+                    if self.pacer_for(addr).on_ecn(max(0, marks - tx.ecn_marks_base) / sent):
                         tx.ecn_marks_base, tx.ecn_sent_base = marks, tx.stats.packets
             else:
                 self.drops["bad_control"] += 1

@@ -1,4 +1,4 @@
-"""ECN-echo AIMD rate control with a token-bucket pacer (one per endpoint).
+"""ECN-echo AIMD rate control with a token-bucket pacer (one per destination of an endpoint).
 
 The switch marks ECN CE on ECN-capable DLCP packets above a queue depth and drops low-magnitude
 packets above a deeper one; the receiver echoes CE marks (CONTROL/ECN_ECHO, and in BITMAP rounds
@@ -138,12 +138,13 @@ GRANT_BURST_S = 0.002        # a destination's bucket holds this many seconds of
 GRANT_BURST_MIN = 3000       # ... but at least two full packets
 WINDOW_PACKET_BYTES = 1514   # bytes a window's packet is counted as (a full DLCP frame)
 RTT_MIN_WINDOW = 2.0         # s: the smallest ACK round trip is taken over this long (the path changes)
-# The window's path term (grant x smallest ACK round trip, on top of the receiver's queue share) is
-# off: measured in tcp-bulk (docs/experiments.md H10-2) it cut the workers' window-held time from
-# 1.15 to 0.64 s per iteration, but the deeper queues it allows drew ECN marks at the workers' ports
-# during the server's fan-out, and the endpoint-wide AIMD pacer then held the whole fan-out for
-# 0.5-1.5 s in exactly the slowest iterations. Kept measurable (PATH_SHARE_MAX > 0) for that study.
-PATH_SHARE_MAX = 0.0
+# The window's path term (grant x smallest ACK round trip, on top of the receiver's queue share), at
+# most this share of the receiver's window. Measured in tcp-bulk (docs/experiments.md H10-2) it cut the
+# workers' window-held time from 1.15 to 0.64 s per iteration, but while one endpoint-wide AIMD pacer
+# served every destination, the ECN marks the deeper queues drew at one worker's port held the
+# server's whole fan-out for 0.5-1.5 s; it was off (0) until the AIMD pacers became per destination
+# (H10-3). Slow demo iterations are the ones whose senders waited for window (H10-3 evidence).
+PATH_SHARE_MAX = 0.5
 
 
 class GrantPacer:
@@ -154,8 +155,8 @@ class GrantPacer:
     ``default_rate`` (its own link rate, None = no per-destination bound). Grants persist across
     tensors and iterations: the next tensor to the same receiver starts at the last granted rate.
     The bucket is small (``GRANT_BURST_S`` of the rate), so six senders starting together put a
-    few packets each into the receiver's queue, not a window each. The endpoint's AimdPacer still
-    applies on top (congestion the receiver cannot see, e.g. TCP on the same port).
+    few packets each into the receiver's queue, not a window each. The endpoint's AimdPacer of that
+    destination still applies on top (congestion the receiver cannot see, e.g. a spine).
 
     A receiver that grants also gives a window (packets in flight, its share of a queue) and
     acknowledges every few DATA packets (CONTROL/ACK, cumulative per sender), so a sender stops
@@ -163,7 +164,7 @@ class GrantPacer:
     a rate's worth of backlog and release it into one queue at once) instead of pacing on into it.
     The receiver's window is its share of a queue; ``PATH_SHARE_MAX`` > 0 adds the packets the grant
     keeps on the path for one round trip without queueing (grant x the smallest ACK round trip of
-    the last 2-4 s), off by default (see the constant).
+    the last 2-4 s, at most ``PATH_SHARE_MAX`` of the window).
     """
 
     def __init__(self, default_rate: float | None = None, clock=time.monotonic) -> None:
@@ -178,6 +179,7 @@ class GrantPacer:
         self._sent: dict = {}          # dest -> DATA packets sent to it (all tensors)
         self._acked: dict = {}         # dest -> DATA packets it reported received (CONTROL/ACK)
         self._written_off: dict = {}   # dest -> packets presumed lost (no ACK for them in time)
+        self._lost_before: dict = {}   # dest -> packets lost before the last round's answer (exact)
         self._progress: dict = {}      # dest -> when the in-flight count last went down
         self.window_stalls = 0         # times a window was written off for want of ACKs
         # ACK round trips: (DATA count sent, when) per destination; the smallest sample is the path's
@@ -215,9 +217,17 @@ class GrantPacer:
             now = self.clock()
             self._acked[dest] = received
             self._progress[dest] = now
+            sent = self._sent.get(dest, 0)
+            lost = self._lost_before.get(dest, 0)
+            if received + lost > sent:            # packets counted lost turned up after all
+                lost = self._lost_before[dest] = max(0, sent - received)
             marks = self._sent_at.get(dest)
             sent_at = None
-            while marks and marks[0][0] <= received:
+            # the packet that completed this count is the (received + lost)-th sent, lost = the packets
+            # lost before the last round's answer: matching the bare count against the send log dated
+            # every sample back by all packets lost so far (the "minimum" grew 4 -> 40 ms over a
+            # tcp-bulk run, H10-3); losses since that answer still lengthen samples, never shorten them
+            while marks and marks[0][0] <= received + lost:
                 sent_at = marks.popleft()[1]
             if sent_at is not None:
                 # the packet that completed this count left at sent_at or later (later when packets
@@ -271,6 +281,7 @@ class GrantPacer:
         """Nothing is in flight to ``dest`` any more (a round's answer came): forget the rest."""
         if dest in self.windows:
             self._written_off[dest] = self._sent.get(dest, 0) - self._acked.get(dest, 0)
+            self._lost_before[dest] = self._written_off[dest]
             self._progress[dest] = self.clock()
 
     def window_wait(self, dest, write_off_after: float) -> float:

@@ -326,11 +326,15 @@ class ReceiveSide:
         n = self._rx_from[addr] + k
         self._rx_from[addr] = n
         if n - self._acked_at.get(addr, 0) >= ACK_EVERY:
-            self._acked_at[addr] = n
-            self.acks_sent += 1
-            hdr = P.DlcpHeader(msg_type=P.MSG_CONTROL, flags=P.FLAG_CRITICAL, dtype=dtype, job_id=self.cfg.job_id,
-                               worker_id=worker, iteration=it, tensor_id=tid)
-            self._send(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_ACK) + P.ACK_BODY.pack(n & 0xFFFFFFFF), addr)
+            self._ack(addr, worker, it, tid, dtype)
+
+    def _ack(self, addr: Address, worker: int, it: int, tid: int, dtype: int) -> None:
+        n = self._rx_from[addr]
+        self._acked_at[addr] = n
+        self.acks_sent += 1
+        hdr = P.DlcpHeader(msg_type=P.MSG_CONTROL, flags=P.FLAG_CRITICAL, dtype=dtype, job_id=self.cfg.job_id,
+                           worker_id=worker, iteration=it, tensor_id=tid)
+        self._send(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_ACK) + P.ACK_BODY.pack(n & 0xFFFFFFFF), addr)
 
     def _regrant(self, now: float, opener: Address | None = None) -> None:
         """Grant every active sender an equal share of our link (CONTROL/GRANT, bytes/s), and every
@@ -552,6 +556,11 @@ class ReceiveSide:
     def _complete(self, asm: TensorAssembly) -> None:
         first = not asm.complete
         body = asm.done_body()
+        peer = self._asm_peer.get(id(asm))
+        if self.cfg.link_rate is not None and peer is not None and self._rx_from[peer] > self._acked_at.get(peer, 0):
+            # the exact count before the DONE: the sender writes off what is unacknowledged when the
+            # DONE comes, and dates its ACK round trips from there (ratecontrol.GrantPacer.on_ack)
+            self._ack(peer, asm.worker_id, asm.iteration, asm.tensor_id, asm.dtype)
         self._reply(asm, P.MSG_DONE, body)
         h = self._asm_handle.get(id(asm))
         if first and self._granted:

@@ -216,7 +216,8 @@ def test_switch_ecn_marks_are_echoed_and_slow_the_sender(endpoints, program):
         r = rx.expect(1, 1, 1, out)
         s = tx.send(pt, relay.address)
         run_both(tx, [s], rx, [r])
+        pacer = tx.pacer_for(relay.address)
     assert not sw.dropped and sw.marked == pt.n_packets == relay.ce_marked
     assert r.stats.ce_marks == pt.n_packets and np.array_equal(out, g)
-    assert tx.ecn_echoes_received > 0 and tx.pacer.decreases > 0 and tx.pacer.rate is not None
+    assert tx.ecn_echoes_received > 0 and pacer.decreases > 0 and pacer.rate is not None
     assert sw.counter("DlcpIngress.ecn_marks")[pt.layer_class * 16 + 15][0] > 0

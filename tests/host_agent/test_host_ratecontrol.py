@@ -154,3 +154,42 @@ def test_grant_pacer_window_acks_and_write_off():
     g.on_sent(d, 3)
     g.write_off(d)                          # a round's answer: nothing is in flight any more
     assert g.in_flight(d) == 0
+
+
+def test_ack_round_trip_is_not_stretched_by_earlier_losses():
+    """The smallest ACK round trip (the window's path term) stays the path's after packets were lost.
+
+    ACK counts lag the send log by every packet lost so far; matched against the bare count, each
+    sample was dated back by the losses (tcp-bulk: the "minimum" grew ~7 ms per iteration, 4 -> 40 ms,
+    H10-3). Sixty tensors of 20 packets over 6 s (the minimum is taken over the last 2-4 s), 2 lost
+    from each and written off at the round's answer, with a true round trip of 10 ms; a late ACK of a
+    packet written off does not confuse the count either.
+    """
+    from host_agent.ratecontrol import GrantPacer
+    clk = Clock()
+    g = GrantPacer(default_rate=1e6, clock=clk)
+    d = ("10.0.0.1", 9290)
+    g.set_window(d, 1000)
+    received = 0
+    for tensor in range(60):
+        start = clk.t
+        for i in range(20):                   # one packet per ms
+            clk.t = start + i * 1e-3
+            g.on_sent(d, 1)
+            if i in (5, 6):
+                continue                      # lost on the way
+            received += 1
+            if received % 4 == 0:             # the receiver ACKs every 4; it arrives 10 ms later
+                saved = clk.t
+                clk.t += 0.010
+                g.on_ack(d, received)
+                clk.t = saved
+        clk.t = start + 0.029
+        g.on_ack(d, received)                 # the exact count, sent just before the DONE
+        clk.t = start + 0.030
+        g.write_off(d)                        # the round's answer: the rest is lost
+        if tensor == 30:                      # a straggler written off turns up in the next count
+            received += 1
+        clk.t = start + 0.1
+    assert g.ack_rtt_min[d] == pytest.approx(0.010, abs=1e-6)
+    assert g.in_flight(d) == 0

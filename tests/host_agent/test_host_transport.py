@@ -220,15 +220,41 @@ def test_ecn_marks_are_echoed_and_slow_the_sender(endpoints):
     g = grad(362 * 300)
     pt = packetize(g, tensor_id=1, policy=TagPolicy(), job_id=1, worker_id=2, iteration=1)
     out = np.zeros_like(g)
-    assert tx.pacer.rate is None
     with LossyRelay(rx.address, mark_ce=True) as relay:
+        assert tx.pacer_for(relay.address).rate is None
         r = rx.expect(2, 1, 1, out)
         s = tx.send(pt, relay.address)
         run_both(tx, [s], rx, [r])
+        pacer = tx.pacer_for(relay.address)
     assert r.stats.ce_marks == pt.n_packets == s.stats.ce_marks
-    assert tx.ecn_echoes_received > 0 and tx.pacer.decreases > 0
-    assert tx.pacer.rate is not None
+    assert tx.ecn_echoes_received > 0 and pacer.decreases > 0
+    assert pacer.rate is not None
     assert np.array_equal(out, g)
+
+
+def test_marks_towards_one_receiver_do_not_slow_the_others(endpoints):
+    """AIMD per destination (H10-3): CE marks on the path to one receiver (its port, say) cut the rate
+    towards it only. A PS server fanning out to three workers must not hold the other two because one
+    worker's queue marked. With one endpoint-wide pacer (before) the clean transfer after the marked one
+    ran at the cut rate, held by AIMD."""
+    tx, marked_rx, clean_rx = endpoints(job_id=1, worker_id=2), endpoints(job_id=1), endpoints(job_id=1)
+    g = grad(362 * 300)
+    with LossyRelay(marked_rx.address, mark_ce=True) as relay:
+        out = np.zeros_like(g)
+        r = marked_rx.expect(2, 1, 1, out)
+        s = tx.send(packetize(g, tensor_id=1, policy=TagPolicy(), job_id=1, worker_id=2, iteration=1), relay.address)
+        run_both(tx, [s], marked_rx, [r])
+        assert tx.pacer_for(relay.address).decreases > 0 and tx.pacer_for(relay.address).rate is not None
+    held_before = tx.send_blocked["aimd"]
+    big = grad(362 * 2000)
+    out2 = np.zeros_like(big)
+    r2 = clean_rx.expect(2, 1, 2, out2)
+    s2 = tx.send(packetize(big, tensor_id=2, policy=TagPolicy(), job_id=1, worker_id=2, iteration=1),
+                 clean_rx.address)
+    run_both(tx, [s2], clean_rx, [r2])
+    assert np.array_equal(out2, big)
+    assert tx.pacer_for(clean_rx.address).decreases == 0 and tx.pacer_for(clean_rx.address).rate is None
+    assert tx.send_blocked["aimd"] == held_before          # the clean transfer never waited for AIMD
 
 
 def test_silent_receiver_fails_cleanly(endpoints):
