@@ -110,11 +110,18 @@ class IterationRecord:
     # when each layer's parameters arrived, seconds after the backward pass began (PS, DLCP)
     layer_arrival_s: list[float] | None = None
     transport: dict | None = None      # the endpoint's cumulative counters (Endpoint.counters)
+    # each layer's push (PS, DLCP): seconds after the backward pass began until its DONE (None: not yet
+    # acknowledged when the record was written), and the PROBEs it took (repair rounds show here)
+    push_done_s: list[float | None] | None = None
+    push_probes: list[int] | None = None
 
     def as_record(self) -> dict:
         rec = self.comm.as_record()
         if self.layer_arrival_s is not None:
             rec["layer_arrival_s"] = [round(t, 4) for t in self.layer_arrival_s]
+        if self.push_done_s is not None:
+            rec["push_done_s"] = [None if t is None else round(t, 4) for t in self.push_done_s]
+            rec["push_probes"] = self.push_probes
         if self.transport is not None:
             rec["transport"] = self.transport
         rec.update(iter_seconds=round(self.iter_seconds, 6), compute_seconds=round(self.compute_seconds, 6),
@@ -230,8 +237,10 @@ def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int
             stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0
             spurious0 = ep.spurious_retransmissions
             arrivals = [loop.done_at.get(id(h), fwd_done) - prev_done for h in recvs]
+            by_layer = sends[::-1]             # sends go out last layer first
+            pushed = [None if (t := loop.done_at.get(id(h))) is None else t - prev_done for h in by_layer]
             emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, comm_s, stats, arrivals,
-                                 ep.counters()), params)
+                                 ep.counters(), pushed, [h.stats.probes for h in by_layer]), params)
         if it == iterations:
             break
         prev_done = fwd_done
@@ -245,10 +254,12 @@ def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int
             if overlap:
                 comm_start = comm_start if sends else gpu.t
                 sends.append(ep.send(_pack(grads[layer], wire_tid(it, layer), layer, n, policy, ep, it, mtu=mtu), server))
+                loop.watch(sends[-1:])
         if not overlap:
             comm_start = gpu.t
             sends = [ep.send(_pack(grads[t], wire_tid(it, t), t, n, policy, ep, it, mtu=mtu), server)
                      for t in reversed(range(n))]
+            loop.watch(sends)
             loop.wait_handles(recvs, f"iteration {it}'s push and pull")
             gpu.idle_until(max(loop.done_at.get(id(h), time.perf_counter()) for h in recvs))  # all, then forward
     loop.wait_handles(sends + older_sends, "acknowledgement of the last gradients")

@@ -94,6 +94,11 @@ def test_ps_iterations_include_compute_and_workers_end_with_the_same_parameters(
             assert r.iter_seconds >= compute.total * 0.99           # the GPU's own work is never hidden
             rec = r.as_record()
             assert rec["exposed_comm_seconds"] == pytest.approx(max(0.0, r.iter_seconds - compute.total), abs=1e-5)
+            if mode == "dlcp":                # each layer's push: acknowledged after its backward step, by
+                done = rec["push_done_s"]     # the time its parameters came back, with at least one PROBE
+                assert len(done) == len(rec["layer_arrival_s"]) == len(rec["push_probes"])
+                assert all(t is not None and 0 < t <= a + 0.05 for t, a in zip(done, rec["layer_arrival_s"], strict=True))
+                assert done[-1] < done[0] and all(p >= 1 for p in rec["push_probes"])   # last layer first
     for a, b in zip(finals[0], finals[1], strict=True):
         np.testing.assert_array_equal(a, b)
 
