@@ -15,7 +15,7 @@ import logging
 import grpc
 from p4.v1 import p4runtime_pb2
 
-from p4sim.p4runtime_server import direct_register_entries, entities
+from p4sim.p4runtime_server import entities, tna_extern_entries
 from p4sim.p4runtime_server.codec import decode_match
 from p4sim.p4runtime_server.errors import P4RuntimeError
 from p4sim.p4runtime_server.session import PipelineSession
@@ -76,7 +76,7 @@ def _key_and_request(session: PipelineSession, kind: str, msg):
     elif kind == "value_set_entry":
         key = pb.ValueSetEntry(value_set_id=msg.value_set_id)
     elif kind == "extern_entry":
-        key = direct_register_entries.cell_key(msg)
+        key = tna_extern_entries.cell_key(msg)
     else:   # digest_entry
         key = pb.DigestEntry(digest_id=msg.digest_id)
     return key, key

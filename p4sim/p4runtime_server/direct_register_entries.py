@@ -12,7 +12,7 @@ per entry of its table. A controller reads and resets those cells the way it doe
   match) every entry of the table; a match names one entry. Each answer is one ExternEntry per
   table entry, the cell in ``data`` (0 until written, as in the data plane).
 
-Other extern types are UNIMPLEMENTED (p4sim has no other target-specific extern on the wire).
+The other Tofino extern types are served by ``tna_extern_entries``, which dispatches by type.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from p4sim.p4runtime_server.session import PipelineSession
 from p4sim.p4runtime_server.table_entries import _existing_entry, _fill_entry, select_table_entries
 from p4sim.tna.p4info_ext import DIRECT_REGISTER_TYPE_ID, BarefootDirectRegister, DirectRegisterEntry
 
-__all__ = ["write_extern_entry", "read_extern_entries", "cell_key"]
+__all__ = ["write_extern_entry", "read_extern_entries", "cell_key", "unpack_entry"]
 
 Update = p4runtime_pb2.Update
 
@@ -78,16 +78,22 @@ def _instance(session: PipelineSession, pipeline, extern_id: int) -> tuple[_Dire
     return info, cells
 
 
-def _entry_msg(msg: p4runtime_pb2.ExternEntry, what: str):
-    entry = DirectRegisterEntry()
+def unpack_entry(msg: p4runtime_pb2.ExternEntry, cls, what: str):
+    """``msg.entry`` unpacked as ``cls`` (an empty ``cls`` when unset); INVALID_ARGUMENT when it
+    is another type or does not decode."""
+    entry = cls()
     try:
         unpacked = not msg.HasField("entry") or msg.entry.Unpack(entry)
     except DecodeError:
-        raise invalid(f"{what}: entry does not decode as {DirectRegisterEntry.DESCRIPTOR.full_name}") from None
+        raise invalid(f"{what}: entry does not decode as {cls.DESCRIPTOR.full_name}") from None
     if not unpacked:
         raise invalid(f"{what}: entry is {msg.entry.type_url or 'empty'}, expected "
-                      f"type.googleapis.com/{DirectRegisterEntry.DESCRIPTOR.full_name}")
+                      f"type.googleapis.com/{cls.DESCRIPTOR.full_name}")
     return entry
+
+
+def _entry_msg(msg: p4runtime_pb2.ExternEntry, what: str):
+    return unpack_entry(msg, DirectRegisterEntry, what)
 
 
 def write_extern_entry(session: PipelineSession, pipeline, update_type: int,

@@ -16,11 +16,11 @@ import grpc
 from p4.v1 import p4runtime_pb2
 
 from p4sim.p4runtime_server import (
-    direct_register_entries,
     extern_entries,
     pre_entries,
     profile_entries,
     table_entries,
+    tna_extern_entries,
 )
 from p4sim.p4runtime_server.errors import P4RuntimeError, invalid
 from p4sim.p4runtime_server.session import PipelineSession
@@ -42,7 +42,7 @@ _WRITERS: dict[str, Callable] = {
     "packet_replication_engine_entry": pre_entries.write_pre,
     "value_set_entry": pre_entries.write_value_set,
     "digest_entry": pre_entries.write_digest,
-    "extern_entry": direct_register_entries.write_extern_entry,
+    "extern_entry": tna_extern_entries.write_extern_entry,
 }
 
 _READERS: dict[str, Callable] = {
@@ -57,7 +57,7 @@ _READERS: dict[str, Callable] = {
     "packet_replication_engine_entry": pre_entries.read_pre,
     "value_set_entry": pre_entries.read_value_sets,
     "digest_entry": pre_entries.read_digests,
-    "extern_entry": direct_register_entries.read_extern_entries,
+    "extern_entry": tna_extern_entries.read_extern_entries,
 }
 
 

@@ -54,6 +54,15 @@ class TnaGen(BlockGen):
         # table whose action runs its DirectRegisterAction): P4Info's direct resource
         self.direct_register_names: dict[int, str] = {}
         self.direct_register_tables: dict[str, str] = {}
+        # DirectLpf/DirectWred: instance id -> name, and global -> owning table (``filters = f``
+        # or the table whose action executes it): P4Info's direct resource
+        self.direct_filter_names: dict[int, str] = {}
+        self.direct_filter_tables: dict[str, str] = {}
+        # RegisterParam global -> the Register/DirectRegister global whose RegisterAction reads it
+        self.register_param_users: dict[str, str] = {}
+        self.current_register: str | None = None     # the register of the apply body being generated
+        self.role: str | None = None                 # the block being generated (ROLES)
+        self.port_metadata_header: Any = None        # the header port_metadata_unpack fills
         super().__init__(program)
 
     # ---- externs -------------------------------------------------------------------------
@@ -74,7 +83,24 @@ class TnaGen(BlockGen):
                 self.tna_objects.append((py, "register_initial", fq, initial))
             self.manifest.externs.append(res.ExternDesc("register", py, fq, params, inst.annotations, inst))
         elif ext == "RegisterParam":
-            self.stateless[id(inst)] = ("register_param", self.const_value(args[0]) & mask(width_of(targs[0])))
+            width = width_of(targs[0])
+            self.stateless[id(inst)] = ("register_param", None)
+            self.tna_objects.append((py, "register_param", fq,
+                                     {"width": width, "initial": self.const_value(args[0]) & mask(width)}))
+        elif ext in ("Lpf", "Wred"):
+            size = self.const_value(args[0])
+            if not 0 < size <= (1 << 22):
+                raise P4UnsupportedError(inst.loc, f"{ext} {inst.name} of size {size}")
+            params = {"size": size, "width": width_of(targs[0])}
+            if ext == "Wred":
+                params.update(drop_value=self.const_value(args[1]) & 0xFF, no_drop_value=self.const_value(args[2]) & 0xFF)
+            self.tna_objects.append((py, ext.lower(), fq, params))
+        elif ext in ("DirectLpf", "DirectWred"):
+            params = {"width": width_of(targs[0])}
+            if ext == "DirectWred":
+                params.update(drop_value=self.const_value(args[0]) & 0xFF, no_drop_value=self.const_value(args[1]) & 0xFF)
+            self.tna_objects.append((py, "direct_" + ext[6:].lower(), fq, params))
+            self.direct_filter_names[id(inst)] = fq
         elif ext in ("RegisterAction", "DirectRegisterAction"):
             reg = self.env.lookup(args[0].decl) if isinstance(args[0], ast.PathExpr) else None
             if reg is None:
@@ -143,7 +169,15 @@ class TnaGen(BlockGen):
         if ext == "Register" and m == "write":
             return f"{obj}.write({self.as_int(a[0])}, {self.as_int(a[1])})"
         if ext == "RegisterParam" and m == "read":
-            return str(kind[1])
+            if self.current_register is not None:
+                self.register_param_users.setdefault(obj, self.current_register)
+            return f"{obj}.value"
+        if ext in ("Lpf", "Wred") and m == "execute":
+            return f"{obj}.execute({self.as_int(a[0])}, {self.as_int(a[1])}, _CTX.now)"
+        if ext in ("DirectLpf", "DirectWred") and m == "execute":
+            entry = self.entry_here(call, f"{ext}.execute")
+            self.direct_filter_tables.setdefault(obj, self.current_entry[1].name)
+            return f"{obj}.execute({self.as_int(a[0])}, {entry}, _CTX.now)"
         if ext == "RegisterAction" and m == "execute":
             desc = self.reg_actions[id(inst)]
             return self.register_action_execute(call, desc, f"{desc.register}.read({{i}})",
@@ -289,14 +323,15 @@ class TnaGen(BlockGen):
             self.w.line(f"{bound} = {self.classes.name(f.params[0].type)}()")
             for fname, shift, fmask in cell:
                 self.w.line(f"{bound}.{fname} = ({value} >> {shift}) & {fmask}")
-        outer = self.env
+        outer, outer_register = self.env, self.current_register
         self.env = Env(outer)
+        self.current_register = desc.register
         try:
             for p, name in zip(f.params, (bound, rv), strict=False):
                 self.env.bind(p, name)
             self.stmts(f.body.stmts)
         finally:
-            self.env = outer
+            self.env, self.current_register = outer, outer_register
         if cell is not None:
             self.w.line(f"{value} = " + " | ".join(f"(({bound}.{fname} & {fmask}) << {shift})"
                                                     for fname, shift, fmask in cell))
@@ -397,6 +432,8 @@ class TnaGen(BlockGen):
             # extracted into h (a header: valid afterwards)
             if not self.in_parser or not isinstance(s.lhs.type, ast.HeaderT):
                 raise P4UnsupportedError(s.loc, "port_metadata_unpack outside a parser or into a non-header")
+            if self.role == "ingress_parser":
+                self.port_metadata_header = s.lhs.type
             self.extract(s.lhs, None, s.loc)
             return
         if not self.literal_struct_store(s):
@@ -433,6 +470,7 @@ class TnaGen(BlockGen):
             # bf-p4c qualifies control-plane names with the Pipeline instance (pipe.Ingress.t);
             # absolute @name(".x") names stay as written
             prefix = f"{pipe.name}.{control_plane_name('', d)}"
+            self.role = role
             if isinstance(d, ast.ParserDecl):
                 blocks[role] = self.gen_parser(d, prefix)
             else:
@@ -462,19 +500,61 @@ class TnaGen(BlockGen):
             raise P4UnsupportedError(main.loc, "exit in a TNA program")
         module = GeneratedModule(src, self.manifest, blocks, {}, list(self.program.errors),
                                  aliases={}, empty_blocks=frozenset(), uses_ctx=True, sm_aliases={})
+        self.tna_objects.append(("_PORT_METADATA", "port_metadata", f"{pipe.name}.{control_plane_name('', decls[0])}"
+                                 ".$PORT_METADATA", self.port_metadata_params(decls[0])))
+        self.resolve_register_params()
         module.tna_objects = list(self.tna_objects)
         module.direct_register_tables = self.direct_register_owners()
+        module.direct_filter_tables = self.direct_filter_owners()
         return module
+
+    def port_metadata_params(self, parser: Any) -> dict[str, Any]:
+        """The port-metadata table of the ingress parser, as bf-p4c lists it: keyed by the
+        parser's ``ingress_intrinsic_metadata_t`` parameter's ``ingress_port``; its data the
+        header ``port_metadata_unpack`` fills (else all PORT_METADATA_SIZE bits, untyped)."""
+        md_bits = int(self.program.find("PORT_METADATA_SIZE").value.value)
+        key = next((p.name for p in getattr(parser, "params", ())
+                    if getattr(p.type, "name", None) == "ingress_intrinsic_metadata_t"), "ig_intr_md")
+        header = self.port_metadata_header
+        width = md_bits if header is None else sum(width_of(ft) for _, ft in header.fields)
+        return {"width": min(width, md_bits), "md_bits": md_bits, "key_name": key, "header": header}
+
+    def resolve_register_params(self) -> None:
+        """Each RegisterParam's ``register`` (the Register name) or ``direct_table`` (the table
+        of the DirectRegister) its RegisterAction runs on: bf-p4c's ``table_id``."""
+        registers = {x.pyname: x.name for x in self.manifest.externs if x.kind == "register"}
+        direct = {py: fq for py, kind, fq, _ in self.tna_objects if kind == "direct_register"}
+        owners = self.direct_register_owners()
+        for py, kind, _, params in self.tna_objects:
+            if kind != "register_param" or py not in self.register_param_users:
+                continue
+            user = self.register_param_users[py]
+            if user in registers:
+                params["register"] = registers[user]
+            elif user in direct and direct[user] in owners:
+                params["direct_table"] = owners[direct[user]]
+
+    def direct_filter_owners(self) -> dict[str, str]:
+        """DirectLpf/DirectWred name -> the table it belongs to (its ``filters`` property first)."""
+        return self.direct_owners(("direct_lpf", "direct_wred"), self.direct_filter_tables, "filters",
+                                  self.direct_filter_names)
 
     def direct_register_owners(self) -> dict[str, str]:
         """DirectRegister name -> the table it belongs to (its ``registers`` property first)."""
-        by_global = {py: fq for py, kind, fq, _ in self.tna_objects if kind == "direct_register"}
-        owners = {by_global[py]: table for py, table in self.direct_register_tables.items() if py in by_global}
+        return self.direct_owners(("direct_register",), self.direct_register_tables, "registers",
+                                  self.direct_register_names)
+
+    def direct_owners(self, kinds: tuple[str, ...], by_call: dict[str, str], prop_name: str,
+                      names: dict[int, str]) -> dict[str, str]:
+        """Direct extern name -> its table: the table whose ``prop_name`` property names it, else
+        the table whose action calls it (``by_call``: global -> table)."""
+        by_global = {py: fq for py, kind, fq, _ in self.tna_objects if kind in kinds}
+        owners = {by_global[py]: table for py, table in by_call.items() if py in by_global}
         for t in self.manifest.tables:
             for prop in getattr(t.decl, "properties", ()):
                 inst = getattr(prop.value, "decl", None)
-                if prop.name == "registers" and id(inst) in self.direct_register_names:
-                    owners[self.direct_register_names[id(inst)]] = t.name
+                if prop.name == prop_name and id(inst) in names:
+                    owners[names[id(inst)]] = t.name
         return owners
 
     def bind_params(self, params: list[ast.Param]) -> list[str]:

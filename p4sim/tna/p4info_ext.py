@@ -1,4 +1,6 @@
-"""The Tofino objects P4Runtime has no message for: DirectRegister in P4Info and on the wire.
+"""The Tofino objects P4Runtime has no message for: DirectRegister in P4Info and on the wire;
+Lpf, Wred (and their direct forms), RegisterParam and the port-metadata table in P4Info
+(``add_tna_externs``; their messages are in ``p4sim.tna.extern_messages``).
 
 Why it exists: P4Runtime's P4Info has direct counters and meters but no direct registers. bf-p4c
 lists a ``DirectRegister`` as an extern instance in ``P4Info.externs`` (extern type id 0x8C,
@@ -89,5 +91,66 @@ def add_direct_registers(p4info: p4info_pb2.P4Info, registers: list[tuple[str, i
             table.direct_resource_ids.append(pid)
 
 
+def _new_id(type_id: int, name: str, taken: set[int]) -> int:
+    value = ids.jenkins_one_at_a_time(name)
+    while (pid := type_id << 24 | (value & 0xFFFFFF)) in taken:
+        value += 1
+    taken.add(pid)
+    return pid
+
+
+def add_tna_externs(p4info: p4info_pb2.P4Info, program: Any, module: Any) -> None:
+    """Add the module's Lpf, DirectLpf, Wred, DirectWred, RegisterParam and port-metadata
+    objects to ``p4info`` as bf-p4c lists them (``p4sim.tna.extern_messages`` names the type ids
+    and ``info`` messages); a direct filter's id joins its table's ``direct_resource_ids``."""
+    from p4sim.backend.p4info import _type_spec
+    from p4sim.tna import extern_messages as xm
+
+    kinds = {"wred": (xm.WRED_TYPE_ID, "Wred"), "direct_wred": (xm.DIRECT_WRED_TYPE_ID, "DirectWred"),
+             "lpf": (xm.LPF_TYPE_ID, "Lpf"), "direct_lpf": (xm.DIRECT_LPF_TYPE_ID, "DirectLpf"),
+             "register_param": (xm.REGISTER_PARAM_TYPE_ID, "RegisterParam"),
+             "port_metadata": (xm.PORT_METADATA_TYPE_ID, "PortMetadata")}
+    objects = sorted((kind, fq, params) for _, kind, fq, params in module.tna_objects if kind in kinds)
+    if not objects:
+        return
+    taken = {x.preamble.id for x in p4info.tables} | {a.preamble.id for a in p4info.actions}
+    taken |= {i.preamble.id for e in p4info.externs for i in e.instances}
+    tables = {t.preamble.name: t for t in p4info.tables}
+    registers = {r.preamble.name: r.preamble.id for r in p4info.registers}
+    owners = getattr(module, "direct_filter_tables", {})
+    groups: dict[int, Any] = {}
+    for kind, fq, params in objects:
+        type_id, type_name = kinds[kind]
+        ext = groups.get(type_id)
+        if ext is None:
+            ext = groups[type_id] = p4info.externs.add(extern_type_id=type_id, extern_type_name=type_name)
+        inst = ext.instances.add()
+        inst.preamble.id = _new_id(type_id, fq, taken)
+        inst.preamble.name = fq
+        inst.preamble.alias = fq.rsplit(".", 1)[-1]
+        table = tables.get(owners.get(fq, ""))
+        if kind in ("lpf", "direct_lpf"):
+            info = xm.BarefootLpf(size=params["size"]) if kind == "lpf" else xm.BarefootDirectLpf()
+        elif kind in ("wred", "direct_wred"):
+            info = xm.BarefootWred(size=params["size"]) if kind == "wred" else xm.BarefootDirectWred()
+            info.spec.drop_value, info.spec.no_drop_value = params["drop_value"], params["no_drop_value"]
+        elif kind == "register_param":
+            info = xm.BarefootRegisterParam(initial_value=params["initial"],
+                                            data_field_name=fq.split(".", 1)[1] if "." in fq else fq)
+            info.type_spec.bitstring.bit.bitwidth = params["width"]
+            if params.get("register") in registers:
+                info.table_id = registers[params["register"]]
+            elif params.get("direct_table") in tables:
+                info.table_id = tables[params["direct_table"]].preamble.id
+        else:
+            info = xm.BarefootPortMetadata(key_name=params["key_name"])
+            if params["header"] is not None:
+                _type_spec(p4info, info.type_spec, params["header"])
+        if kind.startswith("direct_") and table is not None:
+            info.direct_table_id = table.preamble.id
+            table.direct_resource_ids.append(inst.preamble.id)
+        inst.info.Pack(info)
+
+
 __all__ = ["DIRECT_REGISTER_TYPE_ID", "DIRECT_REGISTER_TYPE_NAME", "BarefootDirectRegister", "DirectRegisterEntry",
-           "add_direct_registers"]
+           "add_direct_registers", "add_tna_externs"]

@@ -101,8 +101,9 @@ class TnaPath(PacketPath):
         self._resubmit_flag = 1 << ig.shifts["resubmit_flag"][0]
         self._port_md_bytes = port_md_bits // 8
         # port -> its port metadata (PORT_METADATA_SIZE bits, what Tofino's per-port table gives
-        # the ingress parser; p4sim default 0), as an int: ``set_port_metadata``
-        self.port_metadata: dict[int, int] = {}
+        # the ingress parser; p4sim default 0), as an int: the pipeline's port-metadata table
+        # (P4Runtime, p4sim.tna.control_values) or ``set_port_metadata``
+        self.port_metadata: dict[int, int] = getattr(pipeline, "port_metadata", {})
         self._port_md_bits = port_md_bits
         eg_layout = _layout(ast_program, "egress_intrinsic_metadata_t")
         self._eg = eg = _Packer(eg_layout)

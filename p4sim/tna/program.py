@@ -36,13 +36,21 @@ class TnaPipeline(Pipeline):
     """One switch's tables and externs for a TNA program (the packet path is ``TnaPath``)."""
 
     def _bind(self):  # type: ignore[override]
+        from p4sim.tna.control_values import TNA_EXTERN_KINDS, make_tna_extern
         from p4sim.tna.runtime import DirectRegister, InitialisedRegister
 
         self.ctx = TnaContext()
         ns = super()._bind()
         self.direct_registers: dict[str, DirectRegister] = {}
+        # Lpf, Wred (and Direct*), RegisterParam, the port-metadata table: p4sim.tna.control_values
+        self.tna_externs: dict[str, object] = {}
+        self.port_metadata: dict[int, int] = {}      # port -> its port metadata bits (TnaPath reads it)
         for pyname, kind, name, value in getattr(self.program.module, "tna_objects", ()):
-            if kind == "direct_register":
+            if kind in TNA_EXTERN_KINDS:
+                ns[pyname] = self.tna_externs[name] = make_tna_extern(kind, name, value)
+                if kind == "port_metadata":
+                    self.port_metadata = self.tna_externs[name].values
+            elif kind == "direct_register":
                 ns[pyname] = self.direct_registers[name] = DirectRegister(name, value)
             elif kind == "register_initial":        # Register(size, initial_value)
                 old = self.registers[name]
@@ -68,7 +76,7 @@ def compile_tna(path: str, include_dirs: Sequence[str] = (), arch: str = "tna", 
     from p4sim.backend.p4info import build_p4info
     from p4sim.frontend import load_program
     from p4sim.tna.codegen import generate
-    from p4sim.tna.p4info_ext import add_direct_registers
+    from p4sim.tna.p4info_ext import add_direct_registers, add_tna_externs
 
     if arch not in ARCHES:
         raise UserError(f"--arch {arch!r}: expected one of {', '.join(ARCHES)}")
@@ -80,6 +88,7 @@ def compile_tna(path: str, include_dirs: Sequence[str] = (), arch: str = "tna", 
         p4info.pkg_info.arch = arch
         add_direct_registers(p4info, [(fq, width) for _, kind, fq, width in module.tna_objects
                                       if kind == "direct_register"], module.direct_register_tables)
+        add_tna_externs(p4info, program, module)
         sources, main = _collect_sources(program.source_files, path)
         name = name or os.path.splitext(os.path.basename(path))[0]
         compiled = TnaCompiledProgram(name, module, p4info, sources, main, include_dirs, arch=arch)

@@ -23,7 +23,6 @@ import pytest
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 
-from p4sim.errors import P4UnsupportedError
 from p4sim.runtime.tables import ActionCall, Exact, TableEntry, Ternary
 
 PUBLIC = Path(__file__).resolve().parent / "public" / "p4_16_programs"
@@ -269,12 +268,9 @@ def test_tna_resubmit_carries_each_resubmit_type_to_the_second_pass(arch) -> Non
         assert (cntr[0][0], cntr[i][0]) == (i, 1), action
 
 
-@pytest.mark.parametrize(("name", "where", "what"), [
-    ("tna_meter_lpf_wred", "tna_meter_lpf_wred.p4:118:5", "unsupported: extern instance of Lpf"),
-])
-def test_examples_using_unmodelled_externs_are_refused_with_the_feature_and_location(name, where, what) -> None:
-    """tna_meter_lpf_wred uses Lpf and Wred: p4sim does not model them, so the compile fails with one line naming
-    file:line:col and the feature."""
-    with pytest.raises(P4UnsupportedError) as err:
-        compile_example(name)
-    assert where in str(err.value) and what in str(err.value)
+def test_tna_meter_lpf_wred_compiles_with_its_filters() -> None:
+    """tna_meter_lpf_wred's Lpf, DirectLpf, Wred and DirectWred are modelled (were refused)."""
+    pipeline, _ = path_of(compile_example("tna_meter_lpf_wred"))
+    assert sorted(n for n in pipeline.tna_externs if not n.endswith("$PORT_METADATA")) == [
+        "pipe.SwitchIngress.direct_lpf", "pipe.SwitchIngress.simple_direct_wred", "pipe.SwitchIngress.simple_lpf",
+        "pipe.SwitchIngress.simple_wred"]

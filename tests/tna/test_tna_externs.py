@@ -102,8 +102,8 @@ def test_register_action_is_one_read_modify_write_with_its_return_value(tmp_path
 
 
 @pytest.mark.parametrize("decl, what", [
-    ("Lpf<bit<16>, bit<8>>(16) lpf;", "extern instance of Lpf"),
-    ("Wred<bit<19>, bit<8>>(16, 1, 0) wred;", "extern instance of Wred"),
+    ("CRCPolynomial<bit<16>>(16w0x1021, false, false, false, 16w0, 16w0) poly;", "extern instance of CRCPolynomial"),
+    ("ParserPriority() prio;", "extern instance of ParserPriority"),
     ("Hash<bit<16>>(HashAlgorithm_t.CRC64) h64;", "Hash h64 with algorithm CRC64"),
 ])
 def test_unmodelled_externs_are_refused_with_their_location(tmp_path: Path, decl: str, what: str) -> None:
