@@ -298,7 +298,9 @@ class Endpoint:
                 "aimd_cuts_by_peer": {f"{a}:{p}": v.decreases for (a, p), v in self.pacers.items() if v.decreases},
                 "aimd_rate": {f"{a}:{p}": round(v.rate) for (a, p), v in self.pacers.items() if v.rate is not None},
                 "srtt_ms": {f"{a}:{p}": round(v[0] * 1e3, 2) for (a, p), v in self._srtt.items()},
-                "ack_rtt_min_ms": {f"{a}:{p}": round(v * 1e3, 2) for (a, p), v in g.ack_rtt_min.items()}}
+                "ack_rtt_min_ms": {f"{a}:{p}": round(v * 1e3, 2) for (a, p), v in g.ack_rtt_min.items()},
+                "ack_srtt_ms": {f"{a}:{p}": round(v * 1e3, 2) for (a, p), v in g.ack_srtt.items()},
+                "window_peak": {f"{a}:{p}": v for (a, p), v in g.window_peak.items()}}
 
     def _pump(self) -> bool:
         worked = False

@@ -145,6 +145,9 @@ RTT_MIN_WINDOW = 2.0         # s: the smallest ACK round trip is taken over this
 # server's whole fan-out for 0.5-1.5 s; it was off (0) until the AIMD pacers became per destination
 # (H10-3). Slow demo iterations are the ones whose senders waited for window (H10-3 evidence).
 PATH_SHARE_MAX = 0.5
+# The round trip the path term covers: the smallest ACK round trip of the last 2-4 s (False), or the
+# smoothed one (True): on software switches the ACKs' round trip swings with the switches' CPU.
+PATH_RTT_SMOOTHED = False
 
 
 class GrantPacer:
@@ -186,6 +189,7 @@ class GrantPacer:
         # round trip without queueing (what a window must cover to keep the link busy)
         self._sent_at: dict = {}       # dest -> deque of (cumulative sent, time)
         self.ack_rtt_min: dict = {}    # dest -> seconds
+        self.ack_srtt: dict = {}       # dest -> smoothed ACK round trip (s), what the ACKs take now
         self._rtt_min_at: dict = {}    # dest -> (window start, its smallest sample, the previous window's)
         self.window_peak: dict = {}    # dest -> largest window_limit used (packets)
 
@@ -241,13 +245,15 @@ class GrantPacer:
                     current = min(current, sample)
                 self._rtt_min_at[dest] = (start, current, previous)
                 self.ack_rtt_min[dest] = min(current, previous)
+                srtt = self.ack_srtt.get(dest)
+                self.ack_srtt[dest] = sample if srtt is None else srtt + (sample - srtt) / 8
 
     def window_limit(self, dest) -> int | None:
         """Packets we may have in flight to ``dest``: its window plus our path's share (None: unbound)."""
         window = self.windows.get(dest)
         if window is None:
             return None
-        rtt, rate = self.ack_rtt_min.get(dest), self.rate(dest)
+        rtt, rate = (self.ack_srtt if PATH_RTT_SMOOTHED else self.ack_rtt_min).get(dest), self.rate(dest)
         if rtt and rate:
             window += min(int(window * PATH_SHARE_MAX), int(rate * rtt / WINDOW_PACKET_BYTES))
         if window > self.window_peak.get(dest, 0):
