@@ -1,4 +1,4 @@
-"""The DLCP switch model in ns-3: compiles dlcp_switch.h (and the hosts, dlcp_transport.h) once
+"""The DLCP switch model in ns-3: compiles dlcp_switch.h (and the hosts: HOST_HEADERS) once
 through cppyy and fills the switch policy.
 
 Why this exists: every per-packet decision (priority map, per-(queue, magnitude) drop/ECN,
@@ -16,7 +16,9 @@ from controller.netconfig import Policy
 
 HEADER = Path(__file__).with_name("dlcp_switch.h")
 PFABRIC = Path(__file__).with_name("pfabric_queue.h")         # the pFabric-like baseline's switch port
-TRANSPORT = Path(__file__).with_name("dlcp_transport.h")      # hosts: DLCP transport, pFabric, TCP, workloads
+# the end hosts, in compile order: shared records/knobs, TCP path, pFabric-like transport, DLCP transport, workloads
+HOST_HEADERS = tuple(Path(__file__).with_name(name) for name in (
+    "sim_net.h", "tcp_path.h", "pfabric_transport.h", "dlcp_transport.h", "workloads.h"))
 KEYS = ("is_dlcp", "msg_type", "layer_class", "mag_class", "flags")
 
 
@@ -31,8 +33,9 @@ def ns3():
             raise RuntimeError(f"{HEADER}: cppyy could not compile the switch model")
         if not cppyy.cppdef(PFABRIC.read_text()):
             raise RuntimeError(f"{PFABRIC}: cppyy could not compile the pFabric queue disc")
-        if not cppyy.cppdef(TRANSPORT.read_text()):
-            raise RuntimeError(f"{TRANSPORT}: cppyy could not compile the host transport")
+        # one cppdef: SimNet holds Ptr<DlcpHost> before DlcpHost is defined (as one translation unit)
+        if not cppyy.cppdef("\n".join(header.read_text() for header in HOST_HEADERS)):
+            raise RuntimeError(f"{', '.join(h.name for h in HOST_HEADERS)}: cppyy could not compile the end hosts")
     cppyy.gbl.dlcpsim.DlcpQueueDisc.GetTypeId()      # register the TypeIds
     cppyy.gbl.dlcpsim.DlcpRouting.GetTypeId()
     cppyy.gbl.dlcpsim.DlcpSender.GetTypeId()

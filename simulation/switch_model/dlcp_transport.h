@@ -1,5 +1,6 @@
-// dlcp_transport.h -- end hosts for ns-3: DLCP's bounded-loss transport, TCP transfers, and the
-// training / background workloads that drive them, all in C++.
+// dlcp_transport.h -- DLCP's bounded-loss transport for ns-3: DlcpHost, the end-host Application
+// (DLCP sender and receiver, receiver-driven admission), which hands non-DLCP transfers to its TCP
+// path (tcp_path.h) or pFabric-like transport (pfabric_transport.h).
 //
 // Why this file exists: issue 13 asks for DLCP's transport (the host_agent state machine: OPEN,
 // paced DATA tagged like host_agent, PROBE/BITMAP, selective retransmission of what the receiver
@@ -23,120 +24,6 @@
 
 namespace dlcpsim {
 
-constexpr uint8_t kMsgProbe = 1, kMsgBitmap = 2, kMsgDone = 3, kMsgControl = 4;   // protocol.py MSG_*
-constexpr uint8_t kFlagRetx = 0x20, kFlagPull = 0x10;
-constexpr uint8_t kSubOpen = 1, kSubEcnEcho = 2, kSubGrant = 4, kSubAck = 5;   // protocol.py CTRL_*
-constexpr uint16_t kTcpPort = 5000;
-constexpr uint32_t kElem = 4;                 // float32
-
-// One transfer (a gradient push, a parameter pull, a background flow): what the run reports.
-struct TransferRec {
-  uint32_t src = 0, dst = 0;                  // host indices
-  uint64_t bytes = 0;
-  uint8_t layer = 0;
-  uint8_t kind = 0;                           // 0 gradient push, 1 parameter pull, 2 background
-  bool dlcp = false;
-  double lossBound = 0;
-  double start = -1, end = -1;                // s; end = receiver complete
-  uint32_t packets = 0, critical = 0, droppable = 0;
-  uint32_t sent = 0, retx = 0, probes = 0, rounds = 0, zeroFilled = 0, ceMarks = 0;
-  int32_t iteration = -1;
-};
-
-// Knobs of the DLCP transport in simulated time (host_agent's defaults scaled to the fabric).
-struct TransportConfig {
-  double criticalShare = 0.05;                // TagPolicy.critical_share
-  uint8_t protectedMag = 12;                  // TagPolicy.protected_mag_class
-  uint32_t payload = 1448;                    // bytes of DATA payload (362 float32)
-  double rtoInit = 1e-3, rtoMin = 1e-3, rtoMax = 0.5;   // s (host_agent 20 ms / 0.5 s; TCP MinRto here)
-  double holdoff = 20e-6;                     // s: PROBE answered after DATA was quiet this long
-  double ecnEchoGap = 10e-6;                  // s: at most one ECN_ECHO per tensor per gap
-  double decreaseGap = 20e-6;                 // s: at most one rate cut per gap (about one RTT)
-  double increaseInterval = 20e-6;            // s
-  double additiveFrac = 0.02;                 // of the rate set by the last cut ...
-  double additiveLineFrac = 0.05;             // ... or this share of the line rate, the larger
-  double minRateFrac = 0.01;                  // floor, as a share of the line rate
-  // receiver-driven admission (host_agent receiver.py / ratecontrol.GrantPacer / endpoint.py)
-  bool grants = true;                         // receivers grant (host_agent: when the link rate is known)
-  double grantShare = 0.93;                   // GRANT_SHARE: of the receiver's link, split over active senders
-  uint32_t windowPackets = 40;                // WINDOW_PACKETS: all granted senders together in flight ...
-  uint32_t windowMin = 4;                     // WINDOW_MIN: ... but each at least this many
-  uint32_t ackEvery = 4;                      // ACK_EVERY: CONTROL/ACK after this many DATA from a sender
-  uint32_t unscheduled = 4;                   // UNSCHEDULED_PACKETS before the GRANT answering an OPEN
-  double grantIdle = 500e-6;                  // s (host_agent GRANT_IDLE 0.5 s): sender no longer active
-  double grantTick = 20e-6;                   // s (GRANT_TICK 20 ms): check for senders gone quiet
-  double grantBurstS = 2e-6;                  // s of the grant a destination's bucket holds (GRANT_BURST_S 2 ms) ...
-  double grantBurstMin = 3000;                // ... but at least this many bytes (GRANT_BURST_MIN: two packets)
-  double grantFloor = 1e4;                    // bytes/s (GRANT_FLOOR)
-  double grantWaitMin = 1e-3;                 // s (GRANT_WAIT_MIN 0.1 s): no GRANT within max(this, 2 RTO): go on
-  double writeOffMin = 1e-3;                  // s (WRITE_OFF_MIN 0.1 s): closed window unacknowledged this long: lost
-  double writeOffRtos = 2;                    // ... or this many RTOs, the longer (host_agent: 2)
-  // Not in host_agent: a round's answer also writes off exactly that transfer's lost packets (sent -
-  // received by the BITMAP/DONE), even while another transfer to the receiver is sending; without
-  // it, overlapping transfers to one receiver (a PS job's groups) wait for the timer above
-  bool writeOffPerTransfer = true;
-  // Not in host_agent: any GRANT from a receiver answers every transfer to it whose OPEN went out
-  // before (the grant is per sender, so it is current for all of them); host_agent waits for the
-  // GRANT naming the tensor, and a lost OPEN (a 572:1 incast of OPENs into one 64-packet control
-  // queue at 143 workers x 4 groups) then costs the grant wait, max(1 ms, 2 RTO), per transfer
-  bool grantAnswersAll = true;
-  // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
-  // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
-  bool pfabric = false;
-  uint32_t pfWindow = 12;                     // packets: initial window = one bandwidth-delay product
-  double pfRto = 45e-6;                       // s: fixed retransmission timeout (about 3 RTTs)
-  uint32_t pfProbeAfter = 5;                  // consecutive timeouts before probe mode (one packet per RTO)
-};
-
-// Defaults every run of this process starts from (as ns-3's Config::SetDefault): ablations change
-// them before a run (simulation/switch_model/transport_knobs.py), SimNet::Reset copies them.
-inline TransportConfig& TransportDefaults() { static TransportConfig c; return c; }
-inline void ResetTransportDefaults() { TransportDefaults() = TransportConfig(); }
-
-class DlcpHost;
-
-// Everything of one run: hosts, transfers, the workload's completion hook.
-class SimNet {
- public:
-  static SimNet& Get() { static SimNet net; return net; }
-  void Reset() { *this = SimNet(); }
-  std::vector<ns3::Ptr<DlcpHost>> hosts;
-  std::vector<uint32_t> addr;                 // host index -> IPv4
-  std::vector<uint64_t> lineRate;             // host index -> bps
-  std::vector<TransferRec> transfers;
-  std::function<void(uint32_t)> onDone;       // receiver completed transfer id
-  TransportConfig cfg = TransportDefaults();
-  uint64_t dataPackets = 0, ctrlPackets = 0;
-  uint64_t grantsSent = 0, acksSent = 0, grantsMissed = 0, windowStalls = 0, writeOffs = 0;
-  uint64_t pfData = 0, pfRetx = 0, pfTimeouts = 0;
-  uint32_t activeSendersMax = 0;
-
-  uint32_t Add(uint32_t src, uint32_t dst, uint64_t bytes, uint8_t layer, uint8_t kind, bool dlcp, double p) {
-    TransferRec r;
-    r.src = src; r.dst = dst; r.bytes = bytes; r.layer = layer; r.kind = kind; r.dlcp = dlcp; r.lossBound = p;
-    transfers.push_back(r);
-    return (uint32_t)transfers.size() - 1;
-  }
-  void Complete(uint32_t id) {
-    TransferRec& r = transfers[id];
-    if (r.end >= 0) return;
-    r.end = ns3::Simulator::Now().GetSeconds();
-    if (onDone) onDone(id);
-  }
-  uint32_t HostOf(uint32_t ip) const {
-    for (uint32_t i = 0; i < addr.size(); ++i) if (addr[i] == ip) return i;
-    return UINT32_MAX;
-  }
-};
-
-inline uint64_t Rng64(uint64_t& s) {          // splitmix64: deterministic per transfer
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-inline uint32_t Get32(const uint8_t* p) { return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]; }
 
 // Sender state of one DLCP transfer (host_agent/outgoing.py).
 struct OutTransfer {
@@ -183,7 +70,7 @@ struct InTransfer {
 };
 
 // One end host: a DLCP endpoint on UDP 9290 (sender and receiver sides, one AIMD pacer shared by
-// its transfers, served round robin) and TCP transfers (listener on 5000, one connection each).
+// its transfers, served round robin); other transfers go to its TcpPath (or PfabricPath).
 class DlcpHost : public ns3::Application {
  public:
   static ns3::TypeId GetTypeId() {
@@ -198,8 +85,12 @@ class DlcpHost : public ns3::Application {
     SimNet& net = SimNet::Get();
     TransferRec& r = net.transfers[id];
     r.start = ns3::Simulator::Now().GetSeconds();
-    if (r.dlcp) StartDlcp(id); else if (net.cfg.pfabric) StartPf(id); else StartTcp(id);
+    if (r.dlcp) StartDlcp(id); else if (net.cfg.pfabric) m_pfabric.StartTransfer(id); else m_tcp.StartTransfer(id);
   }
+
+  // TCP: open the persistent connection to ``dst`` now (training jobs, when they start).
+  void Preconnect(uint32_t dst) { m_tcp.Preconnect(dst); }
+  std::string DescribeTcp() const { return m_tcp.Describe(); }   // TcpPath::Describe (diagnostics)
 
  private:
   // ---------------------------------------------------------------- setup
@@ -210,249 +101,11 @@ class DlcpHost : public ns3::Application {
     m_udp->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), kDlcpPortDefault));
     m_udp->SetIpRecvTos(true);
     m_udp->SetRecvCallback(ns3::MakeCallback(&DlcpHost::OnUdp, this));
-    m_listen = ns3::Socket::CreateSocket(GetNode(), ns3::TcpSocketFactory::GetTypeId());
-    m_listen->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), kTcpPort));
-    m_listen->Listen();
-    m_listen->SetAcceptCallback(ns3::MakeNullCallback<bool, ns3::Ptr<ns3::Socket>, const ns3::Address&>(),
-                                ns3::MakeCallback(&DlcpHost::OnAccept, this));
-    if (net.cfg.pfabric) {
-      m_pf = ns3::Socket::CreateSocket(GetNode(), ns3::UdpSocketFactory::GetTypeId());
-      m_pf->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), kPfPort));
-      m_pf->SetRecvCallback(ns3::MakeCallback(&DlcpHost::OnPf, this));
-    }
+    m_tcp.Start(GetNode());
+    if (net.cfg.pfabric) m_pfabric.Start(GetNode());
   }
   void StopApplication() override { ns3::Simulator::Cancel(m_sendEvent); ns3::Simulator::Cancel(m_grantTick); }
 
-  // ---------------------------------------------------------------- TCP transfers
-  // A connection carries transfers one after another, each as [transfer id: 4 bytes][its bytes].
-  // Training traffic (pushes, pulls) uses one persistent connection per peer, opened when the job
-  // starts (as ps-lite/Gloo keep theirs); background flows get a connection each, closed after.
-  struct TcpConn { ns3::Ptr<ns3::Socket> s; std::deque<uint32_t> q; uint64_t left = 0; bool header = true;
-                   bool persistent = false, connected = false; };
- public:
-  void Preconnect(uint32_t dst) {
-    if (!m_persistent.count(dst)) m_persistent[dst] = OpenConn(dst, true);
-  }
- private:
-  ns3::Socket* OpenConn(uint32_t dst, bool persistent) {
-    SimNet& net = SimNet::Get();
-    auto s = ns3::Socket::CreateSocket(GetNode(), ns3::TcpSocketFactory::GetTypeId());
-    s->Bind();
-    TcpConn& c = m_conns[ns3::PeekPointer(s)];
-    c.s = s;
-    c.persistent = persistent;
-    s->SetConnectCallback(ns3::MakeCallback(&DlcpHost::OnConnected, this), ns3::MakeNullCallback<void, ns3::Ptr<ns3::Socket>>());
-    s->SetSendCallback(ns3::MakeCallback(&DlcpHost::OnSendSpace, this));
-    s->Connect(ns3::InetSocketAddress(ns3::Ipv4Address(net.addr[dst]), kTcpPort));
-    return ns3::PeekPointer(s);
-  }
-  void StartTcp(uint32_t id) {
-    SimNet& net = SimNet::Get();
-    const TransferRec& r = net.transfers[id];
-    ns3::Socket* s;
-    if (r.kind == 2) {
-      s = OpenConn(r.dst, false);
-    } else {
-      Preconnect(r.dst);
-      s = m_persistent[r.dst];
-    }
-    TcpConn& c = m_conns[s];
-    c.q.push_back(id);
-    if (c.connected) Fill(c.s);
-  }
-  void OnConnected(ns3::Ptr<ns3::Socket> s) {
-    auto it = m_conns.find(ns3::PeekPointer(s));
-    if (it == m_conns.end()) return;
-    it->second.connected = true;
-    Fill(s);
-  }
-  void OnSendSpace(ns3::Ptr<ns3::Socket> s, uint32_t) { Fill(s); }
-  void Fill(ns3::Ptr<ns3::Socket> s) {
-    auto it = m_conns.find(ns3::PeekPointer(s));
-    if (it == m_conns.end() || !it->second.connected) return;
-    TcpConn& c = it->second;
-    while (!c.q.empty()) {
-      uint32_t id = c.q.front();
-      if (c.header) {
-        if (s->GetTxAvailable() < 4) return;
-        uint8_t h[4] = {(uint8_t)(id >> 24), (uint8_t)(id >> 16), (uint8_t)(id >> 8), (uint8_t)id};
-        s->Send(ns3::Create<ns3::Packet>(h, 4));
-        c.header = false;
-        c.left = SimNet::Get().transfers[id].bytes;
-      }
-      while (c.left > 0) {
-        uint32_t room = s->GetTxAvailable();
-        if (room == 0) return;
-        uint32_t n = (uint32_t)std::min<uint64_t>({c.left, room, 65536});
-        int sent = s->Send(ns3::Create<ns3::Packet>(n));
-        if (sent <= 0) return;
-        c.left -= (uint64_t)sent;
-      }
-      c.q.pop_front();
-      c.header = true;
-      if (!c.persistent) {
-        s->Close();
-        m_conns.erase(it);
-        return;
-      }
-    }
-  }
-  struct TcpIn { int64_t id = -1; uint8_t hdr[4]; uint32_t hdrGot = 0; uint64_t left = 0; };
-  void OnAccept(ns3::Ptr<ns3::Socket> s, const ns3::Address&) {
-    m_tcpIn[ns3::PeekPointer(s)] = TcpIn();
-    m_tcpSockets.push_back(s);
-    s->SetRecvCallback(ns3::MakeCallback(&DlcpHost::OnTcpRecv, this));
-  }
-  void OnTcpRecv(ns3::Ptr<ns3::Socket> s) {
-    SimNet& net = SimNet::Get();
-    TcpIn& in = m_tcpIn[ns3::PeekPointer(s)];
-    ns3::Ptr<ns3::Packet> p;
-    while ((p = s->Recv())) {
-      uint32_t size = p->GetSize(), off = 0;
-      while (off < size) {
-        if (in.id < 0) {                       // the next transfer's id
-          uint32_t take = std::min<uint32_t>(4 - in.hdrGot, size - off);
-          uint8_t buf[4];
-          p->CreateFragment(off, take)->CopyData(buf, take);
-          for (uint32_t i = 0; i < take; ++i) in.hdr[in.hdrGot++] = buf[i];
-          off += take;
-          if (in.hdrGot < 4) break;
-          in.hdrGot = 0;
-          in.id = Get32(in.hdr);
-          in.left = net.transfers[in.id].bytes;
-        }
-        uint32_t take = (uint32_t)std::min<uint64_t>(in.left, size - off);
-        in.left -= take;
-        off += take;
-        if (in.left == 0) {
-          net.Complete((uint32_t)in.id);
-          in.id = -1;
-        }
-      }
-    }
-  }
-
-  // ---------------------------------------------------------------- pFabric-like transport
-  // The paper's minimal rate control: a flow starts at line rate with a window of one BDP, every
-  // DATA is acknowledged on its own (selective), each ACK adds to the window as TCP does (one packet
-  // in slow start, 1/cwnd above ssthresh), no fast retransmit: losses are found by a fixed RTO, after
-  // which everything unacknowledged is resent from a window of 1; after pfProbeAfter consecutive
-  // timeouts the flow probes (one packet in flight per RTO) until an ACK comes. Every DATA carries the
-  // flow's remaining (unacknowledged) bytes as its priority; switches (PfabricQueueDisc) serve the
-  // smallest first and drop the largest on overflow. Fully reliable (no loss bound).
-  struct PfOut {
-    uint32_t n = 0;
-    uint64_t bytes = 0, ackedBytes = 0;
-    std::vector<uint8_t> state;                  // per packet: 0 to send, 1 in flight, 2 acknowledged
-    std::deque<uint32_t> resend;
-    uint32_t nextNew = 0, inFlight = 0, acked = 0, timeouts = 0;
-    double cwnd = 1, ssthresh = 1e18;
-    ns3::EventId rto;
-  };
-  struct PfIn { std::vector<uint8_t> got; uint32_t count = 0; bool complete = false; };
-  uint32_t PfChunk(uint64_t bytes, uint32_t i) const {
-    uint32_t pl = SimNet::Get().cfg.payload;
-    return (uint32_t)std::min<uint64_t>(pl, bytes - (uint64_t)i * pl);
-  }
-  void StartPf(uint32_t id) {
-    SimNet& net = SimNet::Get();
-    PfOut& o = m_pfOut[id];
-    o.bytes = net.transfers[id].bytes;
-    o.n = (uint32_t)std::max<uint64_t>(1, (o.bytes + net.cfg.payload - 1) / net.cfg.payload);
-    o.state.assign(o.n, 0);
-    o.cwnd = net.cfg.pfWindow;
-    net.transfers[id].packets = o.n;
-    PfSend(id, o);
-  }
-  void PfPacket(uint32_t dst, uint8_t type, uint32_t prio, uint32_t id, uint32_t idx, uint32_t chunk) {
-    SimNet& net = SimNet::Get();
-    std::vector<uint8_t> buf(kPfHeaderLen + chunk, 0);
-    uint8_t* p = buf.data();
-    Put(p, kPfMagic, 1); Put(p, type, 1); Put(p, 0, 2); Put(p, prio, 4); Put(p, id, 4); Put(p, idx, 4);
-    m_pf->SendTo(ns3::Create<ns3::Packet>(buf.data(), buf.size()), 0,
-                 ns3::InetSocketAddress(ns3::Ipv4Address(net.addr[dst]), kPfPort));
-  }
-  void PfSend(uint32_t id, PfOut& o) {
-    SimNet& net = SimNet::Get();
-    TransferRec& r = net.transfers[id];
-    double limit = o.timeouts >= net.cfg.pfProbeAfter ? 1.0 : o.cwnd;
-    while (o.inFlight + 1 <= limit + 1e-9) {
-      uint32_t i;
-      if (!o.resend.empty()) {
-        i = o.resend.front();
-        o.resend.pop_front();
-        if (o.state[i] != 0) continue;           // acknowledged meanwhile
-        r.retx++;
-        net.pfRetx++;
-      } else if (o.nextNew < o.n) {
-        i = o.nextNew++;
-      } else {
-        break;
-      }
-      uint64_t remaining = o.bytes - o.ackedBytes;
-      PfPacket(r.dst, kPfData, (uint32_t)std::min<uint64_t>(remaining, 0xFFFFFFFFull), id, i, PfChunk(o.bytes, i));
-      o.state[i] = 1;
-      o.inFlight++;
-      r.sent++;
-      net.pfData++;
-    }
-    if (o.inFlight > 0 && !o.rto.IsPending())
-      o.rto = ns3::Simulator::Schedule(ns3::Seconds(net.cfg.pfRto), &DlcpHost::PfTimeout, this, id);
-  }
-  void PfTimeout(uint32_t id) {
-    auto it = m_pfOut.find(id);
-    if (it == m_pfOut.end()) return;
-    PfOut& o = it->second;
-    SimNet& net = SimNet::Get();
-    net.pfTimeouts++;
-    for (uint32_t i = 0; i < o.n; ++i)
-      if (o.state[i] == 1) { o.state[i] = 0; o.resend.push_back(i); }
-    o.inFlight = 0;
-    o.timeouts++;
-    o.ssthresh = std::max(o.cwnd / 2, 2.0);
-    o.cwnd = 1;
-    PfSend(id, o);
-  }
-  void OnPfAck(uint32_t id, uint32_t idx) {
-    auto it = m_pfOut.find(id);
-    if (it == m_pfOut.end()) return;
-    PfOut& o = it->second;
-    if (idx >= o.n || o.state[idx] == 2) return;
-    if (o.state[idx] == 1) o.inFlight--;
-    o.state[idx] = 2;
-    o.acked++;
-    o.ackedBytes += PfChunk(o.bytes, idx);
-    o.timeouts = 0;
-    o.cwnd += o.cwnd < o.ssthresh ? 1.0 : 1.0 / o.cwnd;
-    ns3::Simulator::Cancel(o.rto);
-    if (o.acked == o.n) { m_pfOut.erase(it); return; }
-    PfSend(id, o);
-  }
-  void OnPf(ns3::Ptr<ns3::Socket> s) {
-    SimNet& net = SimNet::Get();
-    ns3::Address from;
-    ns3::Ptr<ns3::Packet> p;
-    while ((p = s->RecvFrom(from))) {
-      uint8_t h[kPfHeaderLen];
-      if (p->CopyData(h, kPfHeaderLen) < kPfHeaderLen || h[0] != kPfMagic) continue;
-      uint32_t id = Get32(h + 8), idx = Get32(h + 12);
-      if (id >= net.transfers.size()) continue;
-      if (h[1] == kPfAck) { OnPfAck(id, idx); continue; }
-      const TransferRec& r = net.transfers[id];
-      PfPacket(r.src, kPfAck, 0, id, idx, 0);    // every DATA acknowledged, at the highest priority
-      PfIn& in = m_pfIn[id];
-      if (in.complete) continue;
-      uint32_t n = (uint32_t)std::max<uint64_t>(1, (r.bytes + net.cfg.payload - 1) / net.cfg.payload);
-      if (in.got.empty()) in.got.assign(n, 0);
-      if (idx >= n || in.got[idx]) continue;
-      in.got[idx] = 1;
-      if (++in.count == n) {
-        in.complete = true;
-        in.got.clear(); in.got.shrink_to_fit();
-        net.Complete(id);
-      }
-    }
-  }
 
   // ---------------------------------------------------------------- DLCP sender
   // Tagging as host_agent's TagPolicy (drop_within_bound): the top critical_share by |g| CRITICAL;
@@ -983,13 +636,9 @@ class DlcpHost : public ns3::Application {
 
   uint32_t m_index = 0;
   uint16_t m_job = 1;
-  ns3::Ptr<ns3::Socket> m_udp, m_listen, m_pf;
-  std::map<uint32_t, PfOut> m_pfOut;
-  std::map<uint32_t, PfIn> m_pfIn;
-  std::vector<ns3::Ptr<ns3::Socket>> m_tcpSockets;
-  std::map<ns3::Socket*, TcpConn> m_conns;
-  std::map<uint32_t, ns3::Socket*> m_persistent;
-  std::map<ns3::Socket*, TcpIn> m_tcpIn;
+  ns3::Ptr<ns3::Socket> m_udp;
+  TcpPath m_tcp;                                    // non-DLCP transfers (TCP baselines)
+  PfabricPath m_pfabric;                            // non-DLCP transfers (cfg.pfabric)
   std::map<uint32_t, std::shared_ptr<OutTransfer>> m_out;
   std::map<uint32_t, InTransfer> m_in;
   std::map<uint32_t, std::vector<std::pair<uint32_t, std::pair<uint8_t, uint32_t>>>> m_early;
@@ -1005,188 +654,5 @@ class DlcpHost : public ns3::Application {
   double m_srtt = 0, m_rttvar = 0;
   uint32_t m_seq = 0;
 };
-
-// -------------------------------------------------------------------- workloads
-
-// One synchronous parameter-server job (host_agent/overlap.py): per iteration each worker runs the
-// backward pass layer group by layer group in reverse model order and pushes each group's gradient
-// as soon as it is ready; the PS pulls a group back to every worker once all workers pushed it;
-// the next forward pass runs group by group as each group's parameters arrive.
-// iteration time = fwd_done(i+1) - fwd_done(i).
-class PsJob {
- public:
-  void Configure(uint32_t ps, const std::vector<uint32_t>& workers, const std::vector<uint64_t>& groupBytes,
-                 const std::vector<uint8_t>& groupLayer, const std::vector<double>& fwd, const std::vector<double>& bwd,
-                 uint32_t iterations, bool dlcp, double lossBound) {
-    m_ps = ps; m_workers = workers; m_bytes = groupBytes; m_layer = groupLayer; m_fwd = fwd; m_bwd = bwd;
-    m_iters = iterations; m_dlcp = dlcp; m_p = lossBound;
-    m_pushed.assign(iterations, std::vector<uint32_t>(groupBytes.size(), 0));
-    W = workers.size();
-    G = groupBytes.size();
-    m_pulled.assign(W, std::vector<int32_t>(G, -1));
-    m_fwdDone.assign(W, std::vector<double>(iterations + 1, -1));
-    m_fwdPos.assign(W, 0);
-    m_fwdBusy.assign(W, false);
-    m_iterOf.assign(W, 0);
-  }
-  void Start() {
-    SimNet::Get().onDone = [this](uint32_t id) { this->OnDone(id); };
-    ns3::Simulator::Schedule(ns3::NanoSeconds(1), &PsJob::Begin, this);   // after the hosts started
-  }
-  double FwdDone(uint32_t w, uint32_t i) const { return m_fwdDone[w][i]; }
-  uint32_t Iterations() const { return m_iters; }
-  uint32_t Workers() const { return (uint32_t)W; }
-  uint32_t FinishedWorkers() const {
-    uint32_t n = 0;
-    for (uint32_t w = 0; w < W; ++w) n += m_fwdDone[w][m_iters] >= 0;
-    return n;
-  }
-  std::function<void(uint32_t)> background;   // chained: background transfers' completions
-
- private:
-  struct Tag { uint32_t w, g, it; bool push; };
-  void Begin() {
-    SimNet& net = SimNet::Get();
-    if (!m_dlcp && !net.cfg.pfabric) {         // TCP: the job's persistent connections, both ways
-      for (uint32_t w = 0; w < W; ++w) {
-        net.hosts[m_workers[w]]->Preconnect(m_ps);
-        net.hosts[m_ps]->Preconnect(m_workers[w]);
-      }
-    }
-    for (uint32_t w = 0; w < W; ++w) ForwardStep(w, 0);       // iteration 0's forward needs no pull
-  }
-  // forward pass of iteration ``it`` on worker w: group g may run once its parameters of it-1 arrived
-  void ForwardStep(uint32_t w, uint32_t it) {
-    if (m_fwdBusy[w]) return;
-    uint32_t g = m_fwdPos[w];
-    if (g == G) {                              // forward done: record, then the backward pass
-      m_fwdDone[w][it] = ns3::Simulator::Now().GetSeconds();
-      if (it == m_iters) return;
-      m_fwdPos[w] = 0;
-      double t = 0;
-      for (int64_t k = (int64_t)G - 1; k >= 0; --k) {
-        t += m_bwd[k];
-        ns3::Simulator::Schedule(ns3::Seconds(t), &PsJob::Push, this, w, (uint32_t)k, it);
-      }
-      m_iterOf[w] = it + 1;
-      return;
-    }
-    if (it > 0 && m_pulled[w][g] < (int32_t)(it - 1)) return;      // waits for the pull
-    m_fwdBusy[w] = true;
-    ns3::Simulator::Schedule(ns3::Seconds(m_fwd[g]), &PsJob::ForwardDone, this, w, it);
-  }
-  void ForwardDone(uint32_t w, uint32_t it) {
-    m_fwdBusy[w] = false;
-    m_fwdPos[w]++;
-    ForwardStep(w, it);
-  }
-  void Push(uint32_t w, uint32_t g, uint32_t it) {
-    SimNet& net = SimNet::Get();
-    uint32_t id = net.Add(m_workers[w], m_ps, m_bytes[g], m_layer[g], 0, m_dlcp, m_p);
-    net.transfers[id].iteration = (int32_t)it;
-    m_tags[id] = Tag{w, g, it, true};
-    net.hosts[m_workers[w]]->StartTransfer(id);
-  }
-  void OnDone(uint32_t id) {
-    auto it = m_tags.find(id);
-    if (it == m_tags.end()) { if (background) background(id); return; }
-    Tag t = it->second;
-    m_tags.erase(it);
-    SimNet& net = SimNet::Get();
-    if (t.push) {
-      if (++m_pushed[t.it][t.g] < W) return;
-      for (uint32_t w = 0; w < W; ++w) {       // all pushed: pull the group back to every worker
-        uint32_t pid = net.Add(m_ps, m_workers[w], m_bytes[t.g], m_layer[t.g], 1, m_dlcp, 0.0);
-        net.transfers[pid].iteration = (int32_t)t.it;
-        m_tags[pid] = Tag{w, t.g, t.it, false};
-        net.hosts[m_ps]->StartTransfer(pid);
-      }
-    } else {
-      m_pulled[t.w][t.g] = (int32_t)t.it;
-      if (m_iterOf[t.w] == t.it + 1) ForwardStep(t.w, t.it + 1);
-    }
-  }
-
-  uint32_t m_ps = 0, m_iters = 0;
-  size_t W = 0, G = 0;
-  std::vector<uint32_t> m_workers;
-  std::vector<uint64_t> m_bytes;
-  std::vector<uint8_t> m_layer;
-  std::vector<double> m_fwd, m_bwd;
-  bool m_dlcp = false;
-  double m_p = 0;
-  std::vector<std::vector<uint32_t>> m_pushed;
-  std::vector<std::vector<int32_t>> m_pulled;
-  std::vector<std::vector<double>> m_fwdDone;
-  std::vector<uint32_t> m_fwdPos, m_iterOf;
-  std::vector<bool> m_fwdBusy;
-  std::map<uint32_t, Tag> m_tags;
-};
-
-// Background: per host, Poisson flow arrivals to uniformly random other hosts with sizes from a
-// flow-size CDF (piecewise linear between the published points), at ``load`` of the host's link.
-class Background {
- public:
-  void Configure(const std::vector<uint32_t>& hosts, const std::vector<double>& cdfBytes,
-                 const std::vector<double>& cdfProb, double load, double until, uint64_t seed) {
-    m_hosts = hosts; m_x = cdfBytes; m_p = cdfProb; m_load = load; m_until = until; m_seed = seed;
-    double mean = 0;
-    for (size_t i = 1; i < m_x.size(); ++i) mean += (m_p[i] - m_p[i - 1]) * (m_x[i] + m_x[i - 1]) / 2;
-    m_mean = mean;
-  }
-  double MeanBytes() const { return m_mean; }
-  void Start() {
-    for (uint32_t h : m_hosts) Next(h);
-  }
-  uint32_t Started() const { return m_started; }
-
- private:
-  double Uniform() { return (Rng64(m_seed) >> 11) * (1.0 / 9007199254740992.0); }
-  void Next(uint32_t h) {
-    SimNet& net = SimNet::Get();
-    double lambda = m_load * (double)net.lineRate[h] / (8.0 * m_mean);   // flows per second
-    double gap = -std::log(1.0 - Uniform()) / lambda;
-    double at = ns3::Simulator::Now().GetSeconds() + gap;
-    if (at >= m_until) return;
-    ns3::Simulator::Schedule(ns3::Seconds(gap), &Background::Fire, this, h);
-  }
-  void Fire(uint32_t h) {
-    SimNet& net = SimNet::Get();
-    uint32_t dst = m_hosts[Rng64(m_seed) % m_hosts.size()];
-    if (dst == h) dst = m_hosts[(std::find(m_hosts.begin(), m_hosts.end(), h) - m_hosts.begin() + 1) % m_hosts.size()];
-    double u = Uniform(), size = m_x.back();
-    for (size_t i = 1; i < m_x.size(); ++i) {
-      if (u <= m_p[i]) {
-        double f = m_p[i] > m_p[i - 1] ? (u - m_p[i - 1]) / (m_p[i] - m_p[i - 1]) : 1.0;
-        size = m_x[i - 1] + f * (m_x[i] - m_x[i - 1]);
-        break;
-      }
-    }
-    uint32_t id = net.Add(h, dst, std::max<uint64_t>(1, (uint64_t)size), 0, 2, false, 0.0);
-    m_started++;
-    net.hosts[h]->StartTransfer(id);
-    Next(h);
-  }
-  std::vector<uint32_t> m_hosts;
-  std::vector<double> m_x, m_p;
-  double m_load = 0, m_until = 0, m_mean = 1;
-  uint64_t m_seed = 1;
-  uint32_t m_started = 0;
-};
-
-// Python-side helpers (cppyy): build and read without touching per-packet paths.
-inline ns3::Ptr<DlcpHost> NewHost(ns3::Ptr<ns3::Node> node, uint32_t index) {
-  auto h = ns3::CreateObject<DlcpHost>();
-  h->Setup(index, 1);
-  node->AddApplication(h);
-  h->SetStartTime(ns3::Seconds(0));
-  SimNet::Get().hosts.push_back(h);
-  return h;
-}
-inline void ScheduleTransfer(uint32_t id, double at) {
-  SimNet& net = SimNet::Get();
-  ns3::Simulator::Schedule(ns3::Seconds(at), &DlcpHost::StartTransfer, net.hosts[net.transfers[id].src], id);
-}
-inline SimNet& Net() { return SimNet::Get(); }
 
 }  // namespace dlcpsim

@@ -1,0 +1,140 @@
+// sim_net.h -- what every end host of a dlcp-sim run shares: the transfer records the run reports,
+// the transports' knobs, and the run's registry of hosts and transfers (SimNet).
+//
+// Why this file exists: the DLCP transport (dlcp_transport.h), the TCP path (tcp_path.h), the
+// pFabric-like transport (pfabric_transport.h) and the workloads (workloads.h) all record into the
+// same transfers and read the same knobs; Python (simulation/job.py, scenario.py) fills SimNet
+// before Simulator::Run and reads it after. Compiled first of the host headers
+// (simulation/switch_model/__init__.py), after dlcp_switch.h and pfabric_queue.h.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "ns3/core-module.h"
+#include "ns3/network-module.h"
+#include "ns3/internet-module.h"
+
+namespace dlcpsim {
+
+constexpr uint8_t kMsgProbe = 1, kMsgBitmap = 2, kMsgDone = 3, kMsgControl = 4;   // protocol.py MSG_*
+constexpr uint8_t kFlagRetx = 0x20, kFlagPull = 0x10;
+constexpr uint8_t kSubOpen = 1, kSubEcnEcho = 2, kSubGrant = 4, kSubAck = 5;   // protocol.py CTRL_*
+constexpr uint16_t kTcpPort = 5000;
+constexpr uint32_t kElem = 4;                 // float32
+
+// One transfer (a gradient push, a parameter pull, a background flow): what the run reports.
+struct TransferRec {
+  uint32_t src = 0, dst = 0;                  // host indices
+  uint64_t bytes = 0;
+  uint8_t layer = 0;
+  uint8_t kind = 0;                           // 0 gradient push, 1 parameter pull, 2 background
+  bool dlcp = false;
+  double lossBound = 0;
+  double start = -1, end = -1;                // s; end = receiver complete
+  uint32_t packets = 0, critical = 0, droppable = 0;
+  uint32_t sent = 0, retx = 0, probes = 0, rounds = 0, zeroFilled = 0, ceMarks = 0;
+  int32_t iteration = -1;
+};
+
+// Knobs of the DLCP transport in simulated time (host_agent's defaults scaled to the fabric).
+struct TransportConfig {
+  double criticalShare = 0.05;                // TagPolicy.critical_share
+  uint8_t protectedMag = 12;                  // TagPolicy.protected_mag_class
+  uint32_t payload = 1448;                    // bytes of DATA payload (362 float32)
+  double rtoInit = 1e-3, rtoMin = 1e-3, rtoMax = 0.5;   // s (host_agent 20 ms / 0.5 s; TCP MinRto here)
+  double holdoff = 20e-6;                     // s: PROBE answered after DATA was quiet this long
+  double ecnEchoGap = 10e-6;                  // s: at most one ECN_ECHO per tensor per gap
+  double decreaseGap = 20e-6;                 // s: at most one rate cut per gap (about one RTT)
+  double increaseInterval = 20e-6;            // s
+  double additiveFrac = 0.02;                 // of the rate set by the last cut ...
+  double additiveLineFrac = 0.05;             // ... or this share of the line rate, the larger
+  double minRateFrac = 0.01;                  // floor, as a share of the line rate
+  // receiver-driven admission (host_agent receiver.py / ratecontrol.GrantPacer / endpoint.py)
+  bool grants = true;                         // receivers grant (host_agent: when the link rate is known)
+  double grantShare = 0.93;                   // GRANT_SHARE: of the receiver's link, split over active senders
+  uint32_t windowPackets = 40;                // WINDOW_PACKETS: all granted senders together in flight ...
+  uint32_t windowMin = 4;                     // WINDOW_MIN: ... but each at least this many
+  uint32_t ackEvery = 4;                      // ACK_EVERY: CONTROL/ACK after this many DATA from a sender
+  uint32_t unscheduled = 4;                   // UNSCHEDULED_PACKETS before the GRANT answering an OPEN
+  double grantIdle = 500e-6;                  // s (host_agent GRANT_IDLE 0.5 s): sender no longer active
+  double grantTick = 20e-6;                   // s (GRANT_TICK 20 ms): check for senders gone quiet
+  double grantBurstS = 2e-6;                  // s of the grant a destination's bucket holds (GRANT_BURST_S 2 ms) ...
+  double grantBurstMin = 3000;                // ... but at least this many bytes (GRANT_BURST_MIN: two packets)
+  double grantFloor = 1e4;                    // bytes/s (GRANT_FLOOR)
+  double grantWaitMin = 1e-3;                 // s (GRANT_WAIT_MIN 0.1 s): no GRANT within max(this, 2 RTO): go on
+  double writeOffMin = 1e-3;                  // s (WRITE_OFF_MIN 0.1 s): closed window unacknowledged this long: lost
+  double writeOffRtos = 2;                    // ... or this many RTOs, the longer (host_agent: 2)
+  // Not in host_agent: a round's answer also writes off exactly that transfer's lost packets (sent -
+  // received by the BITMAP/DONE), even while another transfer to the receiver is sending; without
+  // it, overlapping transfers to one receiver (a PS job's groups) wait for the timer above
+  bool writeOffPerTransfer = true;
+  // Not in host_agent: any GRANT from a receiver answers every transfer to it whose OPEN went out
+  // before (the grant is per sender, so it is current for all of them); host_agent waits for the
+  // GRANT naming the tensor, and a lost OPEN (a 572:1 incast of OPENs into one 64-packet control
+  // queue at 143 workers x 4 groups) then costs the grant wait, max(1 ms, 2 RTO), per transfer
+  bool grantAnswersAll = true;
+  // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
+  // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
+  bool pfabric = false;
+  uint32_t pfWindow = 12;                     // packets: initial window = one bandwidth-delay product
+  double pfRto = 45e-6;                       // s: fixed retransmission timeout (about 3 RTTs)
+  uint32_t pfProbeAfter = 5;                  // consecutive timeouts before probe mode (one packet per RTO)
+};
+
+// Defaults every run of this process starts from (as ns-3's Config::SetDefault): ablations change
+// them before a run (simulation/switch_model/transport_knobs.py), SimNet::Reset copies them.
+inline TransportConfig& TransportDefaults() { static TransportConfig c; return c; }
+inline void ResetTransportDefaults() { TransportDefaults() = TransportConfig(); }
+
+class DlcpHost;
+
+// Everything of one run: hosts, transfers, the workload's completion hook.
+class SimNet {
+ public:
+  static SimNet& Get() { static SimNet net; return net; }
+  void Reset() { *this = SimNet(); }
+  std::vector<ns3::Ptr<DlcpHost>> hosts;
+  std::vector<uint32_t> addr;                 // host index -> IPv4
+  std::vector<uint64_t> lineRate;             // host index -> bps
+  std::vector<TransferRec> transfers;
+  std::function<void(uint32_t)> onDone;       // receiver completed transfer id
+  TransportConfig cfg = TransportDefaults();
+  uint64_t dataPackets = 0, ctrlPackets = 0;
+  uint64_t grantsSent = 0, acksSent = 0, grantsMissed = 0, windowStalls = 0, writeOffs = 0;
+  uint64_t pfData = 0, pfRetx = 0, pfTimeouts = 0;
+  uint32_t activeSendersMax = 0;
+
+  uint32_t Add(uint32_t src, uint32_t dst, uint64_t bytes, uint8_t layer, uint8_t kind, bool dlcp, double p) {
+    TransferRec r;
+    r.src = src; r.dst = dst; r.bytes = bytes; r.layer = layer; r.kind = kind; r.dlcp = dlcp; r.lossBound = p;
+    transfers.push_back(r);
+    return (uint32_t)transfers.size() - 1;
+  }
+  void Complete(uint32_t id) {
+    TransferRec& r = transfers[id];
+    if (r.end >= 0) return;
+    r.end = ns3::Simulator::Now().GetSeconds();
+    if (onDone) onDone(id);
+  }
+  uint32_t HostOf(uint32_t ip) const {
+    for (uint32_t i = 0; i < addr.size(); ++i) if (addr[i] == ip) return i;
+    return UINT32_MAX;
+  }
+};
+
+inline uint64_t Rng64(uint64_t& s) {          // splitmix64: deterministic per transfer
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+inline uint32_t Get32(const uint8_t* p) { return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]; }
+
+}  // namespace dlcpsim
