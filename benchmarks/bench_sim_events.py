@@ -60,33 +60,22 @@ def _traffic(ns, nodes, hosts: list[str], host_ip: dict[str, int], sim_s: float)
 
 
 def _baseline(ns, topo, total_buffer: int) -> tuple[dict, dict]:
-    """Stock ns-3: the same links, FifoQueueDisc everywhere, Ipv4GlobalRouting."""
-    from simulation.scenario import HOST_QUEUE_PACKETS, _rate
+    """Stock ns-3: the same links (scenario.build_links), FifoQueueDisc everywhere, Ipv4GlobalRouting."""
+    from simulation.scenario import build_links, use_scheduler
 
     ns.Simulator.Destroy()
+    use_scheduler(ns)
     ns.Config.Reset()
     ns.Config.SetDefault("ns3::DropTailQueue<Packet>::MaxSize", ns.QueueSizeValue(ns.QueueSize("1p")))
     ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(1448))
     nodes = {name: ns.CreateObject[ns.Node]() for name in topo.hosts + topo.switches}
-    stack = ns.InternetStackHelper()
-    for node in nodes.values():
-        stack.Install(node)
-    p2p, addr, host_ip = ns.PointToPointHelper(), ns.Ipv4AddressHelper(), {}
-    for i, link in enumerate(topo.links):
-        p2p.SetDeviceAttribute("DataRate", ns.StringValue(_rate(link.rate_bps)))
-        p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(link.delay_ns)))
-        devs = p2p.Install(nodes[link.a], nodes[link.b])
-        addr.SetBase(ns.Ipv4Address(f"10.{1 + i // 256}.{i % 256}.0"), ns.Ipv4Mask("255.255.255.0"))
-        ifaces = addr.Assign(devs)
-        for side, name in enumerate((link.a, link.b)):
-            dev = devs.Get(side)
-            tch = ns.TrafficControlHelper()
-            tch.Uninstall(dev)
-            size = HOST_QUEUE_PACKETS if name in topo.hosts else total_buffer
-            tch.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{size}p")))
-            tch.Install(dev)
-            if name in topo.hosts:
-                host_ip[name] = ifaces.GetAddress(side).Get()
+
+    def fifo(dev, _link) -> None:
+        tch = ns.TrafficControlHelper()
+        tch.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{total_buffer}p")))
+        tch.Install(dev)
+
+    _, host_ip = build_links(ns, topo, nodes, fifo)
     ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
     return nodes, host_ip
 

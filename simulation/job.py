@@ -25,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from controller.netconfig import Policy
-from simulation.scenario import build_network, switch_counters
+from simulation.scenario import build_network, fabric_timer_floor_s, switch_counters
 from simulation.topology import Topology
 from simulation.workload import PsWorkload
 
@@ -58,7 +58,7 @@ class JobSpec:
     background_until_s: float | None = None  # no new background flow after (default: max_sim_s)
     progress: bool = True
     holdoff_s: float = 20e-6
-    rto_min_s: float = 1e-3
+    rto_min_s: float | None = None          # DLCP's RTO floor; None: the fabric's (scenario.fabric_timer_floor_s)
     flows: list[tuple[int, int, int, float, int]] = field(default_factory=list)  # (src, dst, bytes, start, layer): one-shot gradients
     collective: str = "ps"                  # the default job of ``workload``: PS on h0 <- all, or a ring of all
     jobs: list[JobDef] = field(default_factory=list)     # explicit jobs (then ``workload`` is ignored)
@@ -97,7 +97,10 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
     simnet.Reset()
     cfg = simnet.cfg
     cfg.holdoff = spec.holdoff_s
-    cfg.rtoInit = cfg.rtoMin = spec.rto_min_s
+    floor = fabric_timer_floor_s(topo, policy)     # TCP's MinRto on this fabric too (build_network)
+    cfg.rtoInit = cfg.rtoMin = spec.rto_min_s if spec.rto_min_s is not None else floor
+    if spec.rto_min_s is None:      # host_agent's Linux-timer floors (1 ms here) become the fabric's; lower knobs stay
+        cfg.writeOffMin, cfg.grantWaitMin = min(cfg.writeOffMin, floor), min(cfg.grantWaitMin, floor)
     for name, value in spec.transport.items():
         if not hasattr(cfg, name):
             raise ValueError(f"JobSpec.transport: TransportConfig has no field '{name}'")

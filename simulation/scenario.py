@@ -24,22 +24,25 @@ from __future__ import annotations
 import multiprocessing
 import random
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from controller.netconfig import Policy
 from simulation import switch_model
 from simulation.policy import thresholds_for_rate
-from simulation.topology import Topology, next_hops
+from simulation.topology import Link, Topology, next_hops
 
 MODES = ("dlcp", "tcp-newreno", "tcp-cubic", "dctcp", "pfabric")
 TCP_TYPE = {"dlcp": "TcpNewReno", "tcp-newreno": "TcpNewReno", "tcp-cubic": "TcpCubic", "dctcp": "TcpDctcp",
             "pfabric": "TcpNewReno"}
 DLCP_PORT = 9290
 PAYLOAD = 1448               # bytes of DLCP payload / TCP segment: 1500-byte IP packets
-TCP_MIN_RTO_US = 1000        # same for every TCP variant, on datacenter-speed fabrics
+TCP_MIN_RTO_US = 1000        # the cap of the fabric timer floor (fabric_timer_floor_s): every TCP variant and DLCP
 LINUX_MIN_RTO_US = 200_000   # what the Mininet hosts' Linux TCP uses: fabrics with a link below 1 Gbit/s
+DELACK_PER_MIN_RTO = 5       # Linux: delayed-ACK timer 40 ms, minimum RTO 200 ms (TCP_DELACK_MIN, TCP_RTO_MIN)
 HOST_QUEUE_PACKETS = 100_000
+SCHEDULER = "ns3::CalendarScheduler"   # not ns-3's default MapScheduler: same events, faster (use_scheduler)
 
 
 @dataclass
@@ -134,8 +137,99 @@ def _longest_host_path(topo: Topology) -> int:
     return max(dist[h] for h in topo.hosts)
 
 
+def fabric_timer_floor_s(topo: Topology, policy: Policy) -> float:
+    """The floor of every retransmission timer on this fabric, the same for TCP's ``MinRto`` (every
+    variant, DCTCP included) and DLCP's RTO, write-off and grant wait (simulation.job): the fabric's
+    longest round trip without a loss (base RTT over the longest host-to-host path plus a full
+    switch buffer, queues x queue_depth packets, drained at every switch port of that path, for the
+    data and again for its ACK), capped at TCP_MIN_RTO_US. Below it a timer could fire for a
+    packet that is only queued; above it every timeout waits longer than any packet can take. On
+    paper-144 (100/400 Gbit/s) it is 193 µs (21 base RTTs); on the 10 Gbit/s presets the lossless
+    RTT (3.7 ms) is above the cap, which keeps 1 ms there."""
+    buffer_bits = policy.queues * policy.queue_depth * 1500 * 8
+    path = _longest_host_path_links(topo)
+    base = 2 * sum(lk.delay_ns * 1e-9 + 1500 * 8 / lk.rate_bps for lk in path)
+    drain = sum(buffer_bits / lk.rate_bps for lk in path[1:])         # every egress port but the sender's NIC
+    return min(TCP_MIN_RTO_US * 1e-6, base + 2 * drain)
+
+
+def _longest_host_path_links(topo: Topology) -> list[Link]:
+    """The links of a shortest path from h0 to the host farthest from it, in order."""
+    nbr = topo.neighbours()
+    link_of = {}
+    for lk in topo.links:
+        link_of[(lk.a, lk.b)] = link_of[(lk.b, lk.a)] = lk
+    parent = {topo.hosts[0]: None}
+    order = [topo.hosts[0]]
+    for node in order:                      # BFS; the list grows while it is walked
+        for n in nbr[node]:
+            if n not in parent:
+                parent[n] = node
+                order.append(n)
+    far = max(topo.hosts, key=lambda h: (_depth(parent, h), topo.hosts.index(h)))
+    links = []
+    while parent[far] is not None:
+        links.append(link_of[(parent[far], far)])
+        far = parent[far]
+    return links[::-1]
+
+
+def _depth(parent: dict, node: str) -> int:
+    d = 0
+    while parent[node] is not None:
+        node, d = parent[node], d + 1
+    return d
+
+
 def _rate(bps: int) -> str:
     return f"{bps}bps"
+
+
+Port = Callable[[object, Link], None]
+
+
+def build_links(ns, topo: Topology, nodes: dict, switch_port: Port) -> tuple[dict[tuple[str, str], tuple[int, int]], dict[str, int]]:
+    """Install the internet stack on ``nodes`` and every link of ``topo`` (point-to-point, a /24
+    per link, a 1-packet device queue so the queue discs hold the buffer); host ports get a
+    HOST_QUEUE_PACKETS FIFO, each switch port ``switch_port(device, link)``. Returns the ends
+    ((node, neighbour) -> (interface, neighbour's address)) and every host's address. The one
+    place links are built: dlcp-sim's fabric and the benchmark's stock-ns-3 baseline share it."""
+    stack = ns.InternetStackHelper()
+    for node in nodes.values():
+        stack.Install(node)
+    p2p = ns.PointToPointHelper()
+    addr = ns.Ipv4AddressHelper()
+    tch = ns.TrafficControlHelper()
+    ends: dict[tuple[str, str], tuple[int, int]] = {}
+    host_ip: dict[str, int] = {}
+    switches = set(topo.switches)
+    for i, link in enumerate(topo.links):
+        p2p.SetDeviceAttribute("DataRate", ns.StringValue(_rate(link.rate_bps)))
+        p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(link.delay_ns)))
+        devs = p2p.Install(nodes[link.a], nodes[link.b])
+        addr.SetBase(ns.Ipv4Address(f"10.{1 + i // 256}.{i % 256}.0"), ns.Ipv4Mask("255.255.255.0"))
+        ifaces = addr.Assign(devs)
+        for side, (name, other) in enumerate(((link.a, link.b), (link.b, link.a))):
+            dev = devs.Get(side)
+            ipv4 = nodes[name].GetObject[ns.Ipv4]()
+            ends[(name, other)] = (ipv4.GetInterfaceForDevice(dev), ifaces.GetAddress(1 - side).Get())
+            tch.Uninstall(dev)
+            if name in switches:
+                switch_port(dev, link)
+            else:
+                host_ip[name] = ifaces.GetAddress(side).Get()
+                fifo = ns.TrafficControlHelper()
+                fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
+                                      ns.QueueSizeValue(ns.QueueSize(f"{HOST_QUEUE_PACKETS}p")))
+                fifo.Install(dev)
+    return ends, host_ip
+
+
+def use_scheduler(ns, name: str | None = None) -> None:
+    """Make ``name`` (default SCHEDULER) the event scheduler of the simulator ns-3 creates next (call after
+    Simulator::Destroy, before anything is scheduled). Every ns-3 scheduler orders events by
+    (time, insertion number), so the choice changes speed, never the order of events."""
+    ns.GlobalValue.Bind("SchedulerType", ns.TypeIdValue(ns.TypeId.LookupByName(name or SCHEDULER)))
 
 
 @dataclass
@@ -156,6 +250,7 @@ def build_network(topo: Topology, policy: Policy, mode: str) -> Network:
         raise ValueError(f"unknown mode '{mode}' (known: {', '.join(MODES)})")
     ns, sim = switch_model.ns3()
     ns.Simulator.Destroy()                      # a fresh simulator for every run in this process
+    use_scheduler(ns)
     pf = pfabric_setting(topo)
     defaults = sim.TransportDefaults()          # what every SimNet::Reset of this run starts from
     defaults.pfabric = mode == "pfabric"
@@ -170,43 +265,25 @@ def build_network(topo: Topology, policy: Policy, mode: str) -> Network:
     ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(1 << 24))
     ns.Config.SetDefault("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))
     slow = min(link.rate_bps for link in topo.links) < 1_000_000_000
-    ns.Config.SetDefault("ns3::TcpSocketBase::MinRto",
-                         ns.TimeValue(ns.MicroSeconds(LINUX_MIN_RTO_US if slow else TCP_MIN_RTO_US)))
+    min_rto_ns = LINUX_MIN_RTO_US * 1000 if slow else round(fabric_timer_floor_s(topo, policy) * 1e9)
+    ns.Config.SetDefault("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.NanoSeconds(min_rto_ns)))
+    # delayed ACKs as Linux times them against its RTO floor (TCP_DELACK_MIN 40 ms = TCP_RTO_MIN 200 ms / 5):
+    # ns-3's default (200 ms) is >= MinRto, so a lone segment's ACK came after its RTO, every time, and
+    # cwnd never left one segment (the TCP stall of issue 13; docs/simulation.md "TCP baselines")
+    ns.Config.SetDefault("ns3::TcpSocket::DelAckTimeout", ns.TimeValue(ns.NanoSeconds(min_rto_ns // DELACK_PER_MIN_RTO)))
     ns.Config.SetDefault("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MicroSeconds(10)))
     if mode == "dctcp":
         ns.Config.SetDefault("ns3::TcpSocketBase::UseEcn", ns.StringValue("On"))
 
     nodes = {name: ns.CreateObject[ns.Node]() for name in topo.hosts + topo.switches}
-    stack = ns.InternetStackHelper()
-    for node in nodes.values():
-        stack.Install(node)
-    p2p = ns.PointToPointHelper()
-    addr = ns.Ipv4AddressHelper()
-    tch = ns.TrafficControlHelper()
-    ends: dict[tuple[str, str], tuple[int, int]] = {}      # (node, neighbour) -> (interface, neighbour's address)
-    host_ip: dict[str, int] = {}
     qdiscs: list = []
     total_buffer = policy.queues * policy.queue_depth
-    for i, link in enumerate(topo.links):
-        p2p.SetDeviceAttribute("DataRate", ns.StringValue(_rate(link.rate_bps)))
-        p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(link.delay_ns)))
-        devs = p2p.Install(nodes[link.a], nodes[link.b])
-        addr.SetBase(ns.Ipv4Address(f"10.{1 + i // 256}.{i % 256}.0"), ns.Ipv4Mask("255.255.255.0"))
-        ifaces = addr.Assign(devs)
-        for side, (name, other) in enumerate(((link.a, link.b), (link.b, link.a))):
-            dev = devs.Get(side)
-            ipv4 = nodes[name].GetObject[ns.Ipv4]()
-            ends[(name, other)] = (ipv4.GetInterfaceForDevice(dev), ifaces.GetAddress(1 - side).Get())
-            tch.Uninstall(dev)
-            if name in topo.switches:
-                buffer = pf.buffer_packets if mode == "pfabric" else total_buffer
-                qdiscs.append(_install_switch_qdisc(ns, sim, dev, policy, mode, link.rate_bps, buffer))
-            else:
-                host_ip[name] = ifaces.GetAddress(side).Get()
-                fifo = ns.TrafficControlHelper()
-                fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
-                                      ns.QueueSizeValue(ns.QueueSize(f"{HOST_QUEUE_PACKETS}p")))
-                fifo.Install(dev)
+
+    def switch_port(dev, link: Link) -> None:
+        buffer = pf.buffer_packets if mode == "pfabric" else total_buffer
+        qdiscs.append(_install_switch_qdisc(ns, sim, dev, policy, mode, link.rate_bps, buffer))
+
+    ends, host_ip = build_links(ns, topo, nodes, switch_port)
 
     static = ns.Ipv4StaticRoutingHelper()
     for host in topo.hosts:
