@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from controller.errors import ConfigError
@@ -41,6 +42,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--background-bytes", type=int, default=100_000)
     p.add_argument("--sim-ms", type=float, default=5.0, help="simulated time per mode (ms)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--parallel", type=int, default=1,
+                   help="ps-train, ring-train, ps-incast: runs (mode x load) at a time, each its own process "
+                        "(2 on a 2-core machine; results are the same as one at a time)")
     p.add_argument("--out", help="output directory (default results/sim-<preset>-<time>)")
     return p.parse_args(argv)
 
@@ -125,30 +129,39 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
         flows = [(index[f.src], index[f.dst], f.bytes, f.start_s, f.layer_class)
                  for f in ps_incast(topo, a.gradient_bytes, 0, 0, a.seed)]
     out = Path(a.out or f"results/sim-{a.preset}-{a.workload}-{time.strftime('%Y%m%d-%H%M%S')}")
-    runs = []
+    if a.parallel < 1:
+        print(f"dlcp-sim: --parallel: expected at least 1, got {a.parallel}", file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
-    for load in loads:
-        for mode in modes:
-            spec = JobSpec(work, cdf, a.background_cdf, load, a.loss_bound, a.seed, a.max_sim_ms / 1000,
-                           background_until_s=a.background_ms / 1000 if a.background_ms is not None else None,
-                           flows=flows, collective="ring" if a.workload == "ring-train" else "ps")
-            print(f"dlcp-sim: {a.preset} {a.workload} {mode} load {load} ...", flush=True)
-            r = run_job_fresh(topo, policy, mode, spec)
-            r.extra["load"] = load
-            s = job_report.summary(r)
-            print(f"dlcp-sim: {mode} load {load}: iteration mean {s['iteration']['mean_ms']} ms "
-                  f"({s['iteration']['iterations']} closed); gradient FCT mean {s['gradient']['mean_us']} µs "
-                  f"p99 {s['gradient']['p99_us']} µs ({s['gradient']['completed']}/{s['gradient']['flows']}); "
-                  f"{r.events:,} events in {r.run_wall_s:.1f} s Run ({s['events_per_s']:,}/s), build "
-                  f"{r.build_wall_s:.1f} s, {s['max_rss_mb']} MB", flush=True)
-            runs.append(r)
+
+    def one(pair: tuple[float, str]):
+        load, mode = pair
+        spec = JobSpec(work, cdf, a.background_cdf, load, a.loss_bound, a.seed, a.max_sim_ms / 1000,
+                       background_until_s=a.background_ms / 1000 if a.background_ms is not None else None,
+                       flows=flows, collective="ring" if a.workload == "ring-train" else "ps",
+                       progress=a.parallel == 1)
+        print(f"dlcp-sim: {a.preset} {a.workload} {mode} load {load} ...", flush=True)
+        r = run_job_fresh(topo, policy, mode, spec)
+        r.extra["load"] = load
+        s = job_report.summary(r)
+        print(f"dlcp-sim: {mode} load {load}: iteration mean {s['iteration']['mean_ms']} ms "
+              f"({s['iteration']['iterations']} closed); gradient FCT mean {s['gradient']['mean_us']} µs "
+              f"p99 {s['gradient']['p99_us']} µs ({s['gradient']['completed']}/{s['gradient']['flows']}); "
+              f"{r.events:,} events in {r.run_wall_s:.1f} s Run ({s['events_per_s']:,}/s), build "
+              f"{r.build_wall_s:.1f} s, {s['max_rss_mb']} MB", flush=True)
+        return r
+
+    pairs = [(load, mode) for load in loads for mode in modes]
+    with ThreadPoolExecutor(max_workers=a.parallel) as pool:     # each run_job_fresh is its own process
+        runs = list(pool.map(one, pairs))
     what = (f"{'ring all-reduce over every host' if a.workload == 'ring-train' else 'PS'} job of {a.model} x {a.scale:g} ({work.bytes_per_worker:,} B of gradients per worker per "
             f"iteration in {len(work.group_bytes)} groups), {a.iterations} iterations, compute ratio "
             f"{a.compute_ratio}" if work else f"{len(flows)} gradient flows of {a.gradient_bytes} B into h0")
     header = (f"# dlcp-sim {a.preset}: {a.workload}\n\n{topo.description}. Policy: {policy.source}. {what}; "
               f"background {a.background_cdf} at loads {loads} of each host link"
               f"{f' for the first {a.background_ms} ms' if a.background_ms is not None else ''}; DLCP loss bound "
-              f"{a.loss_bound}; seed {a.seed}. Whole command {time.perf_counter() - t0:.0f} s wall.")
+              f"{a.loss_bound}; seed {a.seed}. Whole command {time.perf_counter() - t0:.0f} s wall, {a.parallel} run(s) "
+              f"at a time.")
     report = job_report.write(out, runs, header)
     print(f"dlcp-sim: wrote {report}")
     return 0
