@@ -10,6 +10,11 @@ NewReno) simulated for the same time twice per trial, trials interleaved:
   ``dlcp``): DlcpQueueDisc (8 strict-priority bands, priority map, per-(queue, magnitude)
   drop/ECN lookups) and DlcpRouting (per-flow CRC hash over ECMP members) on every switch port.
 
+A third run per trial, model-map, is the model under ns-3's default MapScheduler (dlcp-sim's old
+code path): the model's events per CPU second over model-map's is what scenario.SCHEDULER buys
+(the event counts must be identical: every ns-3 scheduler orders by time, then insertion; --preset
+paper-144 shows it at the scale where it matters: many pending events).
+
 The figure is the model's events per CPU second over the baseline's (median of the per-trial
 ratios): ns-3's own event count (Simulator::GetEventCount) over the process CPU time of
 Simulator::Run (C++ only: no Python runs during it). CPU time, not wall time, because on the
@@ -21,7 +26,7 @@ the per-packet decision costs about what a FIFO and a global route cost; a ratio
 would say the model's C++ is the bottleneck of large runs. The ns-3 import and model compile
 (20-60 s) are paid once and reported apart.
 
-    .venv/bin/python benchmarks/bench_sim_events.py [--sim-ms 3] [--trials 3] [--quick [--with-ns3]]
+    .venv/bin/python benchmarks/bench_sim_events.py [--sim-ms 3] [--trials 3] [--preset small-16] [--quick [--with-ns3]]
 
 Needs the ns3 wheel (make test installs it); says so and exits 0 where it is absent.
 """
@@ -41,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 from benchmode import add_quick_flag, announce  # noqa: E402
 
 SINK_PORT = 6000
+OLD_SCHEDULER = "ns3::MapScheduler"      # ns-3's default, what dlcp-sim used before scenario.SCHEDULER
 
 
 def _traffic(ns, nodes, hosts: list[str], host_ip: dict[str, int], sim_s: float) -> None:
@@ -92,7 +98,8 @@ def _run(ns, sim_s: float) -> tuple[int, float, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sim-ms", type=float, default=3.0, help="simulated time per run (ms)")
-    ap.add_argument("--trials", type=int, default=3, help="interleaved baseline/model pairs")
+    ap.add_argument("--trials", type=int, default=3, help="interleaved baseline/model/model-map triples")
+    ap.add_argument("--preset", default="small-16", help="fabric (simulation.topology presets), e.g. paper-144")
     ap.add_argument("--with-ns3", action="store_true", help="with --quick: run the ns-3 part too (tiny)")
     add_quick_flag(ap)
     a = ap.parse_args(argv)
@@ -110,28 +117,31 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from simulation import switch_model
     from simulation.policy import FABRIC_POLICY, load_policy
-    from simulation.scenario import build_network
+    from simulation.scenario import SCHEDULER, build_network
     from simulation.topology import preset
 
     t0 = time.perf_counter()
     ns, _ = switch_model.ns3()
     print(f"ns-3 import + model compile: {time.perf_counter() - t0:.1f} s (once)")
-    topo = preset("small-16")
+    topo = preset(a.preset)
     policy = load_policy(FABRIC_POLICY)
     sim_s = a.sim_ms / 1000
-    rates: dict[str, list[float]] = {"baseline": [], "model": []}
-    walls: dict[str, list[float]] = {"baseline": [], "model": []}
+    kinds = ("baseline", "model", "model-map")
+    rates: dict[str, list[float]] = {k: [] for k in kinds}
+    walls: dict[str, list[float]] = {k: [] for k in kinds}
+    counts: dict[str, list[int]] = {k: [] for k in kinds}
     for trial in range(a.trials):
-        for which in ("baseline", "model"):
+        for which in kinds:
             if which == "baseline":
                 nodes, host_ip = _baseline(ns, topo, policy.queues * policy.queue_depth)
             else:
-                net = build_network(topo, policy, "dlcp")
+                net = build_network(topo, policy, "dlcp", OLD_SCHEDULER if which == "model-map" else None)
                 nodes, host_ip = net.nodes, net.host_ip
             _traffic(ns, nodes, topo.hosts, host_ip, sim_s)
             events, wall, cpu = _run(ns, sim_s)
             rates[which].append(events / cpu)
             walls[which].append(events / wall)
+            counts[which].append(events)
             print(f"trial {trial + 1} {which:8s}: {events:>9,} events, {cpu:6.2f} s CPU = {events / cpu:>10,.0f} "
                   f"events/CPU-s ({wall:6.2f} s wall = {events / wall:>10,.0f} events/s)")
             ns.Simulator.Destroy()
@@ -142,6 +152,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ratio model / baseline (median of trials): {statistics.median(pairs):.2f}x CPU "
           f"[{', '.join(f'{x:.2f}' for x in pairs)}], {statistics.median(wall_pairs):.2f}x wall "
           f"[{', '.join(f'{x:.2f}' for x in wall_pairs)}]  ({a.trials} interleaved trials, {a.sim_ms:g} ms simulated each)")
+    # the scheduler: the same model, the same traffic, ns-3's default MapScheduler (the old code path) against
+    # SCHEDULER; events must match (schedulers order by time, then insertion), so CPU time per event is compared
+    sched = [m / o for m, o in zip(rates["model"], rates["model-map"], strict=True)]
+    same = counts["model"] == counts["model-map"]
+    print(f"ratio {SCHEDULER} / {OLD_SCHEDULER} (model, median of trials): {statistics.median(sched):.2f}x "
+          f"events/CPU-s [{', '.join(f'{x:.2f}' for x in sched)}]; event counts "
+          f"{'identical' if same else 'DIFFER: ' + str(counts['model']) + ' vs ' + str(counts['model-map'])}")
     return 0
 
 

@@ -140,7 +140,7 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
                        background_until_s=a.background_ms / 1000 if a.background_ms is not None else None,
                        flows=flows, collective="ring" if a.workload == "ring-train" else "ps",
                        progress=a.parallel == 1)
-        print(f"dlcp-sim: {a.preset} {a.workload} {mode} load {load} ...", flush=True)
+        print(f"dlcp-sim: {a.preset} {a.workload} {mode} load {load} ...\n", end="", flush=True)  # one write: threads
         r = run_job_fresh(topo, policy, mode, spec)
         r.extra["load"] = load
         s = job_report.summary(r)
@@ -148,7 +148,7 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
               f"({s['iteration']['iterations']} closed); gradient FCT mean {s['gradient']['mean_us']} µs "
               f"p99 {s['gradient']['p99_us']} µs ({s['gradient']['completed']}/{s['gradient']['flows']}); "
               f"{r.events:,} events in {r.run_wall_s:.1f} s Run ({s['events_per_s']:,}/s), build "
-              f"{r.build_wall_s:.1f} s, {s['max_rss_mb']} MB", flush=True)
+              f"{r.build_wall_s:.1f} s, {s['max_rss_mb']} MB\n", end="", flush=True)
         return r
 
     pairs = [(load, mode) for load in loads for mode in modes]

@@ -144,7 +144,7 @@ def fabric_timer_floor_s(topo: Topology, policy: Policy) -> float:
     switch buffer, queues x queue_depth packets, drained at every switch port of that path, for the
     data and again for its ACK), capped at TCP_MIN_RTO_US. Below it a timer could fire for a
     packet that is only queued; above it every timeout waits longer than any packet can take. On
-    paper-144 (100/400 Gbit/s) it is 193 µs (21 base RTTs); on the 10 Gbit/s presets the lossless
+    paper-144 (100/400 Gbit/s) it is 193 µs (22 base RTTs of 8.6 µs); on the 10 Gbit/s presets the lossless
     RTT (3.7 ms) is above the cap, which keeps 1 ms there."""
     buffer_bits = policy.queues * policy.queue_depth * 1500 * 8
     path = _longest_host_path_links(topo)
@@ -243,14 +243,15 @@ class Network:
     routers: dict
 
 
-def build_network(topo: Topology, policy: Policy, mode: str) -> Network:
+def build_network(topo: Topology, policy: Policy, mode: str, scheduler: str | None = None) -> Network:
     """A fresh simulator with ``topo`` built for ``mode``: TCP defaults, links, switch queue discs,
-    host FIFOs, host default routes and DlcpRouting in every switch."""
+    host FIFOs, host default routes and DlcpRouting in every switch (events in ``scheduler``,
+    default SCHEDULER)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode '{mode}' (known: {', '.join(MODES)})")
     ns, sim = switch_model.ns3()
     ns.Simulator.Destroy()                      # a fresh simulator for every run in this process
-    use_scheduler(ns)
+    use_scheduler(ns, scheduler)
     pf = pfabric_setting(topo)
     defaults = sim.TransportDefaults()          # what every SimNet::Reset of this run starts from
     defaults.pfabric = mode == "pfabric"

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from simulation import cli
-from simulation.policy import load_policy, thresholds_for_rate
+from simulation.policy import load_policy, policy_for, thresholds_for_rate
+from simulation.scenario import fabric_timer_floor_s
 from simulation.topology import fat_tree, leaf_spine, next_hops, preset
 
 
@@ -76,12 +77,32 @@ def test_workload_bad_input_is_one_line(capsys, tmp_path) -> None:
                          (["--loads", "1.5"], "--loads: every load must be in [0, 1)"),
                          (["--model", "alexnet"], "--model: unknown profile 'alexnet'"),
                          (["--scale", "0"], "--scale: 0.0 outside (0, 1]"),
-                         (["--loss-bound", "1.2"], "--loss-bound: 1.2 outside [0, 1)")):
+                         (["--loss-bound", "1.2"], "--loss-bound: 1.2 outside [0, 1)"),
+                         (["--parallel", "0"], "--parallel: expected at least 1, got 0")):
         for workload in ("ps-train", "ring-train"):
             assert cli.main(["--workload", workload, "--out", str(tmp_path), *args]) == 2, (workload, args)
             err = capsys.readouterr().err
             assert err.count("\n") == 1 and needle in err, (workload, args, err)
     assert not any(tmp_path.iterdir())                      # nothing written
+
+
+def test_timer_floor_is_the_fabrics_lossless_round_trip_capped_at_1_ms() -> None:
+    """One floor for TCP's MinRto and DLCP's timers (scenario.fabric_timer_floor_s), by hand:
+    paper-144's longest path h0 -> leaf0 -> spine -> leaf8 -> h143 is 4 links of 1 µs; base RTT =
+    2 x (4 µs + 2 x 120 ns at 100 Gbit/s + 2 x 30 ns at 400 Gbit/s) = 8.60 µs; a full 512-packet
+    buffer drains in 15.36 µs at 400 Gbit/s (leaf up, spine down) and 61.44 µs at 100 Gbit/s (leaf
+    down to h143), for the data and for its ACK: 2 x 92.16 µs."""
+    fast = preset("paper-144")
+    policy = policy_for(min(lk.rate_bps for lk in fast.links), None)
+    assert policy.queues * policy.queue_depth == 512
+    assert fabric_timer_floor_s(fast, policy) == pytest.approx(8.60e-6 + 2 * 92.16e-6, rel=1e-6)
+    # one leaf (h0 -> leaf0 -> h15): base 2 x (2 µs + 2 x 120 ns) = 4.48 µs, one 61.44 µs drain each way
+    one_leaf = preset("scale-16")
+    assert fabric_timer_floor_s(one_leaf, policy) == pytest.approx(4.48e-6 + 2 * 61.44e-6, rel=1e-6)
+    # 10 Gbit/s with 512-packet buffers: 3 x 614 µs per way is above the cap, which keeps the old 1 ms
+    for name in ("small-16", "sweep-16", "mininet-demo"):
+        topo = preset(name)
+        assert fabric_timer_floor_s(topo, policy_for(min(lk.rate_bps for lk in topo.links), None)) == 1e-3
 
 
 def test_sweep_and_mininet_presets() -> None:
