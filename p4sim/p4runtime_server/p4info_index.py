@@ -148,9 +148,11 @@ class P4InfoIndex:
                               for m in p4info.direct_meters}
         self.registers = {}
         for r in p4info.registers:
+            # a struct cell (TNA ``Register<pair, _>``) travels as one bitstring, its fields
+            # packed first field high as the runtime keeps it: the width is their sum
             widths, _ = _bitwidth_of(r.type_spec, p4info.type_info)
             self.registers[r.preamble.id] = ObjectInfo(r.preamble.id, r.preamble.name, r.size,
-                                                       bitwidth=widths[0] if widths else 0)
+                                                       bitwidth=sum(widths))
         self.digests = {}
         for d in p4info.digests:
             widths, is_struct = _bitwidth_of(d.type_spec, p4info.type_info)
