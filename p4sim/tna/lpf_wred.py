@@ -28,9 +28,10 @@ shift-and-add arithmetic):
   are 0xff000000 cells); an unconfigured LPF passes its input through (SAMPLE, τ = 0).
 
 Simplifications, stated in docs/p4sim.md: p4sim computes ``e^(-Δt/τ)`` exactly in double
-precision where Tofino rounds ``Δt/τ`` to a power of two and uses a short Taylor series (a few
-per cent apart); times are p4sim's microsecond clock in ns; WRED's coin is Python's PRNG, not
-Tofino's LFSR.
+precision for the whole ``Δt``, where Tofino decays by the largest power-of-two multiple of ``τ``
+in ``Δt`` with a short Taylor series and carries the rest to the next update (single updates
+round differently); times are p4sim's microsecond clock in ns; WRED's coin is Python's PRNG,
+not Tofino's LFSR.
 """
 
 from __future__ import annotations
