@@ -133,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workload", default="resnet50", help="model profile (default resnet50)")
     p.add_argument("--scale", type=float, default=0.01, help="profile size factor (default 0.01)")
     p.add_argument("--iterations", type=int, default=1, help="all-reduces to run (default 1)")
-    p.add_argument("--buckets", type=int, default=4, help="gradient buckets reduced one by one, last first (default 4)")
+    p.add_argument("--buckets", type=int, default=4, help="gradient buckets, reduced last first (default 4)")
+    p.add_argument("--buckets-in-flight", type=int, default=1,
+                   help="buckets reduced at once, in every mode (default 1; gloo runs 2 worker threads)")
     p.add_argument("--save-npz", help="write the reduced gradients of the last iteration to this .npz")
     _schedule_args(p)
     p.set_defaults(func=cmd_allreduce)
@@ -346,6 +348,8 @@ def cmd_allreduce(args: argparse.Namespace) -> int:
         raise UserError(f"--rank {args.rank}: must be in 0..{len(peers) - 1}")
     if args.buckets < 1:
         raise UserError(f"--buckets {args.buckets}: must be >= 1")
+    if args.buckets_in_flight < 1:
+        raise UserError(f"--buckets-in-flight {args.buckets_in_flight}: must be >= 1")
     out = write_jsonl(args.out)
     wl = make_workload(args.workload, len(peers), args.scale, args.seed)
     compute = _compute(args, wl)
@@ -358,11 +362,12 @@ def cmd_allreduce(args: argparse.Namespace) -> int:
 
     if args.mode == "tcp":
         overlap.allreduce_worker_tcp(args.rank, peers, args.tcp_cc, wl, args.iterations, compute, args.overlap,
-                                     args.timeout, args.start_timeout, args.buckets, emit)
+                                     args.timeout, args.start_timeout, args.buckets, emit, args.buckets_in_flight)
     else:
         ep = make_endpoint(args, args.rank)
         overlap.allreduce_worker_udp(ep, args.rank, peers, wl, args.iterations, compute, args.overlap,
-                                     make_policy(args), args.mtu, args.timeout, args.buckets, emit)
+                                     make_policy(args), args.mtu, args.timeout, args.buckets, emit,
+                                     args.buckets_in_flight)
         ep.close(linger=0.5)
     if args.save_npz and last:
         np.savez(args.save_npz, last[0])

@@ -47,6 +47,8 @@ class CommStats:
     # wall-clock (time.time) start of each step: Mininet hosts share one clock, so the ranks' records
     # together show who waited for whom around the ring
     step_start_unix: list[float] = field(default_factory=list)
+    # the wire tensor id each step received (with several buckets in flight their steps interleave)
+    step_tensor_id: list[int] = field(default_factory=list)
 
     def add_send(self, h: SendHandle) -> None:
         self.bytes_sent += h.stats.bytes
@@ -72,6 +74,7 @@ class CommStats:
         self.step_recv_s += other.step_recv_s
         self.step_ack_s += other.step_ack_s
         self.step_start_unix += other.step_start_unix
+        self.step_tensor_id += other.step_tensor_id
 
     def loss_by_class(self) -> dict[str, float]:
         """Share of received-side packets missing at completion, per layer class."""
@@ -86,6 +89,7 @@ class CommStats:
             rec["ring_step_recv_ms"] = [round(t * 1e3, 1) for t in self.step_recv_s]
             rec["ring_step_ack_ms"] = [round(t * 1e3, 1) for t in self.step_ack_s]
             rec["ring_step_start_unix"] = [round(t, 4) for t in self.step_start_unix]
+            rec["ring_step_tensor_id"] = list(self.step_tensor_id)
         return rec
 
 

@@ -356,7 +356,11 @@ def ring_steps(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: 
 
 def allreduce_worker_udp(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], wl: Workload,
                          iterations: int, compute: ComputeModel, overlap: bool, policy: TagPolicy, mtu: int,
-                         timeout: float, n_buckets: int, emit: Callable[[IterationRecord, np.ndarray], None]) -> None:
+                         timeout: float, n_buckets: int, emit: Callable[[IterationRecord, np.ndarray], None],
+                         in_flight: int = 1) -> None:
+    """The ring all-reduce worker over DLCP: buckets reduced as backprop completes them, ``in_flight``
+    of them at once (the k-th bucket to be ready goes to slot k mod in_flight, as in
+    ``allreduce_worker_tcp``: each slot reduces its buckets one after the other)."""
     elems = [int(np.prod(s)) for s in wl.shapes]
     n = len(elems)
     groups = buckets_of(elems, n_buckets)
@@ -397,9 +401,9 @@ def allreduce_worker_udp(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int
         stats = CommStats()
         sends = []
 
-        def comm(it: int = it, ready: list[int] = ready, done_at: list = done_at,
+        def comm(slot: int, it: int = it, ready: list[int] = ready, done_at: list = done_at,
                  stats: CommStats = stats, flats: list = flats, sends: list = sends) -> Generator:
-            for k in range(len(groups)):
+            for k in range(slot, len(groups), in_flight):
                 yield lambda k=k: len(ready) > k
                 b = ready[k]
                 # layer class from the bucket's real position in the model (front = high), not the step
@@ -407,7 +411,8 @@ def allreduce_worker_udp(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int
                                       sends)
                 done_at[b] = time.perf_counter()
 
-        loop.spawn(comm())
+        for slot in range(min(in_flight, len(groups))):
+            loop.spawn(comm(slot))
         for layer in reversed(range(n)):
             gpu.run(compute.backward[layer])
             if overlap and layer == groups[bucket_of[layer]][0]:   # the bucket is complete in backprop order
@@ -650,24 +655,32 @@ def ps_server_tcp(bind: tuple[str, int], cc: str | None, wl: Workload, n_workers
 def allreduce_worker_tcp(rank: int, addrs: Sequence[tuple[str, int]], cc: str | None, wl: Workload,
                          iterations: int, compute: ComputeModel, overlap: bool, timeout: float,
                          start_timeout: float, n_buckets: int,
-                         emit: Callable[[IterationRecord, np.ndarray], None]) -> None:
-    from host_agent.tcp_baseline import TcpRing
-    ring = TcpRing(rank, addrs, timeout=start_timeout, congestion_control=cc)
+                         emit: Callable[[IterationRecord, np.ndarray], None], in_flight: int = 1) -> None:
+    """The ring all-reduce worker over TCP, Gloo-like: ``in_flight`` buckets at once, each slot with its
+    own connections and thread, as gloo's worker threads run one collective each; the k-th bucket to
+    be ready goes to slot k mod in_flight (as in ``allreduce_worker_udp``)."""
+    from host_agent.tcp_baseline import open_rings
+    rings = open_rings(rank, addrs, in_flight, timeout=start_timeout, congestion_control=cc)
     elems = [int(np.prod(s)) for s in wl.shapes]
     n = len(elems)
     groups = buckets_of(elems, n_buckets)
     bucket_of = {layer: b for b, g in enumerate(groups) for layer in g}
-    work: queue.Queue = queue.Queue()
+    works: list[queue.Queue] = [queue.Queue() for _ in rings]
     done = threading.Condition()
     done_at: dict[tuple[int, int], float] = {}
     errors: list[BaseException] = []
-    sent = [0]
+    sent = [0] * len(rings)
+    queued = [0]                       # buckets handed to the slots so far
 
-    def comm() -> None:
+    def put(item: tuple) -> None:
+        works[queued[0] % len(works)].put(item)
+        queued[0] += 1
+
+    def comm(slot: int) -> None:
         try:
-            while (item := work.get()) is not None:
+            while (item := works[slot].get()) is not None:
                 it, b, flat = item
-                sent[0] += ring.allreduce(flat).bytes_sent
+                sent[slot] += rings[slot].allreduce(flat).bytes_sent
                 with done:
                     done_at[(it, b)] = time.perf_counter()
                     done.notify_all()
@@ -676,7 +689,8 @@ def allreduce_worker_tcp(rank: int, addrs: Sequence[tuple[str, int]], cc: str | 
                 errors.append(exc)
                 done.notify_all()
 
-    threading.Thread(target=comm, daemon=True).start()
+    for slot in range(len(rings)):
+        threading.Thread(target=comm, args=(slot,), daemon=True).start()
 
     def wait_bucket(it: int, b: int) -> None:
         with done:
@@ -699,8 +713,8 @@ def allreduce_worker_tcp(rank: int, addrs: Sequence[tuple[str, int]], cc: str | 
         fwd_done = gpu.t
         if it:
             end = max(done_at[(it - 1, b)] for b in range(len(groups)))
-            stats = CommStats(bytes_sent=sent[0] - sent0)
-            sent0 = sent[0]
+            stats = CommStats(bytes_sent=sum(sent) - sent0)
+            sent0 = sum(sent)
             emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, end - comm_start, stats),
                  np.concatenate(flats))
         if it == iterations:
@@ -714,13 +728,15 @@ def allreduce_worker_tcp(rank: int, addrs: Sequence[tuple[str, int]], cc: str | 
             b = bucket_of[layer]
             if overlap and layer == groups[b][0]:
                 comm_start, first = (gpu.t if first else comm_start), False
-                work.put((it, b, flats[b]))
+                put((it, b, flats[b]))
         if not overlap:
             comm_start = gpu.t
             for b in reversed(range(len(groups))):
-                work.put((it, b, flats[b]))
+                put((it, b, flats[b]))
             for b in range(len(groups)):
                 wait_bucket(it, b)
             gpu.idle_until(max(done_at[(it, b)] for b in range(len(groups))))
-    work.put(None)
-    ring.close()
+    for w in works:
+        w.put(None)
+    for ring in rings:
+        ring.close()

@@ -63,6 +63,7 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
         r = ep.expect(left, iteration, tensor_id(s), tmp[recv_c])
         t0 = time.perf_counter()
         stats.step_start_unix.append(time.time())
+        stats.step_tensor_id.append(tensor_id(s))
         sends.append(ep.send(pack(chunk[send_c], s, policy, P.KIND_GRADIENT), right))
         yield [sends[-1], r] if wait_for_acks else [r]
         stats.step_recv_s.append(time.perf_counter() - t0)
@@ -75,6 +76,7 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
         r = ep.expect(left, iteration, tensor_id(step), chunk[recv_c])
         t0 = time.perf_counter()
         stats.step_start_unix.append(time.time())
+        stats.step_tensor_id.append(tensor_id(step))
         sends.append(ep.send(pack(chunk[send_c], step, gather_policy, P.KIND_PARAMETER), right))
         yield [sends[-1], r] if wait_for_acks else [r]
         stats.step_recv_s.append(time.perf_counter() - t0)

@@ -132,35 +132,20 @@ class TcpPSWorker:
 
 class TcpRing:
     """Ring all-reduce over TCP (the baseline of ``ring_allreduce``): rank r listens on
-    ``addrs[r]``, connects to its right neighbour, accepts its left one."""
+    ``addrs[r]``, connects to its right neighbour, accepts its left one. ``open_rings`` makes
+    several independent rings over one listener (one per bucket in flight, as gloo's threads)."""
 
     def __init__(self, rank: int, addrs: Sequence[tuple[str, int]], timeout: float = 60.0,
                  congestion_control: str | None = None) -> None:
-        self.rank, self.n = rank, len(addrs)
-        self.listener = socket.create_server(addrs[rank])
-        self.listener.settimeout(timeout)
-        right = addrs[(rank + 1) % self.n]
-        end = time.monotonic() + timeout
-        while True:                                   # the neighbour may not be listening yet
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            if congestion_control:                    # per socket, as users pick it (TCP_CONGESTION)
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion_control.encode())
-            sock.settimeout(timeout)
-            try:
-                sock.connect(right)
-                self.right = sock
-                break
-            except (ConnectionRefusedError, TimeoutError, OSError):
-                sock.close()
-                if time.monotonic() > end:
-                    raise TransportError(f"rank {(rank + 1) % self.n} at {right[0]}:{right[1]} never listened") from None
-                time.sleep(0.05)
-        self.left, _ = self.listener.accept()
-        for s in (self.right, self.left):
-            if congestion_control:
-                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion_control.encode())
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            s.settimeout(timeout)
+        ring = open_rings(rank, addrs, 1, timeout, congestion_control)[0]
+        self.rank, self.n, self.right, self.left, self.listener = ring.rank, ring.n, ring.right, ring.left, ring.listener
+
+    @classmethod
+    def _of(cls, rank: int, n: int, right: socket.socket, left: socket.socket,
+            listener: socket.socket | None) -> TcpRing:
+        ring = cls.__new__(cls)
+        ring.rank, ring.n, ring.right, ring.left, ring.listener = rank, n, right, left, listener
+        return ring
 
     def _exchange(self, send: np.ndarray, recv: np.ndarray) -> int:
         err: list[BaseException] = []
@@ -197,4 +182,58 @@ class TcpRing:
 
     def close(self) -> None:
         for s in (self.right, self.left, self.listener):
-            s.close()
+            if s is not None:
+                s.close()
+
+
+SLOT = struct.Struct("!H")            # first bytes on a ring connection: which ring it belongs to
+
+
+def _connect(addr: tuple[str, int], who: str, slot: int, timeout: float, cc: str | None) -> socket.socket:
+    end = time.monotonic() + timeout
+    while True:                                       # the neighbour may not be listening yet
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if cc:                                        # per socket, as users pick it (TCP_CONGESTION)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        sock.settimeout(timeout)
+        try:
+            sock.connect(addr)
+            sock.sendall(SLOT.pack(slot))
+            return sock
+        except (ConnectionRefusedError, TimeoutError, OSError):
+            sock.close()
+            if time.monotonic() > end:
+                raise TransportError(f"{who} at {addr[0]}:{addr[1]} never listened") from None
+            time.sleep(0.05)
+
+
+def open_rings(rank: int, addrs: Sequence[tuple[str, int]], count: int, timeout: float = 60.0,
+               congestion_control: str | None = None) -> list[TcpRing]:
+    """``count`` TCP rings among ``addrs`` (rank r listens on ``addrs[r]``): each has its own
+    connection to the right neighbour and from the left one, so they run in parallel threads."""
+    n = len(addrs)
+    listener = socket.create_server(addrs[rank])
+    listener.settimeout(timeout)
+    right_addr = addrs[(rank + 1) % n]
+    rights = [_connect(right_addr, f"rank {(rank + 1) % n}", slot, timeout, congestion_control)
+              for slot in range(count)]
+    lefts: dict[int, socket.socket] = {}
+    while len(lefts) < count:
+        conn, _ = listener.accept()
+        conn.settimeout(timeout)
+        head = bytearray(SLOT.size)
+        recv_exact(conn, memoryview(head))
+        (slot,) = SLOT.unpack(head)
+        if slot >= count or slot in lefts:
+            conn.close()
+            raise TransportError(f"rank {rank}: left neighbour opened ring {slot}, expected 0..{count - 1} once each")
+        lefts[slot] = conn
+    rings = []
+    for slot in range(count):
+        for s in (rights[slot], lefts[slot]):
+            if congestion_control:
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion_control.encode())
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.settimeout(timeout)
+        rings.append(TcpRing._of(rank, n, rights[slot], lefts[slot], listener if slot == 0 else None))
+    return rings
