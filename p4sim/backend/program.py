@@ -200,7 +200,10 @@ class CompiledProgram:
                 except (OSError, UnicodeEncodeError):
                     raise DeviceConfigError(f"device config: cannot store source {rel!r} "
                                             f"(a name used as both file and directory?)") from None
-            inc = sorted({os.path.dirname(os.path.join(tmp, r)) for r in sources})
+            # Each file's own directory, then the sources' common root: the program was compiled
+            # with that root on its include path when one file includes a sibling directory's
+            # (``#include "common/headers.p4"`` from ``tna_counter/tna_counter.p4``).
+            inc = [*sorted({os.path.dirname(os.path.join(tmp, r)) for r in sources}), tmp]
             try:
                 if doc.get("arch") in ("tna", "t2na"):      # a Tofino program (p4sim/tna)
                     from p4sim.tna.program import compile_tna

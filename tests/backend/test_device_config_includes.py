@@ -97,3 +97,14 @@ def test_unusable_source_names_are_refused_in_one_line(name):
     with pytest.raises(DeviceConfigError) as info:
         CompiledProgram.from_device_config(config({name: "x", "prog.p4": "y"}))
     assert "\n" not in str(info.value)
+
+
+@needs_frontend
+def test_a_file_including_a_sibling_directory_resolves_from_the_sources_root():
+    """Laid out as the public open-p4studio examples are: ``tna_x/prog.p4`` includes
+    ``"common/value.p4"``, found on the compiler's include path (the sources' common root),
+    not beside ``prog.p4``. The push used to fail with "cannot open include file"."""
+    sources = {"tna_x/prog.p4": BODY.replace("{include}", '#include "common/value.p4"'),
+               "common/value.p4": "const bit<9> PORT = 3;\n"}
+    program = CompiledProgram.from_device_config(config(sources, main="tna_x/prog.p4"))
+    assert sorted(json.loads(program.device_config())["sources"]) == ["common/value.p4", "tna_x/prog.p4"]
