@@ -271,28 +271,21 @@ def test_tna_resubmit_carries_each_resubmit_type_to_the_second_pass(arch) -> Non
 # ---- tna_meter_lpf_wred: its PTF tests are control-plane round trips, run here over P4Runtime --------
 
 @pytest.fixture(scope="module")
-def lpf_wred_rig(tmp_path_factory):
-    """A p4sim switch serving the program over P4Runtime. The program is pushed as a device
-    config, which carries its sources but not the compiler's include directories; the receiver
-    searches each source's own directory, so the copy puts the main file beside ``common/`` (the
-    files unchanged), where its ``#include "common/..."`` lines find them."""
-    rig = served(tmp_path_factory, "tna_meter_lpf_wred")
+def lpf_wred_rig():
+    """A p4sim switch serving the program over P4Runtime, pushed as a device config laid out as
+    the examples are (``tna_meter_lpf_wred/`` beside ``common/``)."""
+    rig = served("tna_meter_lpf_wred")
     yield rig
     rig.close()
 
 
-def served(tmp_path_factory, name: str):
+def served(name: str):
     """A P4Runtime rig (p4sim switch, gRPC server, primary client) running public program
-    ``name``, copied unchanged beside ``common/`` (see ``lpf_wred_rig``)."""
-    import shutil
-
+    ``name`` from its own directory, ``common/`` on the include path as the SDE's build has it."""
     from p4sim.tna.program import compile_tna
     from tests.dataplane.p4rt_rig import Rig
 
-    root = tmp_path_factory.mktemp(name)
-    shutil.copytree(PUBLIC / "common", root / "common")
-    shutil.copy(PUBLIC / name / f"{name}.p4", root)
-    return Rig(compile_tna(str(root / f"{name}.p4"), [], "tna"))
+    return Rig(compile_tna(str(PUBLIC / name / f"{name}.p4"), [str(PUBLIC)], "tna"))
 
 
 class P4:
@@ -568,7 +561,7 @@ def param_update(param_id: int, value: bytes, kind: int | None = None):
     return update
 
 
-def test_tna_register_register_params_are_written_by_the_control_plane(tmp_path_factory) -> None:
+def test_tna_register_register_params_are_written_by_the_control_plane() -> None:
     """Second half of tna_register's IndirectRegisterSyncTest, over P4Runtime: with ``test_reg``
     cell (lo, hi) and n packets the cell becomes (lo + n, hi + 100 n) (``test_asn`` 1,
     ``test_cdn`` 100000000); after the control plane sets ``test_cdn`` 100 and ``test_asn`` 10,
@@ -581,7 +574,7 @@ def test_tna_register_register_params_are_written_by_the_control_plane(tmp_path_
     from controller.errors import WriteError
     from p4sim.tna import extern_messages as xm
 
-    rig = served(tmp_path_factory, "tna_register")
+    rig = served("tna_register")
     try:
         p4 = P4(rig)
         (ext,) = [e for e in p4.info.externs if e.extern_type_id == xm.REGISTER_PARAM_TYPE_ID]
@@ -660,7 +653,7 @@ def port_md_update(pm_id: int, kind: int, port: int, data: bytes | None = None):
     return update
 
 
-def test_tna_resubmit_port_metadata_comes_from_the_control_plane_table(tmp_path_factory) -> None:
+def test_tna_resubmit_port_metadata_comes_from_the_control_plane_table() -> None:
     """tna_resubmit's NoResubmitTest with the port metadata written over P4Runtime into the
     ``$PORT_METADATA`` table (bf-p4c: type 0x90, keyed by ``ig_intr_md`` ingress port, data the
     ``port_metadata`` header): the parser's ``port_metadata_unpack`` finds (f1, f2), ``pass_one``
@@ -675,7 +668,7 @@ def test_tna_resubmit_port_metadata_comes_from_the_control_plane_table(tmp_path_
     from p4sim.tna import extern_messages as xm
 
     Update = p4runtime_pb2.Update
-    rig = served(tmp_path_factory, "tna_resubmit")
+    rig = served("tna_resubmit")
     try:
         p4 = P4(rig)
         (ext,) = [e for e in p4.info.externs if e.extern_type_id == xm.PORT_METADATA_TYPE_ID]
