@@ -10,10 +10,11 @@ NewReno) simulated for the same time twice per trial, trials interleaved:
   ``dlcp``): DlcpQueueDisc (8 strict-priority bands, priority map, per-(queue, magnitude)
   drop/ECN lookups) and DlcpRouting (per-flow CRC hash over ECMP members) on every switch port.
 
-A third run per trial, model-map, is the model under ns-3's default MapScheduler (dlcp-sim's old
-code path): the model's events per CPU second over model-map's is what scenario.SCHEDULER buys
-(the event counts must be identical: every ns-3 scheduler orders by time, then insertion; --preset
-paper-144 shows it at the scale where it matters: many pending events).
+A third run per trial, model-alt, is the model under ALT_SCHEDULER (CalendarScheduler) instead of
+dlcp-sim's scenario.SCHEDULER (ns-3's default MapScheduler, 4-6 % of a 144-host run's CPU in
+inserts): model-alt's events per CPU second over the model's is what switching would buy (the event
+counts must be identical: every ns-3 scheduler orders by time, then insertion; --preset paper-144
+runs it with many pending events).
 
 The figure is the model's events per CPU second over the baseline's (median of the per-trial
 ratios): ns-3's own event count (Simulator::GetEventCount) over the process CPU time of
@@ -46,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from benchmode import add_quick_flag, announce  # noqa: E402
 
 SINK_PORT = 6000
-OLD_SCHEDULER = "ns3::MapScheduler"      # ns-3's default, what dlcp-sim used before scenario.SCHEDULER
+ALT_SCHEDULER = "ns3::CalendarScheduler"   # the candidate against scenario.SCHEDULER (ns-3's default MapScheduler)
 
 
 def _traffic(ns, nodes, hosts: list[str], host_ip: dict[str, int], sim_s: float) -> None:
@@ -98,7 +99,7 @@ def _run(ns, sim_s: float) -> tuple[int, float, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sim-ms", type=float, default=3.0, help="simulated time per run (ms)")
-    ap.add_argument("--trials", type=int, default=3, help="interleaved baseline/model/model-map triples")
+    ap.add_argument("--trials", type=int, default=3, help="interleaved baseline/model/model-alt triples")
     ap.add_argument("--preset", default="small-16", help="fabric (simulation.topology presets), e.g. paper-144")
     ap.add_argument("--with-ns3", action="store_true", help="with --quick: run the ns-3 part too (tiny)")
     add_quick_flag(ap)
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     topo = preset(a.preset)
     policy = load_policy(FABRIC_POLICY)
     sim_s = a.sim_ms / 1000
-    kinds = ("baseline", "model", "model-map")
+    kinds = ("baseline", "model", "model-alt")
     rates: dict[str, list[float]] = {k: [] for k in kinds}
     walls: dict[str, list[float]] = {k: [] for k in kinds}
     counts: dict[str, list[int]] = {k: [] for k in kinds}
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             if which == "baseline":
                 nodes, host_ip = _baseline(ns, topo, policy.queues * policy.queue_depth)
             else:
-                net = build_network(topo, policy, "dlcp", OLD_SCHEDULER if which == "model-map" else None)
+                net = build_network(topo, policy, "dlcp", ALT_SCHEDULER if which == "model-alt" else None)
                 nodes, host_ip = net.nodes, net.host_ip
             _traffic(ns, nodes, topo.hosts, host_ip, sim_s)
             events, wall, cpu = _run(ns, sim_s)
@@ -152,13 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ratio model / baseline (median of trials): {statistics.median(pairs):.2f}x CPU "
           f"[{', '.join(f'{x:.2f}' for x in pairs)}], {statistics.median(wall_pairs):.2f}x wall "
           f"[{', '.join(f'{x:.2f}' for x in wall_pairs)}]  ({a.trials} interleaved trials, {a.sim_ms:g} ms simulated each)")
-    # the scheduler: the same model, the same traffic, ns-3's default MapScheduler (the old code path) against
-    # SCHEDULER; events must match (schedulers order by time, then insertion), so CPU time per event is compared
-    sched = [m / o for m, o in zip(rates["model"], rates["model-map"], strict=True)]
-    same = counts["model"] == counts["model-map"]
-    print(f"ratio {SCHEDULER} / {OLD_SCHEDULER} (model, median of trials): {statistics.median(sched):.2f}x "
+    # the scheduler: the same model, the same traffic, ALT_SCHEDULER against SCHEDULER (dlcp-sim's); events must
+    # match (schedulers order by time, then insertion), so CPU time per event is compared
+    sched = [o / m for m, o in zip(rates["model"], rates["model-alt"], strict=True)]
+    same = counts["model"] == counts["model-alt"]
+    print(f"ratio {ALT_SCHEDULER} / {SCHEDULER} (model, median of trials): {statistics.median(sched):.2f}x "
           f"events/CPU-s [{', '.join(f'{x:.2f}' for x in sched)}]; event counts "
-          f"{'identical' if same else 'DIFFER: ' + str(counts['model']) + ' vs ' + str(counts['model-map'])}")
+          f"{'identical' if same else 'DIFFER: ' + str(counts['model']) + ' vs ' + str(counts['model-alt'])}")
     return 0
 
 

@@ -42,7 +42,7 @@ TCP_MIN_RTO_US = 1000        # the cap of the fabric timer floor (fabric_timer_f
 LINUX_MIN_RTO_US = 200_000   # what the Mininet hosts' Linux TCP uses: fabrics with a link below 1 Gbit/s
 DELACK_PER_MIN_RTO = 5       # Linux: delayed-ACK timer 40 ms, minimum RTO 200 ms (TCP_DELACK_MIN, TCP_RTO_MIN)
 HOST_QUEUE_PACKETS = 100_000
-SCHEDULER = "ns3::CalendarScheduler"   # not ns-3's default MapScheduler: same events, faster (use_scheduler)
+SCHEDULER = "ns3::MapScheduler"   # ns-3's default; CalendarScheduler measured no faster (docs/performance.md)
 
 
 @dataclass
