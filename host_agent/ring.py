@@ -6,8 +6,10 @@ step must wait for is the previous step's RECEIVE. The first version also waited
 SEND to be acknowledged (the right neighbour's DONE), which costs every step at least one more
 one-way trip plus the receiver's completion on the far side, 2(N-1) times per bucket, and lets one
 slow acknowledgement stall the whole ring (measured in ``ecmp-collision``, issue 10, H10b: see
-/work/notes/h10b-experiments.md). Here the sends only have to be acknowledged before the
-iteration's record is written (``finish_sends``), so their retransmissions still count.
+docs/experiments.md, "The ring all-reduce in ecmp-collision"). Here the sends only have to be
+acknowledged before the iteration's record is written (``finish_sends``), so their retransmissions
+still count. Each step records the tensor id it received (``CommStats.step_tensor_id``), so the
+steps of several buckets in flight (``overlap.allreduce_worker_udp``) stay attributable.
 
 Reusing the chunk buffers while a send is unacknowledged is safe: ``packetize`` copies the
 payload, so a later retransmission sends what was sent first, whatever the buffer holds by then.
