@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -286,3 +288,11 @@ def test_tcp_rings_in_flight_run_in_parallel_and_each_sums_its_own_bucket():
         exact = sum(np.arange(1000, dtype=np.float32) * (r + 1) + 1000 * s for r in range(n))
         for r in range(n):
             np.testing.assert_array_equal(data[(r, s)], exact)
+
+
+def test_buckets_in_flight_below_one_is_a_one_line_error():
+    r = subprocess.run([sys.executable, "-m", "host_agent.cli", "allreduce", "--rank", "0", "--peers",
+                        "127.0.0.1:1,127.0.0.1:2", "--buckets-in-flight", "0"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.strip() == "dlcp-agent: error: --buckets-in-flight 0: must be >= 1"
