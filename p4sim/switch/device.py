@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from p4sim.switch import gcpause
 from p4sim.switch.pcap import PcapWriter
 from p4sim.switch.ports import AfPacketPort, Port, PortError, SocketPairPort, VirtualPortPeer
 from p4sim.switch.tm import DEFAULT_PRIORITY_QUEUES, DEFAULT_QUEUE_DEPTH, TrafficManager
@@ -87,6 +88,7 @@ class SwitchDevice:
         self._thread: threading.Thread | None = None
         self._stopping = False
         self.packet_cpu_s = 0.0        # CPU seconds the packet thread used (set when it ends)
+        self._gc = gcpause.pauses()     # Python GC collections and their CPU, for the final log line
         self._closed = False
         self._start_ns = time.monotonic_ns()
         self._v1 = None
@@ -278,7 +280,7 @@ class SwitchDevice:
         cpu = os.times()
         return (f"final: rx {c['rx']} tx {c['tx']} tm_drops {c['tm_drops']} tail drops {tm_tail} "
                 f"port drops (rx, kernel, tx) {port_drops} packet thread CPU {self.packet_cpu_s:.2f} s "
-                f"process CPU {cpu.user + cpu.system:.2f} s")
+                f"process CPU {cpu.user + cpu.system:.2f} s; Python GC {self._gc.summary()}")
 
     def _turn(self) -> None:
         tm = self.tm

@@ -16,13 +16,18 @@ out) and prints, for one mode of one run:
   next switch, i.e. veth plus the time the packet waited for the next switch to read it),
   for DLCP and for all packets.
 
-    .venv/bin/python tests/tna/trace_arch_pcaps.py RUN_DIR [--mode dlcp]
+    .venv/bin/python tests/tna/trace_arch_pcaps.py RUN_DIR [RUN_DIR ...] [--mode dlcp]
+
+It also reads the packet thread's CPU time each switch logs when it stops (``final: ...``). With
+several run directories it ends with the figures pooled per program (the run's ``--arch``).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
+import re
 import struct
 import sys
 from pathlib import Path
@@ -32,6 +37,7 @@ import yaml
 DLCP_PORT = 9290
 MSG_NAMES = {0: "DATA", 1: "PROBE", 2: "BITMAP", 3: "DONE", 4: "CONTROL"}
 _REC = struct.Struct("<IIII")
+STALL_S = 0.1
 
 
 def read_pcap(path: Path) -> list[tuple[float, bytes]]:
@@ -78,7 +84,8 @@ def percentiles(xs: list[float]) -> str:
     return f"n {len(xs):6d}  p50 {pick(0.5):7.2f}  p90 {pick(0.9):7.2f}  p99 {pick(0.99):7.2f}  max {xs[-1] * 1e3:7.2f} ms"
 
 
-def analyse(mode_dir: Path) -> None:
+def analyse(mode_dir: Path) -> dict:
+    """Print one mode's figures; return them for pooling over runs."""
     net = yaml.safe_load((mode_dir / "net.yaml").read_text())
     peer: dict[tuple[str, int], tuple[str, int]] = {}
     for a, b in net["links"]:
@@ -173,24 +180,74 @@ def analyse(mode_dir: Path) -> None:
     for k, n in sorted(lost_on_link.items()):
         print(f"  {k}: {n}")
     print(f"  total {sum(lost_on_link.values())}")
-    print("\nswitch residence (received -> sent), all packets / DLCP only")
+    print("\nswitch residence (received -> sent), all packets / DLCP only; stalls: packets held longer "
+          f"than {STALL_S * 1e3:.0f} ms (more than a full 64-packet queue at 20 Mbit/s takes to drain)")
     for sw in switches:
-        print(f"  {sw:7s} all  {percentiles(residence[sw])}")
+        stalls = sum(1 for x in residence[sw] if x > STALL_S)
+        print(f"  {sw:7s} all  {percentiles(residence[sw])}  stalls {stalls}")
         print(f"  {sw:7s} dlcp {percentiles(residence_dlcp[sw])}")
     print("link delay (sent -> received by the next switch), all packets")
     for name in sorted(link_delay):
         print(f"  {name:22s} {percentiles(link_delay[name])}")
+    cpu = switch_cpu(mode_dir)
+    for sw, (rx, secs) in sorted(cpu.items()):
+        print(f"  {sw:7s} packet thread CPU {secs:6.2f} s for {rx} packets received: {secs / max(rx, 1) * 1e6:6.1f} us/packet")
+    return {"sent": sent_by_hosts, "lost_switch": sum(lost_in_switch.values()), "lost_link": sum(lost_on_link.values()),
+            "residence_dlcp": [x for v in residence_dlcp.values() for x in v],
+            "residence_all": [x for v in residence.values() for x in v],
+            "link_delay": [x for v in link_delay.values() for x in v], "cpu": cpu}
+
+
+def switch_cpu(mode_dir: Path) -> dict[str, tuple[int, float]]:
+    """Switch -> (packets received, packet-thread CPU seconds) from the line p4sim logs at stop."""
+    out = {}
+    for log in mode_dir.glob("*.log"):
+        m = re.search(r"final: rx (\d+) .* packet thread CPU ([\d.]+) s", log.read_text())
+        if m:
+            out[log.stem] = (int(m.group(1)), float(m.group(2)))
+    return out
+
+
+def pooled(runs: dict[str, list[dict]]) -> None:
+    """Per program: the figures of all its runs together."""
+    print("\n== pooled per program")
+    for arch, res in sorted(runs.items()):
+        sent: collections.Counter = collections.Counter()
+        for r in res:
+            sent.update(r["sent"])
+        per = collections.Counter()
+        probes = collections.Counter()
+        for (msg, q, _c), n in sent.items():
+            per[q] += n
+            if msg == "PROBE":
+                probes[q] += n
+        rx = sum(v[0] for r in res for v in r["cpu"].values())
+        secs = sum(v[1] for r in res for v in r["cpu"].values())
+        print(f"{arch} ({len(res)} runs): sent per queue " + ", ".join(f"q{q} {n}" for q, n in sorted(per.items()))
+              + "; of them PROBE " + ", ".join(f"q{q} {n}" for q, n in sorted(probes.items())))
+        print(f"  DLCP lost in switches {sum(r['lost_switch'] for r in res)}, on links {sum(r['lost_link'] for r in res)}")
+        print(f"  residence DLCP {percentiles([x for r in res for x in r['residence_dlcp']])}")
+        every = [x for r in res for x in r["residence_all"]]
+        print(f"  residence all  {percentiles(every)}  stalls {sum(1 for x in every if x > STALL_S)}")
+        print(f"  link delay     {percentiles([x for r in res for x in r['link_delay']])}")
+        print(f"  packet thread CPU {secs:.2f} s for {rx} packets: {secs / max(rx, 1) * 1e6:.1f} us/packet")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("run_dir", type=Path, help="a dlcp-exp run directory (results/<run>)")
+    p.add_argument("run_dirs", type=Path, nargs="+", help="dlcp-exp run directories (results/<run>); several: "
+                   "each one, then the figures pooled per program (--arch of the run)")
     p.add_argument("--mode", default="dlcp")
     a = p.parse_args(argv)
-    mode_dir = a.run_dir / a.mode
-    if not (mode_dir / "net.yaml").exists():
-        p.error(f"{mode_dir}: no net.yaml (not a dlcp-exp run directory with mode {a.mode})")
-    analyse(mode_dir)
+    runs: dict[str, list[dict]] = collections.defaultdict(list)
+    for run_dir in a.run_dirs:
+        mode_dir = run_dir / a.mode
+        if not (mode_dir / "net.yaml").exists():
+            p.error(f"{mode_dir}: no net.yaml (not a dlcp-exp run directory with mode {a.mode})")
+        arch = json.loads((run_dir / "config.json").read_text()).get("arch", "v1model")
+        runs[arch].append(analyse(mode_dir))
+    if len(a.run_dirs) > 1:
+        pooled(runs)
     return 0
 
 
