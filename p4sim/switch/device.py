@@ -88,6 +88,7 @@ class SwitchDevice:
         self._thread: threading.Thread | None = None
         self._stopping = False
         self.packet_cpu_s = 0.0        # CPU seconds the packet thread used (set when it ends)
+        self.packet_wait_s = None      # seconds it was runnable but waited for a CPU (Linux schedstat)
         self._gc = gcpause.pauses()     # Python GC collections and their CPU, for the final log line
         self._closed = False
         self._start_ns = time.monotonic_ns()
@@ -265,6 +266,7 @@ class SwitchDevice:
             raise
         finally:
             self.packet_cpu_s = time.thread_time()
+            self.packet_wait_s = _runqueue_wait_s(threading.get_native_id())
 
     def _final_summary(self) -> str:
         """One log line at stop: what the switch received, sent and lost where, and the CPU its
@@ -278,9 +280,11 @@ class SwitchDevice:
         tm_tail = {f"{no}/q{qid}": q.tail_drops for no, tp in sorted(self.tm.ports.items())
                    for qid, q in enumerate(tp.queues) if q.tail_drops}
         cpu = os.times()
+        wait = "?" if self.packet_wait_s is None else f"{self.packet_wait_s:.2f}"
         return (f"final: rx {c['rx']} tx {c['tx']} tm_drops {c['tm_drops']} tail drops {tm_tail} "
                 f"port drops (rx, kernel, tx) {port_drops} packet thread CPU {self.packet_cpu_s:.2f} s "
-                f"process CPU {cpu.user + cpu.system:.2f} s; Python GC {self._gc.summary()}")
+                f"waited for a CPU {wait} s process CPU {cpu.user + cpu.system:.2f} s; "
+                f"Python GC {self._gc.summary()}")
 
     def _turn(self) -> None:
         tm = self.tm
@@ -508,6 +512,16 @@ class SwitchDevice:
                 "path_drops": dict(getattr(self.path, "drops", {}) or {}),
                 "tm": self.tm.snapshot(),
             }
+
+
+def _runqueue_wait_s(tid: int) -> float | None:
+    """Seconds thread ``tid`` of this process spent runnable but waiting for a CPU (the second
+    field of Linux's /proc/<pid>/task/<tid>/schedstat); None where the kernel does not tell."""
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class _ControlLock:

@@ -190,21 +190,25 @@ def analyse(mode_dir: Path) -> dict:
     for name in sorted(link_delay):
         print(f"  {name:22s} {percentiles(link_delay[name])}")
     cpu = switch_cpu(mode_dir)
-    for sw, (rx, secs) in sorted(cpu.items()):
-        print(f"  {sw:7s} packet thread CPU {secs:6.2f} s for {rx} packets received: {secs / max(rx, 1) * 1e6:6.1f} us/packet")
+    for sw, (rx, secs, wait) in sorted(cpu.items()):
+        print(f"  {sw:7s} packet thread CPU {secs:6.2f} s for {rx} packets received: {secs / max(rx, 1) * 1e6:6.1f} "
+              f"us/packet; waited for a CPU {wait:.2f} s")
     return {"sent": sent_by_hosts, "lost_switch": sum(lost_in_switch.values()), "lost_link": sum(lost_on_link.values()),
             "residence_dlcp": [x for v in residence_dlcp.values() for x in v],
             "residence_all": [x for v in residence.values() for x in v],
             "link_delay": [x for v in link_delay.values() for x in v], "cpu": cpu}
 
 
-def switch_cpu(mode_dir: Path) -> dict[str, tuple[int, float]]:
-    """Switch -> (packets received, packet-thread CPU seconds) from the line p4sim logs at stop."""
+def switch_cpu(mode_dir: Path) -> dict[str, tuple[int, float, float]]:
+    """Switch -> (packets received, packet-thread CPU seconds, seconds it waited for a CPU; nan
+    when not logged) from the line p4sim logs at stop."""
     out = {}
     for log in mode_dir.glob("*.log"):
-        m = re.search(r"final: rx (\d+) .* packet thread CPU ([\d.]+) s", log.read_text())
+        text = log.read_text()
+        m = re.search(r"final: rx (\d+) .* packet thread CPU ([\d.]+) s", text)
         if m:
-            out[log.stem] = (int(m.group(1)), float(m.group(2)))
+            w = re.search(r"waited for a CPU ([\d.]+) s", text)
+            out[log.stem] = (int(m.group(1)), float(m.group(2)), float(w.group(1)) if w else float("nan"))
     return out
 
 
@@ -230,7 +234,9 @@ def pooled(runs: dict[str, list[dict]]) -> None:
         every = [x for r in res for x in r["residence_all"]]
         print(f"  residence all  {percentiles(every)}  stalls {sum(1 for x in every if x > STALL_S)}")
         print(f"  link delay     {percentiles([x for r in res for x in r['link_delay']])}")
-        print(f"  packet thread CPU {secs:.2f} s for {rx} packets: {secs / max(rx, 1) * 1e6:.1f} us/packet")
+        wait = sum(v[2] for r in res for v in r["cpu"].values())
+        print(f"  packet thread CPU {secs:.2f} s for {rx} packets: {secs / max(rx, 1) * 1e6:.1f} us/packet; "
+              f"waited for a CPU {wait:.2f} s")
 
 
 def main(argv: list[str] | None = None) -> int:
