@@ -9,9 +9,12 @@ sits behind a relay that delays every datagram by ``--delay-ms`` in each directi
 sockets, no ``tc``: the machine is shared). Endpoints grant at ``--link-mbps`` as in the studies.
 Each round: a warm-up all-reduce (first contact, first grants), then all ranks start the measured
 one together. The figure is the new schedule's all-reduce time over the lockstep's, both measured
-in this run, rounds interleaved.
+in this run, rounds interleaved. With ``--buckets B --in-flight N`` each all-reduce is B buckets
+and a third variant reduces N of them at once (``overlap.allreduce_worker_udp``'s slots: bucket k
+in slot k mod N), reported against one at a time.
 
     .venv/bin/python benchmarks/bench_ring_schedule.py [--delay-ms 25] [--rounds 3] [--quick]
+        [--buckets 4 --in-flight 2]   # also: buckets in flight against one at a time
 """
 
 from __future__ import annotations
@@ -90,12 +93,36 @@ class DelayRelay(threading.Thread):
                     heapq.heappush(self.due, (time.monotonic() + self.delay, self.seq, out, data, dest))
 
 
-def _allreduce(ep: Endpoint, rank: int, ring: list, data: np.ndarray, iteration: int, lockstep: bool) -> float:
+def _drive(ep: Endpoint, tasks: list) -> None:
+    """Turn the endpoint until every task (a generator yielding handle lists) is finished."""
+    waiting: list = [None] * len(tasks)
+    live = list(range(len(tasks)))
+    end = time.monotonic() + 60
+    while live:
+        for i in list(live):
+            while waiting[i] is None or all(h.done for h in waiting[i]):
+                try:
+                    waiting[i] = next(tasks[i])
+                except StopIteration:
+                    live.remove(i)
+                    break
+        if live:
+            if time.monotonic() > end:
+                raise TimeoutError("ring all-reduce did not finish in 60 s")
+            ep.poll(0.001)
+
+
+def _allreduce(ep: Endpoint, rank: int, ring: list, data: list[np.ndarray], iteration: int, lockstep: bool,
+               in_flight: int) -> float:
+    """All-reduce each bucket of ``data``, ``in_flight`` at once (bucket k in slot k mod in_flight)."""
     stats, sends = CommStats(), []
+
+    def slot(first: int):
+        for k in range(first, len(data), in_flight):
+            yield from ring_task(ep, rank, ring, data[k], iteration, TagPolicy(), stats, sends, wait_for_acks=lockstep,
+                                 tensor_id=lambda step, k=k: 100 * iteration + 10 * k + step)
     t0 = time.perf_counter()
-    for handles in ring_task(ep, rank, ring, data, iteration, TagPolicy(), stats, sends, wait_for_acks=lockstep,
-                             tensor_id=lambda step: 100 * iteration + step):
-        ep.run(handles, timeout=60)
+    _drive(ep, [slot(i) for i in range(min(in_flight, len(data)))])
     reduced = time.perf_counter() - t0
     ep.run(list(sends), timeout=60)
     finish_sends(sends, stats)
@@ -103,19 +130,20 @@ def _allreduce(ep: Endpoint, rank: int, ring: list, data: np.ndarray, iteration:
 
 
 def _rank(rank: int, bind: tuple[str, int], ring: list, elements: int, link_rate: float, lockstep: bool,
-          q_out, go) -> None:
+          q_out, go, buckets: int = 1, in_flight: int = 1) -> None:
     ep = Endpoint(EndpointConfig(job_id=9, worker_id=rank, bind=bind, link_rate=link_rate))
-    data = np.random.default_rng(rank).standard_normal(elements).astype(np.float32)
+    rng = np.random.default_rng(rank)
+    data = [rng.standard_normal(elements).astype(np.float32) for _ in range(buckets)]
     # warm-up (first contact, first grants), then every rank starts the measured one together
-    _allreduce(ep, rank, ring, data.copy(), 0, lockstep)
+    _allreduce(ep, rank, ring, [d.copy() for d in data], 0, lockstep, in_flight)
     q_out.put(("ready", rank))
     go.wait(60)
-    q_out.put(("reduced", _allreduce(ep, rank, ring, data, 1, lockstep)))
+    q_out.put(("reduced", _allreduce(ep, rank, ring, data, 1, lockstep, in_flight)))
     ep.close(linger=0.5)
 
 
 def one_allreduce(ranks: int, elements: int, delay: float, link_rate: float, lockstep: bool, port: int,
-                  threads: bool = False) -> float:
+                  threads: bool = False, buckets: int = 1, in_flight: int = 1) -> float:
     """Seconds until the slowest rank holds the sum (ranks in processes; ``threads``: quick smoke run)."""
     binds = [("127.0.0.1", port + r) for r in range(ranks)]
     relays = [DelayRelay(b, delay) for b in binds]
@@ -125,8 +153,8 @@ def one_allreduce(ranks: int, elements: int, delay: float, link_rate: float, loc
     go = threading.Event() if threads else CTX.Event()
     ring = [relay.address for relay in relays]
     make = threading.Thread if threads else CTX.Process
-    procs = [make(target=_rank, args=(r, binds[r], ring, elements, link_rate, lockstep, q_out, go), daemon=True)
-             for r in range(ranks)]
+    procs = [make(target=_rank, args=(r, binds[r], ring, elements, link_rate, lockstep, q_out, go, buckets, in_flight),
+                  daemon=True) for r in range(ranks)]
     try:
         for p in procs:
             p.start()
@@ -152,23 +180,33 @@ def main() -> int:
     ap.add_argument("--link-mbps", type=float, default=20.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--port", type=int, default=47700)
+    ap.add_argument("--buckets", type=int, default=1, help="buckets per all-reduce, each of --elements")
+    ap.add_argument("--in-flight", type=int, default=1,
+                    help="> 1: also measure the receive-only schedule with this many buckets at once")
     add_quick_flag(ap)
     args = ap.parse_args()
     if args.quick:
-        args.ranks, args.elements, args.rounds, args.delay_ms = 3, 3000, 1, 5.0
+        args.ranks, args.elements, args.rounds, args.delay_ms, args.buckets, args.in_flight = 3, 3000, 1, 5.0, 2, 2
+    if args.buckets < 1 or not 1 <= args.in_flight <= args.buckets:
+        ap.error(f"--buckets {args.buckets} --in-flight {args.in_flight}: need 1 <= in-flight <= buckets")
     announce(args.quick)
     link_rate = args.link_mbps * 1e6 / 8
-    times: dict[bool, list[float]] = {False: [], True: []}
+    variants = [("lockstep", True, 1), ("receive-only", False, 1)]
+    if args.in_flight > 1:
+        variants.append((f"receive-only, {args.in_flight} in flight", False, args.in_flight))
+    times: dict[str, list[float]] = {name: [] for name, _l, _n in variants}
     for _ in range(args.rounds):
-        for lockstep in (True, False):
-            times[lockstep].append(one_allreduce(args.ranks, args.elements, args.delay_ms / 1e3, link_rate,
-                                                 lockstep, args.port, threads=args.quick))
-    new, old = statistics.median(times[False]), statistics.median(times[True])
-    print(f"ring all-reduce of {args.elements} float32 over {args.ranks} ranks, {args.delay_ms:g} ms one-way, "
-          f"grants at {args.link_mbps:g} Mbit/s, {args.rounds} rounds (median):")
-    print(f"  lockstep (waits for its own DONE): {old * 1e3:8.1f} ms")
-    print(f"  receive-only steps (ring.py):      {new * 1e3:8.1f} ms")
-    print(f"  ratio new / lockstep: {new / old:.2f}")
+        for name, lockstep, in_flight in variants:
+            times[name].append(one_allreduce(args.ranks, args.elements, args.delay_ms / 1e3, link_rate, lockstep,
+                                             args.port, threads=args.quick, buckets=args.buckets, in_flight=in_flight))
+    med = {name: statistics.median(t) for name, t in times.items()}
+    print(f"ring all-reduce of {args.buckets} x {args.elements} float32 over {args.ranks} ranks, "
+          f"{args.delay_ms:g} ms one-way, grants at {args.link_mbps:g} Mbit/s, {args.rounds} rounds (median):")
+    for name, _l, _n in variants:
+        print(f"  {name + ':':36s}{med[name] * 1e3:8.1f} ms")
+    print(f"  ratio new / lockstep: {med['receive-only'] / med['lockstep']:.2f}")
+    if args.in_flight > 1:
+        print(f"  ratio {args.in_flight} in flight / 1 (receive-only): {med[variants[2][0]] / med['receive-only']:.2f}")
     return 0
 
 
