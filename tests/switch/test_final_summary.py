@@ -1,0 +1,52 @@
+"""The line a p4sim switch logs when it stops: what it received, sent and lost where, and its CPU.
+
+Why it exists (issue 15): Mininet runs of the two DLCP programs differed in timing-driven counters;
+the switches' own losses (TM tail drops per port and queue, ports' receive/send drops) and how busy
+their packet threads were (CPU used, time waiting for a CPU, Python GC) are what tells a slow or
+starved switch from a program's decision, and a run leaves only the switches' logs behind. A real
+SwitchDevice with a 1-packet queue on a slow port: the line must carry the exact tail drops.
+Budget: under 2 s.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+
+from p4sim.switch.device import SwitchDevice
+
+
+def test_final_line_reports_tail_drops_per_queue_and_cpu(caplog) -> None:
+    dev = SwitchDevice(name="summary", queue_depth=1)
+    a = dev.add_virtual_port(1)
+    dev.add_virtual_port(2)
+    dev.tm.set_port_rate(2, 8_000)              # 1 kB/s: the first frame holds the link for ~0.1 s
+    dev.start()
+    try:
+        with dev.lock:
+            for _ in range(5):                  # straight into the TM: no program needed
+                dev.tm.enqueue(2, 0, _Queued(100), time.monotonic_ns())
+        a.send(b"\x00" * 60)                    # one frame received (no pipeline: dropped, counted)
+        deadline = time.monotonic() + 2
+        while dev.counters["rx"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        with caplog.at_level(logging.INFO, logger="p4sim.switch"):
+            dev.stop()
+    lines = [r.getMessage() for r in caplog.records if "final:" in r.getMessage()]
+    assert len(lines) == 1, caplog.text
+    line = lines[0]
+    assert re.search(r"rx 1 tx \d+ ", line), line
+    assert "tail drops {'2/q0': 4}" in line, line       # depth 1: 4 of the 5 did not fit
+    assert dev.tm.ports[2].queues[0].tail_drops == 4
+    m = re.search(r"packet thread CPU ([\d.]+) s waited for a CPU ([\d.?]+) s", line)
+    assert m and float(m.group(1)) >= 0, line
+    assert re.search(r"Python GC gen0 \d+ \([\d.]+ s CPU\), gen1 \d+ .* gen2 \d+ ", line), line
+
+
+class _Queued:
+    """What the TM queues (it reads only ``length``)."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
