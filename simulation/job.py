@@ -176,7 +176,8 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
         if r.dlcp:
             rec |= {"packets": int(r.packets), "critical": int(r.critical), "droppable": int(r.droppable),
                     "sent": int(r.sent), "retx": int(r.retx), "probes": int(r.probes), "rounds": int(r.rounds),
-                    "zero_filled": int(r.zeroFilled), "ce_marks": int(r.ceMarks), "loss_bound": float(r.lossBound)}
+                    "zero_filled": int(r.zeroFilled), "ce_marks": int(r.ceMarks), "loss_bound": float(r.lossBound),
+                    "grant_wait_s": float(r.grantWait)}
         transfers.append(rec)
     iterations = []
     for d, j in jobs:
@@ -188,6 +189,9 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
                                    "iter_s": b - a if a >= 0 and b >= 0 else None})
     counters = switch_counters(mode, net.qdiscs, net.routers)
     counters |= {"dlcp_data_packets": int(simnet.dataPackets), "dlcp_control_packets": int(simnet.ctrlPackets)}
+    if "transport" in counters:                 # DLCP: standby grants (dlcp_transport.h Regrant)
+        counters["transport"] |= {"standby_grants": bool(simnet.cfg.standbyGrants),
+                                  "standby_grants_sent": int(simnet.standbyGrantsSent)}
     extra = {"background_started": int(bg.Started()) if bg is not None else 0}
     ns.Simulator.Destroy()
     collect = time.perf_counter() - t2

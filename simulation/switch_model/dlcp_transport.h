@@ -38,10 +38,11 @@ struct OutTransfer {
   ns3::EventId rtoEvent;
   bool openSent = false;
   // admission (endpoint.py): a tensor sends at most ``unscheduledLimit`` DATA before the GRANT
-  // answering its OPEN (0 on first contact: host_agent waits for the OPEN_ACK, which follows it)
+  // answering its OPEN (0 on first contact: host_agent waits for the OPEN_ACK, which follows it);
+  // with standby grants only first contact waits
   bool granted = true;
   uint32_t unscheduledLimit = 0, dataSent = 0, lostWrittenOff = 0;
-  double dataStart = 0;
+  double dataStart = 0, waitFrom = -1;        // waitFrom: when its DATA first waited for that GRANT
 };
 
 // Sender's view of one destination (ratecontrol.GrantPacer): its grant as a token bucket, and the
@@ -85,11 +86,12 @@ class DlcpHost : public ns3::Application {
     SimNet& net = SimNet::Get();
     TransferRec& r = net.transfers[id];
     r.start = ns3::Simulator::Now().GetSeconds();
+    m_tcp.SetNode(GetNode());                  // (a transfer at t = 0 may come before StartApplication)
     if (r.dlcp) StartDlcp(id); else if (net.cfg.pfabric) m_pfabric.StartTransfer(id); else m_tcp.StartTransfer(id);
   }
 
   // TCP: open the persistent connection to ``dst`` now (training jobs, when they start).
-  void Preconnect(uint32_t dst) { m_tcp.Preconnect(dst); }
+  void Preconnect(uint32_t dst) { m_tcp.SetNode(GetNode()); m_tcp.Preconnect(dst); }
   std::string DescribeTcp() const { return m_tcp.Describe(); }   // TcpPath::Describe (diagnostics)
 
  private:
@@ -143,11 +145,14 @@ class DlcpHost : public ns3::Application {
     }
     r.packets = n; r.critical = nc; r.droppable = d;
     o->rto = std::max(net.cfg.rtoInit, m_srtt > 0 ? m_srtt + 4 * m_rttvar : 0.0);
-    if (net.cfg.grants) {                        // wait for the GRANT answering this OPEN (endpoint.py)
+    if (net.cfg.grants) {                        // wait for the GRANT answering this OPEN (endpoint.py) ...
       auto d = m_dest.find(r.dst);
-      o->granted = false;
-      o->unscheduledLimit = d != m_dest.end() && d->second.rate > 0 ? net.cfg.unscheduled : 0;
-      o->dataStart = ns3::Simulator::Now().GetSeconds();
+      bool known = d != m_dest.end() && d->second.rate > 0;
+      if (!known || !net.cfg.standbyGrants) {    // ... unless the last grant (active or standby) stands
+        o->granted = false;
+        o->unscheduledLimit = known ? net.cfg.unscheduled : 0;
+        o->dataStart = ns3::Simulator::Now().GetSeconds();
+      }
     }
     m_out[id] = o;
     SendControlOpen(*o);
@@ -237,9 +242,10 @@ class DlcpHost : public ns3::Application {
     SimNet& net = SimNet::Get();
     if (!net.cfg.grants) return 0;
     if (!o.granted && o.dataSent >= o.unscheduledLimit) {
+      if (o.waitFrom < 0) o.waitFrom = now;
       double until = o.dataStart + GrantWait();
       if (now < until) return until;
-      o.granted = true;                          // no GRANT came (OPEN or GRANT lost): last rate
+      Granted(o);                                // no GRANT came (OPEN or GRANT lost): last rate
       net.grantsMissed++;
     }
     DestGrant& d = m_dest[dst];
@@ -350,11 +356,16 @@ class DlcpHost : public ns3::Application {
     d.tokens = std::min(d.tokens, Burst(d.rate));
     d.window = std::max<uint32_t>(1, window);
     auto it = m_out.find(id);
-    if (it != m_out.end()) it->second->granted = true;   // the answer to this transfer's OPEN
+    if (it != m_out.end()) Granted(*it->second);   // the answer to this transfer's OPEN
     if (net.cfg.grantAnswersAll)
       for (auto& kv : m_out)
-        if (!kv.second->granted && net.transfers[kv.first].dst == dst) kv.second->granted = true;
+        if (!kv.second->granted && net.transfers[kv.first].dst == dst) Granted(*kv.second);
     if (!m_active.empty()) Kick();
+  }
+  void Granted(OutTransfer& o) {
+    if (o.granted) return;
+    o.granted = true;
+    if (o.waitFrom >= 0) SimNet::Get().transfers[o.id].grantWait = ns3::Simulator::Now().GetSeconds() - o.waitFrom;
   }
   void OnAck(uint32_t id, uint32_t count) {
     SimNet& net = SimNet::Get();
@@ -573,7 +584,9 @@ class DlcpHost : public ns3::Application {
   // (receiver.py): every active sender -- an unfinished transfer here that got DATA (or was opened)
   // within grantIdle -- is granted grantShare x link / n bytes/s and a window of
   // max(windowMin, windowPackets / n) packets (CONTROL/GRANT, naming the transfer it answers); sent to
-  // an opener and to every active sender whose share changed. Every ackEvery DATA packets from a
+  // an opener and to every active sender whose share changed. With standbyGrants every sender active
+  // within grantMemory but not now holds the standby share, grantShare x link / n recent (sent when it
+  // stops being active and whenever n recent changes). Every ackEvery DATA packets from a
   // sender (all its transfers, whatever became of them) a CONTROL/ACK carries the cumulative count.
   void Regrant(uint32_t opener) {
     SimNet& net = SimNet::Get();
@@ -585,28 +598,53 @@ class DlcpHost : public ns3::Application {
       double last = std::max(t.lastData, t.opened);
       if (now - last < net.cfg.grantIdle) active[t.src] = id;
     }
-    if (active.empty()) { m_granted.clear(); return; }
-    net.activeSendersMax = std::max<uint32_t>(net.activeSendersMax, (uint32_t)active.size());
-    double rate = net.cfg.grantShare * (double)net.lineRate[m_index] / 8.0 / (double)active.size();
-    uint32_t window = std::max<uint32_t>(net.cfg.windowMin, net.cfg.windowPackets / (uint32_t)active.size());
-    uint32_t wireRate = (uint32_t)std::min(4294967295.0, rate / 1000.0);   // kB/s: bytes/s overflow u32 > 34 Gbit/s
-    for (auto& kv : active) {
-      auto g = m_granted.find(kv.first);
-      if (kv.first == opener || g == m_granted.end() || g->second != wireRate) {
-        m_granted[kv.first] = wireRate;
-        net.grantsSent++;
-        std::vector<uint8_t> buf(kDlcpHeaderLen + 16, 0);
-        Header(buf.data(), kMsgControl, 7, 15, kFlagCritical, kv.second, 0, 0, 0, (uint16_t)kv.first);
-        uint8_t* p = buf.data() + kDlcpHeaderLen;
-        Put(p, kSubGrant, 4); Put(p, wireRate, 4); Put(p, (uint32_t)active.size(), 4); Put(p, window, 4);
-        SendTo(kv.first, buf, false);
-        net.ctrlPackets++;
+    if (net.cfg.standbyGrants) {
+      for (auto& kv : active) m_recent[kv.first] = {now, kv.second};
+      for (auto r = m_recent.begin(); r != m_recent.end();)
+        r = now - r->second.first > net.cfg.grantMemory ? m_recent.erase(r) : std::next(r);
+    }
+    if (active.empty() && m_recent.empty()) { m_granted.clear(); return; }
+    if (!active.empty()) {
+      net.activeSendersMax = std::max<uint32_t>(net.activeSendersMax, (uint32_t)active.size());
+      uint32_t wireRate = ShareRate(active.size());
+      for (auto& kv : active) {
+        auto g = m_granted.find(kv.first);
+        if (kv.first == opener || g == m_granted.end() || g->second != wireRate)
+          SendGrant(kv.first, kv.second, wireRate, (uint32_t)active.size());
+      }
+    }
+    if (!m_recent.empty()) {                      // standby: the share if every recent sender came back
+      uint32_t wireRate = ShareRate(m_recent.size());
+      for (auto& kv : m_recent) {
+        auto g = m_granted.find(kv.first);
+        if (!active.count(kv.first) && (g == m_granted.end() || g->second != wireRate)) {
+          SendGrant(kv.first, kv.second.second, wireRate, (uint32_t)m_recent.size());
+          net.standbyGrantsSent++;
+        }
       }
     }
     for (auto g = m_granted.begin(); g != m_granted.end();)
-      g = active.count(g->first) ? std::next(g) : m_granted.erase(g);
+      g = active.count(g->first) || m_recent.count(g->first) ? std::next(g) : m_granted.erase(g);
     if (!m_granted.empty() && !m_grantTick.IsPending())
       m_grantTick = ns3::Simulator::Schedule(ns3::Seconds(net.cfg.grantTick), &DlcpHost::GrantTick, this);
+  }
+  // grantShare x link / n in kB/s (the GRANT's rate field: bytes/s overflow its u32 above 34 Gbit/s)
+  uint32_t ShareRate(size_t n) const {
+    double rate = SimNet::Get().cfg.grantShare * (double)SimNet::Get().lineRate[m_index] / 8.0 / (double)n;
+    return (uint32_t)std::min(4294967295.0, rate / 1000.0);
+  }
+  // CONTROL/GRANT to ``sender`` naming transfer ``id``: rate (kB/s), n senders, window max(windowMin, windowPackets / n)
+  void SendGrant(uint32_t sender, uint32_t id, uint32_t wireRate, uint32_t n) {
+    SimNet& net = SimNet::Get();
+    uint32_t window = std::max<uint32_t>(net.cfg.windowMin, net.cfg.windowPackets / n);
+    m_granted[sender] = wireRate;
+    net.grantsSent++;
+    std::vector<uint8_t> buf(kDlcpHeaderLen + 16, 0);
+    Header(buf.data(), kMsgControl, 7, 15, kFlagCritical, id, 0, 0, 0, (uint16_t)sender);
+    uint8_t* p = buf.data() + kDlcpHeaderLen;
+    Put(p, kSubGrant, 4); Put(p, wireRate, 4); Put(p, n, 4); Put(p, window, 4);
+    SendTo(sender, buf, false);
+    net.ctrlPackets++;
   }
   void GrantTick() { if (!m_granted.empty()) Regrant(UINT32_MAX); }   // senders gone quiet: the others' shares
   void CountData(uint32_t src, uint32_t id) {
@@ -649,6 +687,7 @@ class DlcpHost : public ns3::Application {
   std::map<uint32_t, DestGrant> m_dest;             // sender: per destination host
   std::set<uint32_t> m_incomplete;                  // receiver: transfers not complete yet
   std::map<uint32_t, uint32_t> m_granted;           // receiver: sender host -> rate last granted (kB/s)
+  std::map<uint32_t, std::pair<double, uint32_t>> m_recent;   // receiver: sender host -> (last active, a transfer of it)
   std::map<uint32_t, uint32_t> m_rxFrom, m_ackedAt; // receiver: DATA from each sender, count at the last ACK
   double m_nextSend = 0, m_rate = 1e9, m_line = 1e9, m_cutRate = 0, m_lastCut = -1, m_lastIncrease = 0;
   double m_srtt = 0, m_rttvar = 0;

@@ -40,6 +40,7 @@ struct TransferRec {
   uint32_t packets = 0, critical = 0, droppable = 0;
   uint32_t sent = 0, retx = 0, probes = 0, rounds = 0, zeroFilled = 0, ceMarks = 0;
   int32_t iteration = -1;
+  double grantWait = 0;                       // s its DATA waited for the GRANT answering its OPEN
 };
 
 // Knobs of the DLCP transport in simulated time (host_agent's defaults scaled to the fabric).
@@ -79,6 +80,13 @@ struct TransportConfig {
   // GRANT naming the tensor, and a lost OPEN (a 572:1 incast of OPENs into one 64-packet control
   // queue at 143 workers x 4 groups) then costs the grant wait, max(1 ms, 2 RTO), per transfer
   bool grantAnswersAll = true;
+  // standby grants (host_agent since H10-2, 090cbb0; receiver.py GRANT_MEMORY): a receiver keeps
+  // every sender active in the last grantMemory on the share it would get if all of them came back,
+  // grantShare x link / n recent (window max(windowMin, windowPackets / n recent)), so a sender's
+  // next transfer starts at once at its last grant (active or standby); only first contact waits for
+  // the GRANT answering its OPEN. Off: the earlier rule (unscheduled packets, then that GRANT)
+  bool standbyGrants = true;
+  double grantMemory = 2e-3;                  // s (GRANT_MEMORY 2 s, scaled as grantIdle)
   // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
   // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
   bool pfabric = false;
@@ -106,7 +114,7 @@ class SimNet {
   std::function<void(uint32_t)> onDone;       // receiver completed transfer id
   TransportConfig cfg = TransportDefaults();
   uint64_t dataPackets = 0, ctrlPackets = 0;
-  uint64_t grantsSent = 0, acksSent = 0, grantsMissed = 0, windowStalls = 0, writeOffs = 0;
+  uint64_t grantsSent = 0, acksSent = 0, grantsMissed = 0, windowStalls = 0, writeOffs = 0, standbyGrantsSent = 0;
   uint64_t pfData = 0, pfRetx = 0, pfTimeouts = 0;
   uint32_t activeSendersMax = 0;
 

@@ -26,6 +26,9 @@ namespace dlcpsim {
 // One host's TCP side: a listener on kTcpPort and the connections it opened.
 class TcpPath {
  public:
+  // The node this path's sockets live on (DlcpHost, before anything else: a transfer scheduled at
+  // t = 0 may start before the application does).
+  void SetNode(ns3::Ptr<ns3::Node> node) { m_node = node; }
   // Listen on kTcpPort of ``node`` (DlcpHost::StartApplication).
   void Start(ns3::Ptr<ns3::Node> node) {
     m_node = node;

@@ -4,12 +4,19 @@ Why this exists: the C++ transport reads its knobs (dlcp_transport.h TransportCo
 per-process defaults, as ns-3 attributes do with Config::SetDefault; an ablation (receiver-driven
 admission off, to show what it buys and to exercise loss recovery) sets them in a fresh process
 before simulation.job.run_job builds the run. Several runs share one process so that the ns-3
-import (20-60 s) is paid once.
+import (20-60 s) is paid once. As a script it runs the goal command's DLCP PS job with the built-in
+knobs and again with each named knob off (one JSON line per run):
+
+    python -m simulation.switch_model.transport_knobs --preset scale-64 --off standbyGrants
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import multiprocessing
+import re
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -47,3 +54,57 @@ def run_jobs_fresh(runs: list[tuple[dict, Topology, Policy, str, Any]]) -> list:
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
                              max_tasks_per_child=1) as pool:
         return pool.submit(run_jobs, runs).result()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from simulation import job_report
+    from simulation.job import JobSpec
+    from simulation.policy import FABRIC_POLICY, load_policy
+    from simulation.topology import PRESETS, preset
+    from simulation.workload import ps_workload
+
+    ap = argparse.ArgumentParser(prog="python -m simulation.switch_model.transport_knobs",
+                                 description="DLCP PS job with the built-in transport knobs, then with each --off knob off")
+    ap.add_argument("--preset", default="scale-64")
+    ap.add_argument("--off", action="append", default=[], metavar="KNOB", help="a boolean TransportConfig knob")
+    ap.add_argument("--scale", type=float, default=0.0005)
+    ap.add_argument("--groups", type=int, default=4)
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--max-sim-ms", type=float, default=200.0)
+    a = ap.parse_args(argv)
+    if a.preset not in PRESETS:
+        print(f"transport_knobs: --preset: unknown '{a.preset}' (known: {', '.join(PRESETS)})", file=sys.stderr)
+        return 2
+    from simulation.switch_model import HOST_HEADERS
+
+    config = HOST_HEADERS[0].read_text()            # sim_net.h: struct TransportConfig
+    for knob in a.off:
+        if not re.search(rf"\bbool {re.escape(knob)} = ", config):
+            print(f"transport_knobs: --off: '{knob}' is not a boolean TransportConfig knob ({HOST_HEADERS[0].name})",
+                  file=sys.stderr)
+            return 2
+    topo = preset(a.preset)
+    host_bps = max(lk.rate_bps for lk in topo.links if lk.a in topo.hosts or lk.b in topo.hosts)
+    spec = JobSpec(ps_workload("resnet50", a.scale, a.groups, a.iterations, host_bps, 1.0),
+                   max_sim_s=a.max_sim_ms / 1e3, progress=False)
+    policy = load_policy(FABRIC_POLICY)
+    settings = [{}] + [{knob: False} for knob in a.off]
+    try:
+        runs = run_jobs_fresh([(s, topo, policy, "dlcp", spec) for s in settings])
+    except ValueError as e:
+        print(f"transport_knobs: --off: {e}", file=sys.stderr)
+        return 2
+    for knobs, r in zip(settings, runs, strict=True):
+        its = [i["iter_s"] for i in r.iterations if i["iter_s"] is not None]
+        grad = job_report.summary(r)["gradient"]
+        waits = [t["grant_wait_s"] for t in r.transfers if t.get("dlcp")]
+        print(json.dumps({"preset": a.preset, "off": sorted(knobs), "closed": len(its), "of": len(r.iterations),
+                          "iteration_mean_ms": round(1e3 * sum(its) / max(1, len(its)), 4),
+                          "gradient_mean_us": grad["mean_us"], "gradient_p99_us": grad["p99_us"],
+                          "waited_for_grant": sum(w > 0 for w in waits), "grant_wait_total_us": round(1e6 * sum(waits), 1),
+                          "transport": r.counters["transport"], "events": r.events}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -143,3 +143,37 @@ def test_pfabric_serves_the_incast_shortest_remaining_first(incast_runs) -> None
     assert sum(fcts) / len(fcts) <= 0.7 * wire_s                     # SRPT-like: ~ (n + 1) / 2n of it
     fair = [t["fct_s"] for t in granted.transfers if t["kind"] == "gradient"]
     assert sum(fcts) / len(fcts) < 0.7 * sum(fair) / len(fair)
+
+
+def test_standby_grants_start_every_later_transfer_without_a_grant_round_trip(ns3_installed) -> None:
+    """host_agent's standby grants (H10-2): the receiver keeps every sender seen in the last
+    GRANT_MEMORY on its share of the link, so only first contact waits for the GRANT answering an
+    OPEN. A 3-iteration PS job: with standby grants no push or pull of iterations 1-2 waits; with the
+    earlier rule (4 unscheduled packets, then that GRANT) some wait a grant round trip. Both close
+    every iteration, parameters reliable. Fails on the transport before (no standby grants)."""
+    topo = preset("small-16")
+    work = ps_workload("resnet50", 1 / 2000, 4, 3, 10_000_000_000, 1.0)
+    spec = JobSpec(work, max_sim_s=0.2, progress=False)
+    policy = load_policy(FABRIC_POLICY)
+    standby, before = run_jobs_fresh([({}, topo, policy, "dlcp", spec), ({"standbyGrants": False}, topo, policy, "dlcp", spec)])
+    for r in (standby, before):
+        assert r.finished and all(t["completed"] for t in r.transfers)
+        assert all(t["zero_filled"] == 0 for t in r.transfers if t["kind"] == "parameter")
+    # iteration 0 is first contact (its transfers start before any GRANT came back): they all wait
+    later = [t for t in standby.transfers if t["iteration"] >= 1]
+    assert len(later) == 2 * 2 * 15 * 4 and all(t["grant_wait_s"] == 0 for t in later)
+    assert standby.counters["transport"]["standby_grants_sent"] > 0
+    waited = [t for t in before.transfers if t["iteration"] >= 1 and t["grant_wait_s"] > 0]
+    assert waited and before.counters["transport"]["standby_grants_sent"] == 0
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--off", "grantIdle"], "transport_knobs: --off: 'grantIdle' is not a boolean TransportConfig knob (sim_net.h)"),
+    (["--preset", "nope"], "transport_knobs: --preset: unknown 'nope' (known: "),
+])
+def test_knob_ablation_script_rejects_bad_input_in_one_line(argv: list[str], message: str, capsys) -> None:
+    from simulation.switch_model.transport_knobs import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
