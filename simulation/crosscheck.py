@@ -7,8 +7,8 @@ mininet_topos/scenarios.py in ns-3 (same leaf-spine, 20 Mbit/s links, 50 µs per
 queues, the controller's default policy for DLCP and one 64-packet FIFO for TCP cubic as the
 status-quo switches; the same jobs on the same hosts: PS digits-wide with its six tensors and
 their layer classes, a ring all-reduce of resnet50 x 0.005 in 4 buckets, compute ratio 1 with
-overlap; tcp-bulk's two long-lived cubic flows; host_agent's own transport timings instead of the
-µs-scaled ones) and compares, per scenario and job, the direction of every DLCP-vs-TCP-cubic
+overlap; tcp-bulk's two long-lived cubic flows; host_agent's own transport and admission timings
+instead of the µs-scaled ones) and compares, per scenario and job, the direction of every DLCP-vs-TCP-cubic
 comparison (iteration mean and p99, tail drops) and the selective drops per queue and per
 magnitude-class group with the Mininet runs (`results/<run>/runs.jsonl`, `iterations.jsonl`).
 The tolerance is stated in TOLERANCE and docs/simulation.md.
@@ -46,11 +46,18 @@ MAG_GROUPS = (("m0-3", range(0, 4)), ("m4-7", range(4, 8)), ("m8-11", range(8, 1
 # the Mininet runs on record (docs/experiments.md), extracted from results/<run>/ (git-ignored) by
 # ``--extract``: per run mode, seed, iterations, drops; per iteration and worker its time
 DATA = Path(__file__).resolve().parent / "data" / "mininet"
-RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261201-222035", "ecmp-collision": DATA / "ecmp-collision-20261201-191838"}
+# tcp-bulk: the 01:35 demo (aba2384: host_agent with standby grants, as the ns-3 transport); the 22:20
+# demo before them stays in DATA; ecmp-collision: no complete run after standby grants is on record
+RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261202-013513", "ecmp-collision": DATA / "ecmp-collision-20261201-191838"}
 RUN_KEYS = ("mode", "seed", "iterations", "failure", "selective_drops", "tail_drops")
 ITER_KEYS = ("scenario", "job", "mode", "seed", "worker", "iteration", "iter_time_s")
-# host_agent's timings (docs/simulation.md's mapping table): RTO 20 ms..0.5 s, hold-off 0.5 ms, ...
-HOST_AGENT_TIMING = {"ecnEchoGap": 1e-3, "decreaseGap": 10e-3, "increaseInterval": 5e-3}
+# host_agent's timings (docs/simulation.md's mapping table): RTO 20 ms..0.5 s, hold-off 0.5 ms, AIMD
+# (ratecontrol.py), and its admission (receiver.py GRANT_IDLE, GRANT_TICK, GRANT_MEMORY; ratecontrol.py
+# GRANT_BURST_S; endpoint.py WRITE_OFF_MIN and the grant wait's 0.1 s), not the µs-scaled defaults: at
+# 20 Mbit/s a packet takes 0.6 ms, so a 0.5 ms GRANT_IDLE counted every sender idle between two packets
+HOST_AGENT_TIMING = {"ecnEchoGap": 1e-3, "decreaseGap": 10e-3, "increaseInterval": 5e-3,
+                     "grantIdle": 0.5, "grantTick": 0.02, "grantMemory": 2.0, "grantBurstS": 2e-3,
+                     "writeOffMin": 0.1, "grantWaitMin": 0.1}
 
 
 def _classes(positions: list[int], n_layers: int) -> list[int]:
