@@ -294,7 +294,7 @@ class Endpoint:
         return {"send_blocked_s": {k: round(v, 4) for k, v in sorted(self.send_blocked.items())},
                 "window_stalls": g.window_stalls, "standby_grants_sent": self.rx.standby_grants_sent,
                 "grants_received": g.grants_received, "grants_sent": self.rx.grants_sent,
-                "acks_sent": self.rx.acks_sent, "aimd_cuts": sum(p.decreases for p in self.pacers.values()),
+                "acks_sent": self.rx.acks_sent, "ce_not_echoed": self.rx.ce_own_port, "aimd_cuts": sum(p.decreases for p in self.pacers.values()),
                 "aimd_cuts_by_peer": {f"{a}:{p}": v.decreases for (a, p), v in self.pacers.items() if v.decreases},
                 "aimd_rate": {f"{a}:{p}": round(v.rate) for (a, p), v in self.pacers.items() if v.rate is not None},
                 "srtt_ms": {f"{a}:{p}": round(v[0] * 1e3, 2) for (a, p), v in self._srtt.items()},

@@ -46,6 +46,16 @@ GRANT_MEMORY = 2.0            # s: a sender active this recently may start its n
 WINDOW_PACKETS = 40           # DATA packets all granted senders together may have in flight towards us
 WINDOW_MIN = 4                # ... but each at least this many
 ACK_EVERY = 4                 # CONTROL/ACK after this many DATA packets from a sender
+# A receiver that grants does not echo CE marks while DATA arrives at OWN_PORT_FULL of its granted
+# total or more: then its own link is the bottleneck, and the queue in front of it is already
+# bounded by its grants and windows; echoing would cut the senders below their grants (measured in
+# tcp-bulk, H10-3: the server's per-worker AIMD pacers held the fan-out 0.17-0.5 s per iteration
+# for marks at each worker's own port). Marks that come while DATA arrives slower than that were
+# set elsewhere (a spine, ECMP collisions) and are echoed.
+OWN_PORT_FULL = 0.8
+ARRIVAL_WINDOW = 0.02         # s of busy time over which the DATA arrival rate is measured
+ARRIVAL_GAP_PACKETS = 4       # a gap between arrivals counts as busy time up to this many packet times
+WIRE_PACKET_BYTES = 1514      # a full DATA frame on the wire
 Address = tuple[str, int]
 
 
@@ -83,6 +93,7 @@ class ReceiveSide:
         self._asm_handle: dict[int, RecvHandle] = {}
         self._asm_peer: dict[int, Address] = {}
         self._asm_echo: dict[int, float] = {}
+        self._asm_ce_own: collections.Counter[int] = collections.Counter()   # marks not echoed, per tensor
         self.staged_elements = 0
         # staged (unexpected) tensors: key -> (sending address, elements charged)
         self._staged: dict[tuple[int, int, int], tuple[Address, int]] = {}
@@ -114,6 +125,12 @@ class ReceiveSide:
         self._rx_from: collections.Counter[Address] = collections.Counter()   # DATA packets per sender
         self._acked_at: dict[Address, int] = {}
         self.acks_sent = 0
+        # DATA arrival rate (packets/s) over the last ARRIVAL_WINDOW of busy time, and the one being counted
+        self.arrival_rate = 0.0
+        self._arrival_prev = 0.0
+        self._arrival_busy = 0.0
+        self._arrival_count = 0
+        self.ce_own_port = 0          # CE-marked packets not echoed: our own link was full (all-time)
 
     # -- public API ----------------------------------------------------------------------------
     def expect(self, worker_id: int, iteration: int, tensor_id: int, out: np.ndarray,
@@ -323,6 +340,18 @@ class ReceiveSide:
         """
         if self.cfg.link_rate is None:
             return
+        # arrival rate over ARRIVAL_WINDOW of busy time: a gap between two arrivals counts at most
+        # ARRIVAL_GAP_PACKETS packet times at our link rate, so a stall of the path (a descheduled
+        # software switch: nothing, then a burst at the link rate) or the pause between two tensors
+        # does not read as a slow link, while a path that delivers at a fraction of it does
+        now = time.monotonic()
+        cap = ARRIVAL_GAP_PACKETS * WIRE_PACKET_BYTES / self.cfg.link_rate
+        self._arrival_busy += min(now - self._arrival_prev, cap)
+        self._arrival_prev = now
+        self._arrival_count += k
+        if self._arrival_busy >= ARRIVAL_WINDOW:
+            self.arrival_rate = self._arrival_count / self._arrival_busy
+            self._arrival_busy, self._arrival_count = 0.0, 0
         n = self._rx_from[addr] + k
         self._rx_from[addr] = n
         if n - self._acked_at.get(addr, 0) >= ACK_EVERY:
@@ -522,6 +551,7 @@ class ReceiveSide:
         self._asm_peer.pop(id(asm), None)
         self._asm_token.pop(id(asm), None)
         self._asm_echo.pop(id(asm), None)
+        self._asm_ce_own.pop(id(asm), None)
         if h is not None:
             self._unstage(h.key, asm.desc.n_elements)
         if h is not None and h.out is not None:
@@ -547,11 +577,27 @@ class ReceiveSide:
         if peer is not None:
             self._send(hdr.pack() + body, peer)
 
+    def own_port_full(self) -> bool:
+        """DATA arrives at OWN_PORT_FULL of what we grant in total or more: our link is the bottleneck."""
+        if self.cfg.link_rate is None or not self._granted:
+            return False
+        rate = self.arrival_rate
+        if self._arrival_count >= 8 and self._arrival_busy > 0:   # the window being counted, once it says something
+            rate = max(rate, self._arrival_count / self._arrival_busy)
+        return rate * WIRE_PACKET_BYTES >= OWN_PORT_FULL * GRANT_SHARE * self.cfg.link_rate
+
     def _echo_ce(self, asm: TensorAssembly) -> None:
+        if self.own_port_full():
+            self.ce_own_port += 1
+            self._asm_ce_own[id(asm)] += 1
+            return
         now = time.monotonic()
         if now - self._asm_echo.get(id(asm), -1.0) >= ECN_ECHO_GAP:
             self._asm_echo[id(asm)] = now
-            self._reply(asm, P.MSG_CONTROL, P.CONTROL_HEAD.pack(P.CTRL_ECN_ECHO) + P.ECN_ECHO_BODY.pack(asm.ce_marks))
+            # the echo counts the marks set elsewhere only (cumulative, so the sender's share of
+            # marked packets does not take in the ones our own full link set)
+            marks = asm.ce_marks - self._asm_ce_own[id(asm)]
+            self._reply(asm, P.MSG_CONTROL, P.CONTROL_HEAD.pack(P.CTRL_ECN_ECHO) + P.ECN_ECHO_BODY.pack(marks))
 
     def _complete(self, asm: TensorAssembly) -> None:
         first = not asm.complete

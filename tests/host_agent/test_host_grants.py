@@ -40,8 +40,11 @@ class Bottleneck:
     """Relay whose client->target direction is one rate-limited, tail-dropping FIFO port."""
 
     def __init__(self, target: tuple[str, int], rate: float, depth: int,
-                 stall: tuple[float, float] | None = None, delay: float = 0.0) -> None:
+                 stall: tuple[float, float] | None = None, delay: float = 0.0,
+                 mark_depth: int | None = None) -> None:
         self.target, self.rate, self.depth = target, rate, depth
+        self.mark_depth = mark_depth  # CE on packets that find at least this many waiting (ECN-capable port)
+        self.ce_marked = 0
         self.delay = delay            # s added to every packet's way up (a long path; replies are not delayed)
         self.data_seen: dict[int, list[float]] = collections.defaultdict(list)   # tensor id -> DATA arrivals
         # (every, for): stop reading for ``for`` s every ``every`` s and take packets when read, as a
@@ -86,14 +89,16 @@ class Bottleneck:
         if len(data) >= P.DLCP_HEADER_LEN and data[0] & 0xF == P.MSG_DATA:
             self.data_seen[P.DlcpHeader.unpack(data).tensor_id].append(when)
         # the queue as it stood at the packet's arrival: what had left by then is gone
-        waiting = sum(1 for dep, _s, _d in self.queue if dep - self.delay > when)
+        waiting = sum(1 for dep, *_rest in self.queue if dep - self.delay > when)
         if waiting >= self.depth:
             self.tail_drops += 1
             return
         self.max_occupancy = max(self.max_occupancy, waiting + 1)
         start = max(when, self.drained)
         self.drained = start + (len(data) + WIRE_OVERHEAD) / self.rate
-        self.queue.append((self.drained + self.delay, self._upstream(client), data))
+        ce = self.mark_depth is not None and waiting >= self.mark_depth and data[0] & 0xF == P.MSG_DATA
+        self.ce_marked += ce
+        self.queue.append((self.drained + self.delay, self._upstream(client), data, ce))
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -103,8 +108,12 @@ class Bottleneck:
                 self._next_stall = time.time() + self.stall[0]
                 now = time.time()
             while self.queue and self.queue[0][0] <= now:
-                _dep, up, data = self.queue.popleft()
+                _dep, up, data, ce = self.queue.popleft()
+                if ce:
+                    up.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, P.ECN_CE)
                 up.sendto(data, self.target)
+                if ce:
+                    up.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0)
                 self.forwarded += 1
             wait = min(0.01, max(0.0, self.queue[0][0] - now)) if self.queue else 0.01
             readable, _, _ = select.select([self.sock, *self.up.values()], [], [], wait)
@@ -323,3 +332,46 @@ def test_rate_without_window_overruns_a_stalling_switch(endpoints, monkeypatch):
     monkeypatch.setattr(endpoint, "WRITE_OFF_MIN", 0.5)
     port, sends, rx, senders, elapsed = _incast(endpoints, LINK, STALL)
     assert port.tail_drops > SENDERS * 2, f"{port.tail_drops} tail drops"
+
+
+def _marked_transfer(endpoints, port_rate: float, n_packets: int = 300, stall: tuple[float, float] | None = None):
+    """One granted sender (receiver link LINK) through a port of ``port_rate`` that CE-marks DATA
+    finding 4 or more packets queued; returns (sender, receiver, the sender's AIMD pacer, port)."""
+    rx = endpoints(job_id=1, link_rate=LINK)
+    tx = endpoints(job_id=1, worker_id=0, link_rate=LINK)
+    policy = TagPolicy(critical_share=1.0, loss_bound=0.0)
+    grad = np.arange(362 * n_packets, dtype=np.float32)
+    out = np.zeros_like(grad)
+    with Bottleneck(rx.address, port_rate, DEPTH, stall, mark_depth=4) as port:
+        h = tx.send(packetize(np.ones(8, np.float32), tensor_id=1, policy=policy, job_id=1, worker_id=0,
+                              iteration=0), port.address)
+        _drive([tx], rx, [h], [])
+        r = rx.expect(0, 1, 2, out)
+        h = tx.send(packetize(grad, tensor_id=2, policy=policy, job_id=1, worker_id=0, iteration=1), port.address)
+        _drive([tx], rx, [h], [r])
+        pacer = tx.pacer_for(port.address)
+    assert np.array_equal(out, grad) and port.tail_drops == 0
+    return tx, rx, pacer, port
+
+
+@pytest.mark.timeout(60)
+def test_marks_while_our_own_link_is_full_are_not_echoed(endpoints):
+    """H10-3: a receiver whose DATA arrives at its granted total (its own link is the bottleneck, and
+    its grants and windows already bound the queue there) does not echo the marks that queue sets:
+    the sender stays at its grant. Before, every mark was echoed and the sender's AIMD cut it below
+    its grant again and again (the PS server's fan-out held 0.17-0.5 s per iteration in tcp-bulk by
+    marks at each worker's own port)."""
+    tx, rx, pacer, port = _marked_transfer(endpoints, LINK, stall=(0.15, 0.04))   # a descheduled switch
+    assert port.ce_marked > 20 and rx.rx.ce_own_port >= 0.75 * port.ce_marked
+    # (a stall in the transfer's first arrival window may still read as a slow path: an echo or two)
+    assert tx.ecn_echoes_received <= 2, f"{tx.ecn_echoes_received} echoes for {port.ce_marked} marks"
+
+
+@pytest.mark.timeout(60)
+def test_marks_while_data_arrives_below_our_link_are_echoed(endpoints):
+    """The same marking port at a third of the receiver's link (as a congested spine in front of it):
+    DATA arrives well below the link, so the marks were set on the way; they are echoed and the
+    sender backs off."""
+    tx, rx, pacer, port = _marked_transfer(endpoints, LINK / 3, n_packets=150)
+    assert port.ce_marked > 20 and tx.ecn_echoes_received >= 10 and pacer.decreases >= 2
+    assert rx.rx.ce_own_port < port.ce_marked / 4
