@@ -12,7 +12,7 @@
 // runs group by group as each group's reduced bucket of the previous iteration is complete.
 // iteration time = fwd_done(i+1) - fwd_done(i). Over TCP each rank keeps one persistent
 // connection to its right neighbour, opened when the job starts (Gloo's pairs, TcpRing).
-// It uses dlcp_transport.h's SimNet/DlcpHost and is compiled after it (simulation/ring_job.py).
+// It uses sim_net.h's SimNet and dlcp_transport.h's DlcpHost and is compiled after them (simulation/ring_job.py).
 #pragma once
 #include <functional>
 #include <map>
