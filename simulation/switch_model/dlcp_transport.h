@@ -43,7 +43,10 @@ struct OutTransfer {
   bool granted = true;
   uint32_t unscheduledLimit = 0, dataSent = 0, lostWrittenOff = 0;
   double dataStart = 0, waitFrom = -1;        // waitFrom: when its DATA first waited for that GRANT
+  int blockedBy = -1;                         // why its next DATA waits (kWait*), -1: it does not
+  double blockedSince = 0;
 };
+constexpr int kWaitGrant = 0, kWaitHold = 1, kWaitTokens = 2, kWaitWindow = 3;
 
 // Sender's view of one destination (ratecontrol.GrantPacer): its grant as a token bucket, and the
 // window of DATA packets in flight towards it, clocked by its CONTROL/ACKs.
@@ -53,6 +56,8 @@ struct DestGrant {
   uint32_t window = 0;                        // packets; 0: this destination set none
   uint64_t sent = 0, acked = 0, writtenOff = 0;
   double progress = 0;                        // when the in-flight count last went down
+  bool hold = false;                          // the receiver's HOLD (overcommitment): no DATA until a GRANT
+  double holdSince = 0;                       // when the hold began or its OPENs were last re-sent
   uint64_t InFlight() const { return sent > acked + writtenOff ? sent - acked - writtenOff : 0; }
 };
 
@@ -67,7 +72,7 @@ struct InTransfer {
   ns3::EventId answer;
   uint32_t pendingRound = 0;
   uint32_t src = 0;
-  double opened = 0;
+  double opened = 0, reopened = -1;            // its first OPEN; an OPEN again (a held sender's)
 };
 
 // One end host: a DLCP endpoint on UDP 9290 (sender and receiver sides, one AIMD pacer shared by
@@ -147,7 +152,7 @@ class DlcpHost : public ns3::Application {
     o->rto = std::max(net.cfg.rtoInit, m_srtt > 0 ? m_srtt + 4 * m_rttvar : 0.0);
     if (net.cfg.grants) {                        // wait for the GRANT answering this OPEN (endpoint.py) ...
       auto d = m_dest.find(r.dst);
-      bool known = d != m_dest.end() && d->second.rate > 0;
+      bool known = d != m_dest.end() && (d->second.rate > 0 || d->second.hold);   // a HOLD answers too
       if (!known || !net.cfg.standbyGrants) {    // ... unless the last grant (active or standby) stands
         o->granted = false;
         o->unscheduledLimit = known ? net.cfg.unscheduled : 0;
@@ -155,6 +160,8 @@ class DlcpHost : public ns3::Application {
       }
     }
     m_out[id] = o;
+    auto held = m_dest.find(r.dst);
+    if (held != m_dest.end() && held->second.hold) held->second.holdSince = ns3::Simulator::Now().GetSeconds();
     SendControlOpen(*o);
     m_active.push_back(id);
     Kick();
@@ -168,6 +175,11 @@ class DlcpHost : public ns3::Application {
   }
   void SendTo(uint32_t host, std::vector<uint8_t>& buf, bool ect) {
     SimNet& net = SimNet::Get();
+    if ((buf[0] & 0x0F) != kMsgData) {          // control bytes per host, both directions
+      if (net.ctrlBytesIn.size() < net.addr.size()) { net.ctrlBytesIn.resize(net.addr.size()); net.ctrlBytesOut.resize(net.addr.size()); }
+      net.ctrlBytesOut[m_index] += buf.size();
+      net.ctrlBytesIn[host] += buf.size();
+    }
     m_udp->SetIpTos(ect ? 0x02 : 0x00);
     m_udp->SendTo(ns3::Create<ns3::Packet>(buf.data(), buf.size()), 0,
                   ns3::InetSocketAddress(ns3::Ipv4Address(net.addr[host]), kDlcpPortDefault));
@@ -238,23 +250,37 @@ class DlcpHost : public ns3::Application {
     d.refilled = now;
   }
   // 0 when transfer ``o`` may send a DATA packet now; otherwise the time it may (or +inf: on an ACK).
-  double ReadyAt(OutTransfer& o, uint32_t dst, double now) {
+  // ``why``: what it waits for (kWait*).
+  double ReadyAt(OutTransfer& o, uint32_t dst, double now, int& why) {
     SimNet& net = SimNet::Get();
     if (!net.cfg.grants) return 0;
     if (!o.granted && o.dataSent >= o.unscheduledLimit) {
       if (o.waitFrom < 0) o.waitFrom = now;
       double until = o.dataStart + GrantWait();
+      why = kWaitGrant;
       if (now < until) return until;
       Granted(o);                                // no GRANT came (OPEN or GRANT lost): last rate
       net.grantsMissed++;
     }
     DestGrant& d = m_dest[dst];
+    if (d.hold) {                                // held (overcommitment): until a GRANT comes
+      why = kWaitHold;
+      double until = d.holdSince + GrantWait();
+      if (now < until) return until;
+      d.holdSince = now;                         // none for a grant wait: OPEN again (lost OPEN or GRANT)
+      net.holdReopens++;
+      for (auto& kv : m_out)
+        if (!kv.second->done && net.transfers[kv.first].dst == dst) SendControlOpen(*kv.second);
+      return now + GrantWait();
+    }
     Refill(d, now);
+    why = kWaitTokens;
     if (d.tokens < 0) return now + std::max(-d.tokens / DestRate(d), 1e-9);
     if (d.window > 0) {
       uint64_t flight = d.InFlight();
       if (flight >= d.window) {
         double until = d.progress + WriteOffAfter();
+        why = kWaitWindow;
         if (now < until) return until;
         d.writtenOff += flight;                  // unacknowledged for too long: presumed lost
         d.progress = now;
@@ -262,6 +288,16 @@ class DlcpHost : public ns3::Application {
       }
     }
     return 0;
+  }
+  // Time a transfer's next DATA waited, by cause (TransferRec holdWait / tokenWait / windowWait).
+  void Blocked(OutTransfer& o, TransferRec& r, int why, double now) {
+    if (why == o.blockedBy) return;
+    double waited = now - o.blockedSince;
+    if (o.blockedBy == kWaitHold) r.holdWait += waited;
+    else if (o.blockedBy == kWaitTokens) r.tokenWait += waited;
+    else if (o.blockedBy == kWaitWindow) r.windowWait += waited;
+    o.blockedBy = why;
+    o.blockedSince = now;
   }
   void SendOne() {
     SimNet& net = SimNet::Get();
@@ -276,12 +312,15 @@ class DlcpHost : public ns3::Application {
       if (it == m_out.end() || it->second->done || it->second->queue.empty()) continue;
       OutTransfer& o = *it->second;
       TransferRec& r = net.transfers[id];
-      double ready = ReadyAt(o, r.dst, now);
+      int why = -1;
+      double ready = ReadyAt(o, r.dst, now, why);
       if (ready > 0) {                           // this destination does not admit a packet yet
+        Blocked(o, r, why, now);
         wake = std::min(wake, ready);
         m_active.push_back(id);
         continue;
       }
+      Blocked(o, r, -1, now);
       uint32_t i = o.queue.front();
       o.queue.pop_front();
       uint32_t chunk = (uint32_t)std::min<uint64_t>(net.cfg.payload, r.bytes - (uint64_t)i * net.cfg.payload);
@@ -351,7 +390,17 @@ class DlcpHost : public ns3::Application {
     SimNet& net = SimNet::Get();
     uint32_t dst = net.transfers[id].dst;
     DestGrant& d = m_dest[dst];
-    Refill(d, ns3::Simulator::Now().GetSeconds());
+    double now = ns3::Simulator::Now().GetSeconds();
+    if (rate <= 0) {                             // HOLD (overcommitment): it answers the OPEN too
+      if (!d.hold) { d.hold = true; d.holdSince = now; }
+      auto it = m_out.find(id);
+      if (it != m_out.end()) Granted(*it->second);
+      for (auto& kv : m_out)
+        if (!kv.second->granted && net.transfers[kv.first].dst == dst) Granted(*kv.second);
+      return;
+    }
+    d.hold = false;
+    Refill(d, now);
     d.rate = std::max(net.cfg.grantFloor, rate);
     d.tokens = std::min(d.tokens, Burst(d.rate));
     d.window = std::max<uint32_t>(1, window);
@@ -461,7 +510,7 @@ class DlcpHost : public ns3::Application {
       } else if (msg == kMsgControl && len >= kDlcpHeaderLen + 16) {
         uint32_t sub = Get32(h + kDlcpHeaderLen);
         if (sub == kSubOpen) Open(id, srcHost, Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8),
-                                  Get32(h + kDlcpHeaderLen + 12));
+                                  Get32(h + kDlcpHeaderLen + 12), true);
         else if (sub == kSubEcnEcho) OnEcnEcho(id, Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8));
         else if (sub == kSubGrant) OnGrant(id, Get32(h + kDlcpHeaderLen + 4) * 1000.0, Get32(h + kDlcpHeaderLen + 12));
         else if (sub == kSubAck) OnAck(id, Get32(h + kDlcpHeaderLen + 4));
@@ -478,9 +527,12 @@ class DlcpHost : public ns3::Application {
       }
     }
   }
-  InTransfer* Open(uint32_t id, uint32_t src, uint32_t n, uint32_t nCrit, uint32_t ppm) {
+  InTransfer* Open(uint32_t id, uint32_t src, uint32_t n, uint32_t nCrit, uint32_t ppm, bool isOpen = false) {
     auto it = m_in.find(id);
-    if (it != m_in.end()) return &it->second;
+    if (it != m_in.end()) {                      // a held sender's OPEN again: answer it (GRANT or HOLD)
+      if (isOpen && !it->second.complete) { it->second.reopened = ns3::Simulator::Now().GetSeconds(); Regrant(src, true); }
+      return &it->second;
+    }
     InTransfer& t = m_in[id];
     t.n = n; t.nc = nCrit; t.p = ppm / 1e6; t.src = src;
     t.got.assign(n, 0);
@@ -582,42 +634,79 @@ class DlcpHost : public ns3::Application {
   }
   // ---------------------------------------------------------------- receiver-driven admission
   // (receiver.py): every active sender -- an unfinished transfer here that got DATA (or was opened)
-  // within grantIdle -- is granted grantShare x link / n bytes/s and a window of
-  // max(windowMin, windowPackets / n) packets (CONTROL/GRANT, naming the transfer it answers); sent to
-  // an opener and to every active sender whose share changed. With standbyGrants every sender active
-  // within grantMemory but not now holds the standby share, grantShare x link / n recent (sent when it
-  // stops being active and whenever n recent changes). Every ackEvery DATA packets from a
-  // sender (all its transfers, whatever became of them) a CONTROL/ACK carries the cumulative count.
-  void Regrant(uint32_t opener) {
+  // within grantIdle, or a sender this receiver holds -- is granted grantShare x link / n bytes/s
+  // and a window of max(windowMin, W / n) packets (CONTROL/GRANT, naming the transfer it answers),
+  // W = windowPackets (host_agent) or, with overcommit, max(windowPackets, windowBdps x BDP); sent to
+  // an opener and to every active sender whose share fell or grew by more than regrantChange
+  // (host_agent: changed at all). With overcommit and more than overcommitSenders active senders,
+  // n = overcommitSenders: the ones granted before stay, the longest-waiting others fill up, the
+  // rest get a HOLD (a GRANT of rate 0) once. With standbyGrants every sender active within
+  // grantMemory but not now holds the standby share, grantShare x link / n recent (sent when it
+  // stops being active and whenever that share changes as above); with overcommit and more than
+  // overcommitSenders recent senders, a HOLD instead. Every ackEvery DATA packets from a sender (all
+  // its transfers, whatever became of them) a CONTROL/ACK carries the cumulative count.
+  // ``opener``: the sender whose OPEN this answers (UINT32_MAX: none); a held opener is told again
+  // only when ``reopen`` (its OPEN came again: it may have lost the HOLD or the GRANT).
+  void Regrant(uint32_t opener, bool reopen = false) {
     SimNet& net = SimNet::Get();
     if (!net.cfg.grants) return;
+    const TransportConfig& c = net.cfg;
     double now = ns3::Simulator::Now().GetSeconds();
-    std::map<uint32_t, uint32_t> active;          // sender host -> a transfer of it (the grant names it)
+    std::map<uint32_t, std::pair<uint32_t, double>> active;   // sender host -> (a transfer of it, its first OPEN)
     for (uint32_t id : m_incomplete) {
       const InTransfer& t = m_in[id];
-      double last = std::max(t.lastData, t.opened);
-      if (now - last < net.cfg.grantIdle) active[t.src] = id;
+      double last = std::max({t.lastData, t.opened, t.reopened});
+      if (now - last >= c.grantIdle && !m_held.count(t.src)) continue;
+      auto a = active.find(t.src);
+      if (a == active.end()) active[t.src] = {id, t.opened};
+      else a->second = {id, std::min(a->second.second, t.opened)};
     }
-    if (net.cfg.standbyGrants) {
-      for (auto& kv : active) m_recent[kv.first] = {now, kv.second};
+    // the senders granted now: all active ones, or (overcommit) at most overcommitSenders of them
+    std::set<uint32_t> granted;
+    if (c.overcommit && active.size() > c.overcommitSenders) {
+      for (uint32_t s : m_sched) if (active.count(s)) granted.insert(s);
+      std::vector<std::pair<double, uint32_t>> waiting;
+      for (auto& kv : active) if (!granted.count(kv.first)) waiting.push_back({kv.second.second, kv.first});
+      std::sort(waiting.begin(), waiting.end());
+      for (auto& w : waiting) {
+        if (granted.size() >= c.overcommitSenders) break;
+        granted.insert(w.second);
+      }
+    } else {
+      for (auto& kv : active) granted.insert(kv.first);
+    }
+    m_sched = granted;
+    if (c.standbyGrants) {
+      for (auto& kv : active) m_recent[kv.first] = {now, kv.second.first};
       for (auto r = m_recent.begin(); r != m_recent.end();)
-        r = now - r->second.first > net.cfg.grantMemory ? m_recent.erase(r) : std::next(r);
+        r = now - r->second.first > c.grantMemory ? m_recent.erase(r) : std::next(r);
     }
-    if (active.empty() && m_recent.empty()) { m_granted.clear(); return; }
+    if (active.empty() && m_recent.empty()) { m_granted.clear(); m_held.clear(); return; }
     if (!active.empty()) {
       net.activeSendersMax = std::max<uint32_t>(net.activeSendersMax, (uint32_t)active.size());
-      uint32_t wireRate = ShareRate(active.size());
+      uint32_t wireRate = ShareRate(granted.size());
       for (auto& kv : active) {
-        auto g = m_granted.find(kv.first);
-        if (kv.first == opener || g == m_granted.end() || g->second != wireRate)
-          SendGrant(kv.first, kv.second, wireRate, (uint32_t)active.size());
+        uint32_t s = kv.first;
+        if (granted.count(s)) {
+          auto g = m_granted.find(s);
+          if (s == opener || g == m_granted.end() || Moved(g->second, wireRate))
+            SendGrant(s, kv.second.first, wireRate, (uint32_t)granted.size());
+        } else if (!m_held.count(s) || (s == opener && reopen)) {
+          SendHold(s, kv.second.first);
+        }
       }
     }
     if (!m_recent.empty()) {                      // standby: the share if every recent sender came back
+      bool hold = c.overcommit && m_recent.size() > c.overcommitSenders;
       uint32_t wireRate = ShareRate(m_recent.size());
       for (auto& kv : m_recent) {
+        if (active.count(kv.first)) continue;
+        if (hold) {
+          if (!m_held.count(kv.first)) SendHold(kv.first, kv.second.second);
+          continue;
+        }
         auto g = m_granted.find(kv.first);
-        if (!active.count(kv.first) && (g == m_granted.end() || g->second != wireRate)) {
+        if (g == m_granted.end() || Moved(g->second, wireRate)) {
           SendGrant(kv.first, kv.second.second, wireRate, (uint32_t)m_recent.size());
           net.standbyGrantsSent++;
         }
@@ -625,26 +714,55 @@ class DlcpHost : public ns3::Application {
     }
     for (auto g = m_granted.begin(); g != m_granted.end();)
       g = active.count(g->first) || m_recent.count(g->first) ? std::next(g) : m_granted.erase(g);
+    for (auto h = m_held.begin(); h != m_held.end();)
+      h = m_granted.count(*h) ? std::next(h) : m_held.erase(h);
     if (!m_granted.empty() && !m_grantTick.IsPending())
-      m_grantTick = ns3::Simulator::Schedule(ns3::Seconds(net.cfg.grantTick), &DlcpHost::GrantTick, this);
+      m_grantTick = ns3::Simulator::Schedule(ns3::Seconds(c.grantTick), &DlcpHost::GrantTick, this);
+  }
+  // Whether a sender granted ``was`` (kB/s; 0: held) must hear of ``now``: always when it fell or it
+  // was held; when it grew, only by more than regrantChange (host_agent: any change).
+  bool Moved(uint32_t was, uint32_t now) const {
+    if (was == 0 || now < was) return true;
+    return (double)(now - was) > SimNet::Get().cfg.regrantChange * (double)was;
   }
   // grantShare x link / n in kB/s (the GRANT's rate field: bytes/s overflow its u32 above 34 Gbit/s)
   uint32_t ShareRate(size_t n) const {
     double rate = SimNet::Get().cfg.grantShare * (double)SimNet::Get().lineRate[m_index] / 8.0 / (double)n;
-    return (uint32_t)std::min(4294967295.0, rate / 1000.0);
+    return (uint32_t)std::max(1.0, std::min(4294967295.0, rate / 1000.0));
   }
-  // CONTROL/GRANT to ``sender`` naming transfer ``id``: rate (kB/s), n senders, window max(windowMin, windowPackets / n)
+  // Packets all granted senders together may have in flight: windowPackets (host_agent) or, with
+  // overcommit, at least windowBdps x this receiver's bandwidth-delay product over baseRtt.
+  uint32_t WindowTotal() const {
+    const TransportConfig& c = SimNet::Get().cfg;
+    if (!c.overcommit || c.baseRtt <= 0) return c.windowPackets;
+    double wire = (double)(c.payload + kDlcpHeaderLen + 8 + 20 + 2);
+    double bdp = (double)SimNet::Get().lineRate[m_index] / 8.0 * c.baseRtt / wire;
+    return std::max<uint32_t>(c.windowPackets, (uint32_t)std::ceil(c.windowBdps * bdp));
+  }
+  // CONTROL/GRANT to ``sender`` naming transfer ``id``: rate (kB/s), n senders, window max(windowMin, W / n)
   void SendGrant(uint32_t sender, uint32_t id, uint32_t wireRate, uint32_t n) {
     SimNet& net = SimNet::Get();
-    uint32_t window = std::max<uint32_t>(net.cfg.windowMin, net.cfg.windowPackets / n);
+    uint32_t window = std::max<uint32_t>(net.cfg.windowMin, WindowTotal() / n);
     m_granted[sender] = wireRate;
+    m_held.erase(sender);
     net.grantsSent++;
+    SendGrantPacket(sender, id, wireRate, n, window);
+  }
+  // CONTROL/GRANT of rate 0 (overcommitment): no DATA to this receiver until a GRANT comes.
+  void SendHold(uint32_t sender, uint32_t id) {
+    SimNet& net = SimNet::Get();
+    m_granted[sender] = 0;
+    m_held.insert(sender);
+    net.holdsSent++;
+    SendGrantPacket(sender, id, 0, 0, 0);
+  }
+  void SendGrantPacket(uint32_t sender, uint32_t id, uint32_t wireRate, uint32_t n, uint32_t window) {
     std::vector<uint8_t> buf(kDlcpHeaderLen + 16, 0);
     Header(buf.data(), kMsgControl, 7, 15, kFlagCritical, id, 0, 0, 0, (uint16_t)sender);
     uint8_t* p = buf.data() + kDlcpHeaderLen;
     Put(p, kSubGrant, 4); Put(p, wireRate, 4); Put(p, n, 4); Put(p, window, 4);
     SendTo(sender, buf, false);
-    net.ctrlPackets++;
+    SimNet::Get().ctrlPackets++;
   }
   void GrantTick() { if (!m_granted.empty()) Regrant(UINT32_MAX); }   // senders gone quiet: the others' shares
   void CountData(uint32_t src, uint32_t id) {
@@ -686,7 +804,8 @@ class DlcpHost : public ns3::Application {
   double m_sendAt = 0;
   std::map<uint32_t, DestGrant> m_dest;             // sender: per destination host
   std::set<uint32_t> m_incomplete;                  // receiver: transfers not complete yet
-  std::map<uint32_t, uint32_t> m_granted;           // receiver: sender host -> rate last granted (kB/s)
+  std::map<uint32_t, uint32_t> m_granted;           // receiver: sender host -> rate last granted (kB/s; 0: HOLD)
+  std::set<uint32_t> m_sched, m_held;               // receiver: senders granted now; senders sent a HOLD
   std::map<uint32_t, std::pair<double, uint32_t>> m_recent;   // receiver: sender host -> (last active, a transfer of it)
   std::map<uint32_t, uint32_t> m_rxFrom, m_ackedAt; // receiver: DATA from each sender, count at the last ACK
   double m_nextSend = 0, m_rate = 1e9, m_line = 1e9, m_cutRate = 0, m_lastCut = -1, m_lastIncrease = 0;

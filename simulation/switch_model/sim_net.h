@@ -41,6 +41,9 @@ struct TransferRec {
   uint32_t sent = 0, retx = 0, probes = 0, rounds = 0, zeroFilled = 0, ceMarks = 0;
   int32_t iteration = -1;
   double grantWait = 0;                       // s its DATA waited for the GRANT answering its OPEN
+  // s its next DATA was held, by cause (the pacer's own gaps not counted): the receiver's HOLD
+  // (overcommitment), the grant's token bucket, the window of DATA in flight
+  double holdWait = 0, tokenWait = 0, windowWait = 0;
 };
 
 // Knobs of the DLCP transport in simulated time (host_agent's defaults scaled to the fabric).
@@ -87,6 +90,20 @@ struct TransportConfig {
   // the GRANT answering its OPEN. Off: the earlier rule (unscheduled packets, then that GRANT)
   bool standbyGrants = true;
   double grantMemory = 2e-3;                  // s (GRANT_MEMORY 2 s, scaled as grantIdle)
+  // Not in host_agent: overcommitment (Homa, Montazeri et al., SIGCOMM 2018): a receiver with more
+  // than overcommitSenders active senders grants only that many at a time (the longest-waiting
+  // first, never pre-empting one it granted) and sends every other one a HOLD (a GRANT of rate 0):
+  // the held sender sends no DATA to it until a GRANT comes (re-sending its OPEN every grant wait, so
+  // a lost OPEN or GRANT costs one grant wait). Granted senders share a window of
+  // max(windowPackets, windowBdps x the receiver's bandwidth-delay product over baseRtt) packets
+  // (windowMin each at least). While senders are held, one that finishes gets a HOLD instead of a
+  // standby grant; standby grants stand only while n recent <= overcommitSenders. Off: host_agent's
+  // rule (every active sender granted link / n and max(windowMin, windowPackets / n) packets)
+  bool overcommit = true;
+  uint32_t overcommitSenders = 8;             // senders granted at once (Homa's overcommitment degree)
+  double windowBdps = 1.25;                   // the granted senders' window, in BDPs of the receiver's link
+  double baseRtt = 0;                         // s: the fabric's base RTT (simulation/job.py sets it; 0: no BDP term)
+  double regrantChange = 0.25;                // re-grant an active sender only when its share moves more than this
   // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
   // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
   bool pfabric = false;
@@ -115,6 +132,8 @@ class SimNet {
   TransportConfig cfg = TransportDefaults();
   uint64_t dataPackets = 0, ctrlPackets = 0;
   uint64_t grantsSent = 0, acksSent = 0, grantsMissed = 0, windowStalls = 0, writeOffs = 0, standbyGrantsSent = 0;
+  uint64_t holdsSent = 0, holdReopens = 0;    // HOLDs sent (overcommitment); OPENs re-sent by held senders
+  std::vector<uint64_t> ctrlBytesIn, ctrlBytesOut;   // host index -> DLCP control bytes (UDP payload) received / sent
   uint64_t pfData = 0, pfRetx = 0, pfTimeouts = 0;
   uint32_t activeSendersMax = 0;
 
