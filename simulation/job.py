@@ -4,8 +4,8 @@ and per-iteration records.
 
 Why this exists: it is the plain scenario script behind `dlcp-sim --workload ps-train|ring-train|ps-incast`
 (and simulation/crosscheck.py's Mininet scenarios: several jobs on chosen hosts, long-lived bulk
-TCP flows). Python builds the network (scenario.build_network), the C++ hosts (dlcp_transport.h:
-DlcpHost per host, PsJob, Background; ring_allreduce.h: RingJob) and then only calls Simulator::Run in slices to print progress; every
+TCP flows). Python builds the network (scenario.build_network), the C++ hosts (switch_model/dlcp_transport.h:
+DlcpHost per host; workloads.h: PsJob, Background; ring_allreduce.h: RingJob) and then only calls Simulator::Run in slices to print progress; every
 packet, timer and completion is handled in C++. Modes:
 
 * ``dlcp``: gradient pushes and parameter pulls over DLCP (bounded loss ``loss_bound`` for

@@ -12,7 +12,7 @@ DlcpSender). Modes:
 * ``dctcp``: TcpDctcp with ECN, switch ports RED marking at K = 65 packets per 10 Gbit/s
   (the DCTCP paper's guideline, at least 20, at most half the buffer), same total buffer;
 * ``pfabric``: the pFabric-like baseline (simulation.job only): every transfer over
-  dlcp_transport.h's pFabric transport (remaining size as priority, initial window one BDP,
+  pfabric_transport.h's transport (remaining size as priority, initial window one BDP,
   fixed RTO of 3 RTTs), switch ports PfabricQueueDisc with 2 x BDP of buffer (the paper's setting).
 
 Every switch forwards with DlcpRouting (per-flow ECMP, plus per-packet spraying of DLCP DATA).
