@@ -153,7 +153,11 @@ class DlcpHost : public ns3::Application {
     if (net.cfg.grants) {                        // wait for the GRANT answering this OPEN (endpoint.py) ...
       auto d = m_dest.find(r.dst);
       bool known = d != m_dest.end() && (d->second.rate > 0 || d->second.hold);   // a HOLD answers too
-      if (!known || !net.cfg.standbyGrants) {    // ... unless the last grant (active or standby) stands
+      if (!known && net.cfg.overcommit) {        // overcommit: first contact is held until a GRANT (its
+        DestGrant& h = m_dest[r.dst];            // OPEN again every grant wait), never sent at line rate
+        h.hold = true;
+        h.holdSince = ns3::Simulator::Now().GetSeconds();
+      } else if (!known || !net.cfg.standbyGrants) {   // ... unless the last grant (active or standby) stands
         o->granted = false;
         o->unscheduledLimit = known ? net.cfg.unscheduled : 0;
         o->dataStart = ns3::Simulator::Now().GetSeconds();
@@ -304,6 +308,17 @@ class DlcpHost : public ns3::Application {
     Increase();
     double now = ns3::Simulator::Now().GetSeconds();
     double wake = INFINITY;
+    if (net.cfg.senderSrpt && m_active.size() > 1) {   // fewest packets left first, then the earliest
+      std::vector<std::pair<size_t, uint32_t>> order;
+      order.reserve(m_active.size());
+      for (uint32_t id : m_active) {
+        auto it = m_out.find(id);
+        order.push_back({it == m_out.end() ? 0 : it->second->queue.size(), id});
+      }
+      std::sort(order.begin(), order.end());
+      m_active.clear();
+      for (auto& x : order) m_active.push_back(x.second);
+    }
     size_t tries = m_active.size();
     while (tries-- > 0 && !m_active.empty()) {
       uint32_t id = m_active.front();

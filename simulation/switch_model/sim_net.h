@@ -97,13 +97,19 @@ struct TransportConfig {
   // a lost OPEN or GRANT costs one grant wait). Granted senders share a window of
   // max(windowPackets, windowBdps x the receiver's bandwidth-delay product over baseRtt) packets
   // (windowMin each at least). While senders are held, one that finishes gets a HOLD instead of a
-  // standby grant; standby grants stand only while n recent <= overcommitSenders. Off: host_agent's
+  // standby grant; standby grants stand only while n recent <= overcommitSenders. First contact is
+  // held too (the GRANT answering its OPEN ends it; OPEN again every grant wait), where host_agent
+  // (and overcommit off) sends at its own line rate once a grant wait passed. Off: host_agent's
   // rule (every active sender granted link / n and max(windowMin, windowPackets / n) packets)
   bool overcommit = true;
-  uint32_t overcommitSenders = 8;             // senders granted at once (Homa's overcommitment degree)
-  double windowBdps = 1.25;                   // the granted senders' window, in BDPs of the receiver's link
+  uint32_t overcommitSenders = 16;            // senders granted at once (Homa's overcommitment degree)
+  double windowBdps = 2.0;                    // the granted senders' window, in BDPs of the receiver's link
   double baseRtt = 0;                         // s: the fabric's base RTT (simulation/job.py sets it; 0: no BDP term)
   double regrantChange = 0.25;                // re-grant an active sender only when its share moves more than this
+  // Not in host_agent (which serves its tensors round robin): a sender's pacer serves the transfer
+  // with the fewest packets left to send first, the earliest on a tie (Homa's sender SRPT), so a
+  // PS's pull fan-out completes worker by worker instead of all together at the end
+  bool senderSrpt = false;
   // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
   // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
   bool pfabric = false;
