@@ -15,6 +15,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from controller import encoding, wire
+from controller.barefoot_p4info import register_barefoot_messages
 from controller.errors import ControllerError, NameNotFound, ValueError_
 
 MATCH_KINDS = {
@@ -48,6 +49,7 @@ def load_p4info(path: str | Path) -> p4info_pb2.P4Info:
     except OSError as err:
         raise ControllerError(f"{path}: cannot read P4Info: {err.strerror}") from None
     p4info = p4info_pb2.P4Info()
+    register_barefoot_messages()        # a Tofino program's P4Info carries barefoot.* extern infos
     try:
         text_format.Parse(data.decode("utf-8"), p4info)
     except (UnicodeDecodeError, text_format.ParseError) as text_err:

@@ -83,3 +83,28 @@ def test_own_ctl_client_against_the_real_ctl_server():
     lines = proc.stdout.splitlines()
     assert lines[0] == "4 16"
     assert lines[1].startswith(f"switch s1: ctl 127.0.0.1:{port}: set_queue_depth: ") and "at least 1" in lines[1]
+
+
+def test_a_tofino_programs_p4info_reads_without_p4sim(tmp_path):
+    """The Tofino program's P4Info lists its port-metadata table with a ``barefoot.PortMetadata``
+    info, as bf-p4c writes it; text protobuf refuses an ``Any`` whose type it does not know, so
+    ``dlcpctl apply`` (and ``dlcp-exp --arch tna``) failed with "Type barefoot.PortMetadata not found
+    in descriptor pool". The controller must read it on its own, and keep the info intact."""
+    from p4sim.tna.program import compile_tna
+
+    program = compile_tna(str(ROOT / "p4src/tofino/dlcp.p4"), [str(ROOT / "p4src/include")], "tna")
+    path = tmp_path / "dlcp.p4info.txtpb"
+    path.write_text(str(program.p4info))
+    infos = {i.info.type_url: i.info.value for e in program.p4info.externs for i in e.instances}
+    assert "type.googleapis.com/barefoot.PortMetadata" in infos
+    proc = _run("""
+        import sys
+        from controller.p4info_index import load_p4info
+        p4info = load_p4info(sys.argv[1])
+        for e in p4info.externs:
+            for i in e.instances:
+                print(i.info.type_url, i.info.value.hex())
+        """, str(path))
+    assert proc.returncode == 0, proc.stderr
+    read = dict(line.split(" ") if " " in line else (line, "") for line in proc.stdout.splitlines())
+    assert read == {url: value.hex() for url, value in infos.items()}
