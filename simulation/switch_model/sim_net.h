@@ -109,7 +109,7 @@ struct TransportConfig {
   // Not in host_agent (which serves its tensors round robin): a sender's pacer serves the transfer
   // with the fewest packets left to send first, the earliest on a tie (Homa's sender SRPT), so a
   // PS's pull fan-out completes worker by worker instead of all together at the end
-  bool senderSrpt = false;
+  bool senderSrpt = true;
   // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
   // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
   bool pfabric = false;
