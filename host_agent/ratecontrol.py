@@ -139,12 +139,12 @@ GRANT_BURST_MIN = 3000       # ... but at least two full packets
 WINDOW_PACKET_BYTES = 1514   # bytes a window's packet is counted as (a full DLCP frame)
 RTT_MIN_WINDOW = 2.0         # s: the smallest ACK round trip is taken over this long (the path changes)
 # The window's path term (grant x smallest ACK round trip, on top of the receiver's queue share), at
-# most this share of the receiver's window. Measured in tcp-bulk (docs/experiments.md H10-2) it cut the
-# workers' window-held time from 1.15 to 0.64 s per iteration, but while one endpoint-wide AIMD pacer
-# served every destination, the ECN marks the deeper queues drew at one worker's port held the
-# server's whole fan-out for 0.5-1.5 s; it was off (0) until the AIMD pacers became per destination
-# (H10-3). Slow demo iterations are the ones whose senders waited for window (H10-3 evidence).
-PATH_SHARE_MAX = 0.5
+# most this share of the receiver's window. Off: measured twice it made tcp-bulk slower. H10-2: the
+# deeper queues drew ECN marks and one endpoint-wide AIMD pacer held the fan-out 0.5-1.5 s. H10-3, with
+# the AIMD per destination and no echo of marks a receiver's own full link set (04:36-04:45 UTC, load
+# 1.4-6.5, results/h10a-3/bulk-final and bulk-path0, 5 seeds each): DLCP median 1.74 s, p99 2.29 s with
+# it (0.5), 1.62 s and 1.71 s without (0). Kept measurable (> 0) for that study.
+PATH_SHARE_MAX = 0.0
 # The round trip the path term covers: the smallest ACK round trip of the last 2-4 s (False), or the
 # smoothed one (True): on software switches the ACKs' round trip swings with the switches' CPU.
 PATH_RTT_SMOOTHED = False

@@ -260,7 +260,7 @@ def test_window_covers_the_round_trip_of_a_long_path(endpoints, monkeypatch):
     trip (grant x smallest ACK round trip, at most half the share): over a 100 ms path, where the
     round trip holds ~90 packets at the grant, one sender gets 60 packets per round trip, at least
     0.55 of its grant (the queue share alone, 40 packets per round trip: 0.37 measured)."""
-    monkeypatch.setattr(ratecontrol, "PATH_SHARE_MAX", 0.5)   # the default since H10-3 (off in H10-2)
+    monkeypatch.setattr(ratecontrol, "PATH_SHARE_MAX", 0.5)   # off by default (docs/experiments.md H10-2, H10-3)
     rx = endpoints(job_id=1, link_rate=LINK)
     tx = endpoints(job_id=1, worker_id=0, link_rate=LINK)
     policy = TagPolicy(critical_share=1.0, loss_bound=0.0)
