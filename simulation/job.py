@@ -25,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from controller.netconfig import Policy
-from simulation.scenario import build_network, fabric_timer_floor_s, switch_counters
+from simulation.scenario import build_network, fabric_base_rtt_s, fabric_timer_floor_s, switch_counters
 from simulation.topology import Topology
 from simulation.workload import PsWorkload
 
@@ -99,6 +99,7 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
     cfg.holdoff = spec.holdoff_s
     floor = fabric_timer_floor_s(topo, policy)     # TCP's MinRto on this fabric too (build_network)
     cfg.rtoInit = cfg.rtoMin = spec.rto_min_s if spec.rto_min_s is not None else floor
+    cfg.baseRtt = fabric_base_rtt_s(topo)          # the granted window's BDP (dlcp_transport.h overcommit)
     if spec.rto_min_s is None:      # host_agent's Linux-timer floors (1 ms here) become the fabric's; lower knobs stay
         cfg.writeOffMin, cfg.grantWaitMin = min(cfg.writeOffMin, floor), min(cfg.grantWaitMin, floor)
     for name, value in spec.transport.items():
@@ -177,7 +178,8 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
             rec |= {"packets": int(r.packets), "critical": int(r.critical), "droppable": int(r.droppable),
                     "sent": int(r.sent), "retx": int(r.retx), "probes": int(r.probes), "rounds": int(r.rounds),
                     "zero_filled": int(r.zeroFilled), "ce_marks": int(r.ceMarks), "loss_bound": float(r.lossBound),
-                    "grant_wait_s": float(r.grantWait)}
+                    "grant_wait_s": float(r.grantWait), "hold_wait_s": float(r.holdWait),
+                    "token_wait_s": float(r.tokenWait), "window_wait_s": float(r.windowWait)}
         transfers.append(rec)
     iterations = []
     for d, j in jobs:
