@@ -92,6 +92,7 @@ class DlcpHost : public ns3::Application {
     TransferRec& r = net.transfers[id];
     r.start = ns3::Simulator::Now().GetSeconds();
     m_tcp.SetNode(GetNode());                  // (a transfer at t = 0 may come before StartApplication)
+    if (!m_udp) StartApplication();            // ... and a DLCP one needs its socket
     if (r.dlcp) StartDlcp(id); else if (net.cfg.pfabric) m_pfabric.StartTransfer(id); else m_tcp.StartTransfer(id);
   }
 
@@ -102,6 +103,7 @@ class DlcpHost : public ns3::Application {
  private:
   // ---------------------------------------------------------------- setup
   void StartApplication() override {
+    if (m_udp) return;                         // started early by a transfer at t = 0 (StartTransfer)
     SimNet& net = SimNet::Get();
     m_rate = m_line = (double)net.lineRate[m_index];
     m_udp = ns3::Socket::CreateSocket(GetNode(), ns3::UdpSocketFactory::GetTypeId());
