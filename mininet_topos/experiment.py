@@ -201,6 +201,15 @@ def run_mode(cfg: ExperimentConfig, mode: str, run_dir: Path, pipeline: dict[str
             done = _iterations_done(mode_dir, [h.name for h in hosts[1:]] or [hosts[0].name])
             progress.update(mode, done)
             time.sleep(0.25)
+        # The background flows end with the agents: the counters then describe the workload's run,
+        # not also the seconds the read itself takes (a slower read would count more background).
+        for p in procs:
+            if p not in agent_procs.values() and p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
         # Counters first, also when an agent failed: they explain what happened.
         stats_out = _run(agents.dlcpctl(config_path, "--json", "stats"), "dlcpctl stats")
         (mode_dir / "switch_stats.json").write_text(stats_out)
