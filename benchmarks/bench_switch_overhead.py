@@ -20,15 +20,16 @@ sys.path.insert(0, ROOT)
 
 from benchmode import add_quick_flag, announce  # noqa: E402
 
+from p4sim.switch.ports import Port  # noqa: E402
+
 PROGRAM = os.path.join(ROOT, "tests", "ptf", "l3", "l3_router.p4")
 
 
-class SinkPort:
+class SinkPort(Port):
     """A port that only counts (so no syscall enters the figures)."""
 
     def __init__(self, port_no: int) -> None:
         self.port_no, self.name, self.sent = port_no, f"sink{port_no}", 0
-        self.rx_dropped = self.tx_dropped = 0
 
     def fileno(self) -> int:
         return -1
