@@ -13,6 +13,13 @@ steps of several buckets in flight (``overlap.allreduce_worker_udp``) stay attri
 
 Reusing the chunk buffers while a send is unacknowledged is safe: ``packetize`` copies the
 payload, so a later retransmission sends what was sent first, whatever the buffer holds by then.
+
+A bucket's layer class (``bucket_need_positions``) is WHEN the next forward pass needs it: the share
+of that pass's compute that runs before the bucket's first layer, not that layer's index. The
+whole bucket is needed then (the forward pass waits for the reduced bucket, not per chunk), so
+every chunk of it carries that class. By index, ResNet-50's second bucket (its first layer is
+number 112 of 161, but only 26 % of the compute comes before it) got class 2 and sat in queue 1
+under a PS job's classes 5-7 at a shared leaf (pcaps, docs/experiments.md, ecmp-collision).
 """
 
 from __future__ import annotations
@@ -27,6 +34,21 @@ from host_agent import protocol as P
 from host_agent.collectives import CommStats, _pack
 from host_agent.endpoint import Endpoint, SendHandle
 from host_agent.policy import TagPolicy
+
+
+def bucket_need_positions(layer_elements: Sequence[int], groups: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
+    """Per bucket (``groups``: layer indices in model order), ``(position, out_of)`` for
+    ``TagPolicy.layer_class``: the parameters before the bucket's first layer, out of all of them.
+
+    That is the share of the next forward pass's compute done before the bucket is needed
+    (``overlap.ComputeModel`` makes a layer's compute proportional to its parameters), so with
+    ``front_first`` a bucket needed after 26 % of the pass gets class 7 - floor(8 * 0.26) = 5.
+    """
+    total = int(sum(layer_elements))
+    if total <= 0:
+        raise ValueError("bucket_need_positions: the layers hold no parameters")
+    before = np.concatenate([[0], np.cumsum(np.asarray(layer_elements, dtype=np.int64))])
+    return [(int(before[g[0]]), total) for g in groups]
 
 
 def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: np.ndarray, iteration: int,
