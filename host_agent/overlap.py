@@ -40,7 +40,7 @@ from host_agent.collectives import PS_SERVER_ID, CommStats, _pack
 from host_agent.endpoint import Endpoint
 from host_agent.errors import TransportError
 from host_agent.policy import TagPolicy
-from host_agent.ring import finish_sends, ring_task
+from host_agent.ring import bucket_need_positions, finish_sends, ring_task
 from host_agent.tcp_baseline import FRAME, recv_exact, send_tensor
 from host_agent.workloads import Workload
 
@@ -365,6 +365,7 @@ def allreduce_worker_udp(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int
     n = len(elems)
     groups = buckets_of(elems, n_buckets)
     bucket_of = {layer: b for b, g in enumerate(groups) for layer in g}
+    need = bucket_need_positions(elems, groups)     # each bucket's layer class: when the forward pass needs it
     steps = 2 * (len(addrs) - 1)
     loop = EventLoop(ep, timeout)
     gpu = Gpu(loop.spin_until)
@@ -406,9 +407,8 @@ def allreduce_worker_udp(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int
             for k in range(slot, len(groups), in_flight):
                 yield lambda k=k: len(ready) > k
                 b = ready[k]
-                # layer class from the bucket's real position in the model (front = high), not the step
-                yield from ring_steps(ep, rank, addrs, flats[b], it, policy, mtu, b * steps, groups[b][0], n, stats,
-                                      sends)
+                # layer class from when the next forward pass needs the bucket (front = high), not the step
+                yield from ring_steps(ep, rank, addrs, flats[b], it, policy, mtu, b * steps, *need[b], stats, sends)
                 done_at[b] = time.perf_counter()
 
         for slot in range(min(in_flight, len(groups))):
