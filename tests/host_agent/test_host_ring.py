@@ -296,3 +296,30 @@ def test_buckets_in_flight_below_one_is_a_one_line_error():
                        timeout=60)
     assert r.returncode == 1
     assert r.stderr.strip() == "dlcp-agent: error: --buckets-in-flight 0: must be >= 1"
+
+
+def test_each_bucket_is_tagged_by_when_the_next_forward_pass_needs_it():
+    """The ring's layer class is when the next forward pass needs the bucket (the paper's reason for
+    front-first priority), read off the compute model, not the index of the bucket's first layer.
+    By index, ResNet-50's second bucket (first layer 112 of 161, after 26 % of the forward compute)
+    got class 2 and, with the third and fourth, sat in a leaf's queue 1 for up to 0.4 s under a
+    PS job's classes 5-7 in ``ecmp-collision`` (pcaps, H10b). The classes on the wire here are the
+    ones rank 0's DATA really carried through the relay."""
+    wl = make_workload("resnet50", 2, 0.002, 0)
+    elems = [int(np.prod(s)) for s in wl.shapes]
+    forward = overlap.ComputeModel.scaled(elems, 20.0, 0.05).forward
+    groups = overlap.buckets_of(elems, 4)
+    steps = 2
+    seen: dict[int, set[int]] = {}
+
+    def record(h: P.DlcpHeader) -> bool:
+        if h.msg_type in (P.MSG_DATA, P.MSG_PROBE):
+            seen.setdefault(h.tensor_id // steps, set()).add(h.layer_class)
+        return False                                  # drop nothing
+
+    _ring_of_two(1, record)
+    need = [sum(forward[:g[0]]) / sum(forward) for g in groups]       # share of the pass before each bucket
+    expected = {b: {P.LAYER_CLASS_MAX - int(need[b] * P.NUM_LAYER_CLASSES)} for b in range(4)}
+    assert seen == expected, (seen, need)
+    assert seen[1] == {5}                              # 26 % into the pass; its first layer's index gives 2
+    assert TagPolicy().layer_class(groups[1][0], len(elems)) == 2
