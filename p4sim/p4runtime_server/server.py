@@ -21,7 +21,6 @@ TLS (``TlsConfig``): server certificate, and with a CA, mutual TLS (client certi
 from __future__ import annotations
 
 import functools
-import gc
 import logging
 import queue
 import threading
@@ -52,6 +51,7 @@ from p4sim.p4runtime_server.p4info_index import check_compatible
 from p4sim.p4runtime_server.packet_io import parse_packet_in, serialize_packet_out
 from p4sim.p4runtime_server.session import PipelineSession
 from p4sim.p4runtime_server.wire import WriteBatch, parse_write_request
+from p4sim.switch import gcpause
 
 __all__ = ["P4RuntimeServer", "P4RuntimeService", "API_VERSION", "TlsConfig"]
 
@@ -164,7 +164,12 @@ class _HeapFreezer:
     request is running (retrying every ``RETRY`` s), and collects first: the collection scans
     only what was allocated since the previous freeze, so it costs about what the batch did. A
     stream of big batches freezes at most once per ``DELAY``, not once per batch, and never waits
-    for the stream to end (a bulk install keeps its heap frozen as it grows)."""
+    for the stream to end (a bulk install keeps its heap frozen as it grows).
+
+    In a process that is a switch and nothing else (``p4sim switch``: ``gcpause.claim_heap``)
+    every Write batch and every pipeline load asks for a freeze, the load thawing the previous
+    pipeline first: full collections then walk only what is young, not the program (issue 15:
+    counter reads while forwarding caused 50-200 ms pauses of the packet thread)."""
 
     DELAY = 0.2
     RETRY = 0.005
@@ -172,10 +177,14 @@ class _HeapFreezer:
     def __init__(self, inflight: _InFlight) -> None:
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
+        self._thaw = False
         self._inflight = inflight
 
-    def request(self) -> None:
+    def request(self, thaw_first: bool = False) -> None:
+        """Freeze ``DELAY`` s from now; ``thaw_first``: a new pipeline was loaded, give back the
+        old one's pinned objects first (only in a process that owns its heap, ``gcpause``)."""
         with self._lock:
+            self._thaw = self._thaw or thaw_first
             if self._timer is None:       # one pending freeze covers every batch until it runs
                 self._schedule(self.DELAY)
 
@@ -192,8 +201,8 @@ class _HeapFreezer:
                 self._schedule(self.RETRY)
                 return
             self._timer = None
-        gc.collect()
-        gc.freeze()
+            thaw, self._thaw = self._thaw, False
+        gcpause.freeze_heap(thaw_first=thaw)
 
     def cancel(self) -> None:
         with self._lock:
@@ -316,6 +325,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._saved = None
             self.digests.reset()
         log.info("pipeline '%s' committed", getattr(session.program, "name", "?"))
+        if gcpause.owns_heap():     # keep the new program out of full collections (gcpause)
+            self._heap_freezer.request(thaw_first=True)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
     def _verify(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> PipelineSession:
@@ -388,7 +399,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 results = apply_atomic_batch(session, pipeline, updates)
             else:
                 results = apply_batch(session, pipeline, updates)
-        if len(request.updates) >= GC_FREEZE_BATCH:
+        if len(request.updates) >= GC_FREEZE_BATCH or gcpause.owns_heap():
             self._heap_freezer.request()
         if results:
             raise _BatchFailed(batch_status(results, _details_limit(context)))

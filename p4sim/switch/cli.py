@@ -22,6 +22,7 @@ import sys
 import threading
 
 from p4sim.errors import UserError
+from p4sim.switch import gcpause
 from p4sim.switch.ctl_server import CtlServer
 from p4sim.switch.device import SwitchDevice
 from p4sim.switch.ports import parse_interface_spec
@@ -282,8 +283,11 @@ def run(args: argparse.Namespace) -> int:
     _setup_logging(args)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    gcpause.claim_heap()       # this process is the switch: its heap may be frozen (gcpause)
     try:
         device, ctl, grpc = build_switch(args)
+        if device.program is not None:      # loaded from the command line: keep it out of full collections
+            gcpause.freeze_heap()
         try:
             grpc_addr = getattr(grpc, "bound_address", "-") if grpc is not None else "-"
             print(f"p4sim switch {device.name} ready: device_id={device.device_id} ctl={ctl.address} "

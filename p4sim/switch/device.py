@@ -90,6 +90,7 @@ class SwitchDevice:
         self.packet_cpu_s = 0.0        # CPU seconds the packet thread used (set when it ends)
         self.packet_wait_s = None      # seconds it was runnable but waited for a CPU (Linux schedstat)
         self._gc = gcpause.pauses()     # Python GC collections and their CPU, for the final log line
+        self._forwarding = False        # a packet met a loaded program (GC pauses from then on count apart)
         self._closed = False
         self._start_ns = time.monotonic_ns()
         self._v1 = None
@@ -348,6 +349,9 @@ class SwitchDevice:
                 counters["drop_no_pipeline"] += len(rx)
                 self._recirc.clear()
             else:
+                if not self._forwarding:
+                    self._forwarding = True
+                    self._gc.mark_forwarding()
                 ingress = path.ingress
                 # egress runs after every ingress packet, as BMv2's concurrent egress threads
                 # would: a packet that may leave at once does so before the next one is queued
