@@ -46,11 +46,52 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="ps-train, ring-train, ps-incast: runs (mode x load) at a time, each its own process "
                         "(2 on a 2-core machine; results are the same as one at a time)")
     p.add_argument("--out", help="output directory (default results/sim-<preset>-<time>)")
+    p.add_argument("--crosscheck", default=None, metavar="FILE|run|none",
+                   help="the Mininet cross-check quoted at the end of report.md: a crosscheck.json (default: the "
+                        "recorded simulation/data/crosscheck.json), 'run' to run it now into <out>/crosscheck "
+                        "(minutes), 'none' to leave it out")
     return p.parse_args(argv)
+
+
+def _crosscheck_source(a: argparse.Namespace) -> str | None:
+    """Check --crosscheck before anything runs: None (left out), 'run', or a readable record's path
+    (raises crosscheck.RecordError)."""
+    from simulation.crosscheck import RECORDED, load_recorded
+
+    if a.crosscheck in ("none", "run"):
+        return None if a.crosscheck == "none" else "run"
+    path = a.crosscheck or str(RECORDED)
+    load_recorded(Path(path))
+    return path
+
+
+def _append_crosscheck(report: Path, source: str | None) -> None:
+    """report.md gets the cross-check's verdicts (quoted from a record, or from a run made now)."""
+    from simulation import crosscheck
+
+    if source is None:
+        return
+    if source == "run":
+        out = report.parent / "crosscheck"
+        print(f"dlcp-sim: running the Mininet cross-check into {out} ...", flush=True)
+        if crosscheck.main(["--out", str(out)]) != 0:
+            print("dlcp-sim: --crosscheck run: the cross-check failed; report.md has no cross-check section",
+                  file=sys.stderr)
+            return
+        source = str(out / "crosscheck.json")
+    with report.open("a") as fh:
+        fh.write("\n" + crosscheck.report_section(Path(source)))
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
+    from simulation.crosscheck import RecordError
+
+    try:
+        a.crosscheck_source = _crosscheck_source(a)
+    except RecordError as err:
+        print(f"dlcp-sim: --crosscheck: {err}", file=sys.stderr)
+        return 2
     try:
         topo = preset(a.preset)
     except KeyError as err:
@@ -93,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(flows) - a.background} gradient flows of {a.gradient_bytes} B to h0, {a.background} background "
               f"TCP flows of {a.background_bytes} B, {a.sim_ms} ms simulated, seed {a.seed}.")
     report = write(out, runs, header)
+    _append_crosscheck(report, a.crosscheck_source)
     print(f"dlcp-sim: wrote {report}")
     return 0
 
@@ -163,6 +205,7 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
               f"{a.loss_bound}; seed {a.seed}. Whole command {time.perf_counter() - t0:.0f} s wall, {a.parallel} run(s) "
               f"at a time.")
     report = job_report.write(out, runs, header)
+    _append_crosscheck(report, a.crosscheck_source)
     print(f"dlcp-sim: wrote {report}")
     return 0
 

@@ -14,6 +14,9 @@ magnitude-class group with the Mininet runs (`results/<run>/runs.jsonl`, `iterat
 The tolerance is stated in TOLERANCE and docs/simulation.md.
 
     python -m simulation.crosscheck [--scenario tcp-bulk,ecmp-collision] [--mininet-tcp-bulk DIR] ...
+
+Each run writes crosscheck.json with its date, commit and machine load; the one in RECORDED (copied
+there by hand after a run, with the docs) is what every `dlcp-sim` report quotes (``report_section``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -46,9 +51,12 @@ MAG_GROUPS = (("m0-3", range(0, 4)), ("m4-7", range(4, 8)), ("m8-11", range(8, 1
 # the Mininet runs on record (docs/experiments.md), extracted from results/<run>/ (git-ignored) by
 # ``--extract``: per run mode, seed, iterations, drops; per iteration and worker its time
 DATA = Path(__file__).resolve().parent / "data" / "mininet"
-# tcp-bulk: the 01:35 demo (aba2384: host_agent with standby grants, as the ns-3 transport); the 22:20
-# demo before them stays in DATA; ecmp-collision: no complete run after standby grants is on record
-RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261202-013513", "ecmp-collision": DATA / "ecmp-collision-20261201-191838"}
+# tcp-bulk: the 04:50 demo (b125bec: host_agent with standby grants, as the ns-3 transport; window path
+# term off); ecmp-collision: H10b's 04:18 study (71ae76a, 3 seeds x 4 iterations, 1 bucket in flight: the
+# latest complete run after standby grants; it ran with the window path term on). Older records stay in DATA
+RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261202-045003", "ecmp-collision": DATA / "ecmp-collision-20261202-041814"}
+# the cross-check run every dlcp-sim report quotes (a crosscheck.json, copied here after a run)
+RECORDED = Path(__file__).resolve().parent / "data" / "crosscheck.json"
 RUN_KEYS = ("mode", "seed", "iterations", "failure", "selective_drops", "tail_drops")
 ITER_KEYS = ("scenario", "job", "mode", "seed", "worker", "iteration", "iter_time_s")
 # host_agent's timings (docs/simulation.md's mapping table): RTO 20 ms..0.5 s, hold-off 0.5 ms, AIMD
@@ -98,8 +106,9 @@ def scenario(name: str) -> tuple[str, list[JobDef], list[tuple[int, int, int, fl
     raise KeyError(f"unknown scenario '{name}' (known: tcp-bulk, ecmp-collision)")
 
 
-def run_scenario(name: str, out: Path) -> list:
-    """Both modes of scenario ``name`` in ns-3 (fresh process each); writes the usual job report."""
+def run_scenario(name: str, out: Path, rate_share: float = 1.0) -> list:
+    """Both modes of scenario ``name`` in ns-3 (fresh process each); writes the usual job report.
+    ``rate_share`` < 1: every switch port sends at that share of its 20 Mbit/s (Topology.switch_rate_share)."""
     from simulation import job_report
     from simulation.job import run_job_fresh
     from simulation.policy import policy_for
@@ -107,6 +116,7 @@ def run_scenario(name: str, out: Path) -> list:
 
     pname, jobs, bulk, _ = scenario(name)
     topo = preset(pname)
+    topo.switch_rate_share = rate_share
     policy = policy_for(LINK_BPS, None)
     runs = []
     for mode in MODES:
@@ -118,8 +128,9 @@ def run_scenario(name: str, out: Path) -> list:
         r = run_job_fresh(topo, pol, mode, spec)
         r.extra["load"] = 0.0
         runs.append(r)
+    share = f" Switch ports send at {rate_share:g} x their link rate." if rate_share != 1.0 else ""
     job_report.write(out / name, runs, f"# ns-3 rebuild of the Mininet scenario `{name}`\n\n{topo.description}. "
-                     f"Policy: {policy.source} (DLCP); TCP cubic: one 64-packet FIFO per port.")
+                     f"Policy: {policy.source} (DLCP); TCP cubic: one 64-packet FIFO per port.{share}")
     return runs
 
 
@@ -241,6 +252,73 @@ def _pair(p: list | None) -> str:
     return " / ".join("none closed" if x is None else f"{x:g}" for x in p) if p else "-"
 
 
+def provenance() -> dict:
+    """When, at which commit (and whether simulation/ had local changes) and under what load this ran."""
+    repo = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=False).stdout.strip() or "unknown"
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no", "--",
+                                "simulation"], capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        head, dirty = "unknown", ""
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "commit": head + (" (+ local changes in simulation/)" if dirty else ""),
+            "load_average": round(os.getloadavg()[0], 1)}
+
+
+class RecordError(Exception):
+    """A recorded cross-check file that cannot be quoted (missing, not JSON, wrong shape): one line."""
+
+
+def load_recorded(path: Path) -> dict:
+    """The cross-check result file at ``path`` (crosscheck.json as ``main`` writes it)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as err:
+        raise RecordError(f"{path}: cannot read the cross-check record: {err.strerror}") from None
+    except json.JSONDecodeError as err:
+        raise RecordError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise RecordError(f"{path}: not a cross-check record (no 'results' list; written by "
+                          f"`python -m simulation.crosscheck` since 2026-12-02 07:00 UTC)")
+    for key in ("date", "commit"):
+        if not isinstance(data.get(key), str):
+            raise RecordError(f"{path}: field '{key}' missing")
+    for i, res in enumerate(data["results"]):
+        missing = [k for k in ("scenario", "comparisons", "directions_agree", "directions", "drops_within",
+                               "drop_classes") if k not in res]
+        if missing:
+            raise RecordError(f"{path}: results[{i}]: field '{missing[0]}' missing")
+    return data
+
+
+def report_section(path: Path) -> str:
+    """The cross-check's verdicts for a dlcp-sim report.md, quoted from the record at ``path``."""
+    rec = load_recorded(path)
+    share = rec.get("switch_rate_share", 1.0)
+    lines = ["## Cross-check with Mininet", "",
+             f"Quoted from `{path}`: run {rec['date']} at commit {rec['commit']}, load average "
+             f"{rec.get('load_average', '?')}{f', switch ports at {share:g} x link rate' if share != 1.0 else ''}; "
+             f"re-run with `python -m simulation.crosscheck` (or `dlcp-sim --crosscheck run`). Tolerance and "
+             f"what the disagreements are due to: docs/simulation.md, \"Cross-check with Mininet\".", "",
+             "| scenario | comparison | Mininet DLCP / TCP cubic | direction | ns-3 DLCP / TCP cubic | direction | agree |",
+             "|---|---|---|---|---|---|---|"]
+    for res in rec["results"]:
+        for r in res["comparisons"]:
+            lines.append(f"| {res['scenario']} | {r['what']} | {_pair(r['mininet'])} | {r['mininet_direction']} | "
+                         f"{_pair(r['ns3'])} | {r['ns3_direction']} | {'yes' if r['agree'] else '**no**'} |")
+    lines.append("")
+    for res in rec["results"]:
+        off = [f"{d['class']} {d['mininet_per_run']} vs {d['ns3_per_run']}" for d in res.get("selective_drops", [])
+               if not d["within"]]
+        lines.append(f"* `{res['scenario']}` (Mininet record `{Path(res.get('mininet_run', '?')).name}`): directions "
+                     f"agree {res['directions_agree']} of {res['directions']}; DLCP selective drops per run within "
+                     f"tolerance {res['drops_within']} of {res['drop_classes']}"
+                     + (f" (outside, Mininet vs ns-3: {', '.join(off)})" if off else "") + ".")
+    return "\n".join(lines) + "\n"
+
+
 @dataclasses.dataclass
 class SavedRun:
     """An ns-3 run as ``run_scenario`` wrote it (runs.json, iterations.jsonl): enough for ``compare``."""
@@ -265,8 +343,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="only write the cross-check's extract of a Mininet run directory to DEST")
     ap.add_argument("--from-results", metavar="DIR", help="compare the ns-3 runs already in DIR/<scenario>/ "
                     "(as an earlier run of this script wrote them) instead of running ns-3")
+    ap.add_argument("--switch-rate-share", type=float, default=1.0, metavar="F",
+                    help="every switch port sends at F x its link rate (0 < F <= 1; the Mininet switches' "
+                         "measured loss of link time to stalls); transport and thresholds keep the nominal rate")
     ap.add_argument("--out", default=f"results/sim-crosscheck-{time.strftime('%Y%m%d-%H%M%S')}")
     a = ap.parse_args(argv)
+    if not 0 < a.switch_rate_share <= 1:
+        print(f"crosscheck: --switch-rate-share: {a.switch_rate_share} outside (0, 1]", file=sys.stderr)
+        return 2
     if a.extract:
         src = Path(a.extract[0])
         if not (src / "runs.jsonl").is_file() or not (src / "iterations.jsonl").is_file():
@@ -286,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
     out = Path(a.out)
     results = []
+    record = provenance() | {"switch_rate_share": a.switch_rate_share, "tolerance": TOLERANCE}
     t0 = time.perf_counter()
     for n in names:
         if a.from_results:
@@ -294,10 +379,12 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             runs = load_runs(Path(a.from_results) / n)
         else:
-            runs = run_scenario(n, out)
+            runs = run_scenario(n, out, a.switch_rate_share)
         results.append(compare(n, runs, records[n]))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "crosscheck.json").write_text(json.dumps(results, indent=1) + "\n")
+    record |= {"ns3_runs": str(a.from_results or out), "wall_s": round(time.perf_counter() - t0),
+               "load_average_end": round(os.getloadavg()[0], 1), "results": results}
+    (out / "crosscheck.json").write_text(json.dumps(record, indent=1) + "\n")
     text = markdown(results)
     (out / "crosscheck.md").write_text(f"# ns-3 vs Mininet ({time.perf_counter() - t0:.0f} s wall)\n\n{text}\n")
     print(text)

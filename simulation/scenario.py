@@ -222,6 +222,8 @@ def build_links(ns, topo: Topology, nodes: dict, switch_port: Port) -> tuple[dic
             ends[(name, other)] = (ipv4.GetInterfaceForDevice(dev), ifaces.GetAddress(1 - side).Get())
             tch.Uninstall(dev)
             if name in switches:
+                if topo.switch_rate_share != 1.0:
+                    dev.SetAttribute("DataRate", ns.StringValue(_rate(round(link.rate_bps * topo.switch_rate_share))))
                 switch_port(dev, link)
             else:
                 host_ip[name] = ifaces.GetAddress(side).Get()
@@ -438,8 +440,11 @@ def switch_counters(mode: str, qdiscs: list, routers: dict) -> dict:
         sel: dict[str, int] = {}
         marks: dict[str, int] = {}
         tail: dict[str, int] = {}
+        deepest: dict[str, int] = {}           # per queue, the deepest any port's band was at an enqueue
         for qd in qdiscs:
             for q in range(8):
+                if hasattr(qd, "MaxDepth") and int(qd.MaxDepth(q)) > deepest.get(f"q{q}", 0):   # models before it lack it
+                    deepest[f"q{q}"] = int(qd.MaxDepth(q))
                 if int(qd.TailDrops(q)):
                     tail[f"q{q}"] = tail.get(f"q{q}", 0) + int(qd.TailDrops(q))
                 for m in range(16):
@@ -447,7 +452,7 @@ def switch_counters(mode: str, qdiscs: list, routers: dict) -> dict:
                         sel[f"q{q}/m{m}"] = sel.get(f"q{q}/m{m}", 0) + int(qd.SelectiveDrops(q, m))
                     if int(qd.EcnMarks(q, m)):
                         marks[f"q{q}/m{m}"] = marks.get(f"q{q}/m{m}", 0) + int(qd.EcnMarks(q, m))
-        c.update(selective_drops=sel, ecn_marks=marks, tail_drops=tail)
+        c.update(selective_drops=sel, ecn_marks=marks, tail_drops=tail, max_depth=deepest)
         net = switch_model.ns3()[1].Net()       # the DLCP transport's admission (dlcp_transport.h)
         c["transport"] = {"grants": bool(net.cfg.grants), "grants_sent": int(net.grantsSent),
                           "acks_sent": int(net.acksSent), "grants_missed": int(net.grantsMissed),

@@ -27,6 +27,10 @@ class Topology:
     hosts: list[str] = field(default_factory=list)
     switches: list[str] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)      # host links first (host is ``a``), then fabric
+    # a switch port sends at this share of its link's rate; the transport's line rate and the policy's
+    # delay thresholds keep the nominal rate. 1.0 everywhere but the Mininet cross-check's model of a
+    # software switch that loses link time to its stalls (crosscheck --switch-rate-share)
+    switch_rate_share: float = 1.0
 
     def host_switch(self, host: str) -> str:
         for link in self.links:

@@ -3,8 +3,9 @@
 Why this exists: the cross-check compares ns-3 with the Mininet runs on record; its reading of
 those records must give the figures docs/experiments.md published from them (else the comparison
 is against something else), its rebuild of the scenarios must carry the same jobs on the same
-hosts, and bad input must be a one-line error that writes nothing. The ns-3 runs themselves are
-the documented command (minutes). Budget: < 5 s.
+hosts, and bad input must be a one-line error that writes nothing. Every dlcp-sim report quotes the
+recorded cross-check (simulation/data/crosscheck.json) with its date and commit. The ns-3 runs
+themselves are the documented command (minutes). Budget: < 5 s.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from simulation import cli
 from simulation import crosscheck as cc
 
 
@@ -24,23 +26,24 @@ def _iters(name: str) -> dict:
 
 
 def test_records_give_the_published_iteration_means() -> None:
-    """docs/experiments.md: tcp-bulk demo 01:35 DLCP 1.659 / TCP cubic 2.748 s (25 iterations each);
-    ecmp-collision 19:18 PS 2.038 / 2.012 s, ring 1.445 / 1.122 s (15 each)."""
+    """docs/experiments.md: the 04:50 demo's tcp-bulk DLCP 1.711 / TCP cubic 3.075 s (25 iterations
+    each); ecmp-collision 04:18 (results/h10b-s2-inflight1) PS 2.582 / 2.738 s, ring 2.688 / 1.715 s
+    (9 each)."""
     mean = {k: round(sum(v) / len(v), 3) for k, v in _iters("tcp-bulk").items()}
-    assert mean == {("dlcp", "ps"): 1.659, ("tcp-cubic", "ps"): 2.748}
+    assert mean == {("dlcp", "ps"): 1.711, ("tcp-cubic", "ps"): 3.075}
     got = _iters("ecmp-collision")
     assert {k: (len(v), round(sum(v) / len(v), 3)) for k, v in got.items()} == {
-        ("dlcp", "ps"): (15, 2.038), ("tcp-cubic", "ps"): (15, 2.012),
-        ("dlcp", "ring"): (15, 1.445), ("tcp-cubic", "ring"): (15, 1.122)}
+        ("dlcp", "ps"): (9, 2.582), ("tcp-cubic", "ps"): (9, 2.738),
+        ("dlcp", "ring"): (9, 2.688), ("tcp-cubic", "ring"): (9, 1.715)}
 
 
 def test_drops_per_run_by_queue_and_magnitude_group() -> None:
     runs = [json.loads(x) for x in (cc.RECORDS["tcp-bulk"] / "runs.jsonl").read_text().splitlines()]
     dlcp = cc.drops_per_run([r for r in runs if r["mode"] == "dlcp"])
-    assert dlcp["total"] == pytest.approx(206.8) and dlcp["q4"] == pytest.approx(200.8)   # docs: 207 sel. drops/run
+    assert dlcp["total"] == pytest.approx(165.0) and dlcp["q4"] == pytest.approx(159.6)   # report: 165 sel. drops/run
     assert dlcp["total"] == pytest.approx(sum(dlcp[g] for g, _ in cc.MAG_GROUPS if g in dlcp))
     assert dlcp["total"] == pytest.approx(sum(v for k, v in dlcp.items() if k.startswith("q")))
-    assert cc.drops_per_run([r for r in runs if r["mode"] == "tcp-cubic"]) == {"tail": pytest.approx(552.0)}
+    assert cc.drops_per_run([r for r in runs if r["mode"] == "tcp-cubic"]) == {"tail": pytest.approx(530.8)}
 
 
 def test_direction_has_a_tie_band() -> None:
@@ -71,10 +74,49 @@ def test_scenarios_carry_the_mininet_jobs() -> None:
     (["--scenario", "incast"], "crosscheck: --scenario: unknown 'incast'"),
     (["--scenario", "tcp-bulk", "--mininet-tcp-bulk", "/nonexistent"], "crosscheck: --mininet-tcp-bulk: /nonexistent/runs.jsonl not found"),
     (["--extract", "/nonexistent", "x"], "crosscheck: --extract: /nonexistent holds no runs.jsonl"),
+    (["--switch-rate-share", "0"], "crosscheck: --switch-rate-share: 0.0 outside (0, 1]"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(argv: list[str], message: str, tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     assert cc.main([*argv, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_every_report_quotes_the_recorded_crosscheck_with_its_date_and_commit(tmp_path: Path) -> None:
+    rec = cc.load_recorded(cc.RECORDED)
+    section = cc.report_section(cc.RECORDED)
+    assert section.startswith("## Cross-check with Mininet")
+    assert f"run {rec['date']} at commit {rec['commit']}" in section
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| scenario")]
+    assert len(rows) == sum(r["directions"] for r in rec["results"]) > 0
+    assert sum(" yes |" in row for row in rows) == sum(r["directions_agree"] for r in rec["results"])
+    for res in rec["results"]:
+        assert (f"`{res['scenario']}` (Mininet record" in section
+                and f"agree {res['directions_agree']} of {res['directions']}" in section)
+    report = tmp_path / "report.md"                  # what dlcp-sim does after writing its report
+    report.write_text("# a run\n")
+    cli._append_crosscheck(report, str(cc.RECORDED))
+    assert report.read_text() == "# a run\n\n" + section
+    cli._append_crosscheck(report, None)             # --crosscheck none: left out
+    assert report.read_text() == "# a run\n\n" + section
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot read the cross-check record"),
+    ("{\n  oops", ":2: not JSON"),
+    ("[]", "not a cross-check record (no 'results' list"),           # the format before 2026-12-02 07:00
+    ('{"results": [], "commit": "abc"}', "field 'date' missing"),
+    ('{"results": [{"scenario": "x"}], "date": "d", "commit": "c"}', "results[0]: field 'comparisons' missing"),
+])
+def test_dlcp_sim_refuses_a_bad_crosscheck_record_before_running(content: str | None, message: str,
+                                                                 tmp_path: Path, capsys) -> None:
+    rec = tmp_path / "crosscheck.json"
+    if content is not None:
+        rec.write_text(content)
+    out = tmp_path / "out"
+    assert cli.main(["--crosscheck", str(rec), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dlcp-sim: --crosscheck: {rec}") and message in err and err.count("\n") == 1, err
     assert not out.exists()
