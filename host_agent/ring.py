@@ -19,7 +19,8 @@ of that pass's compute that runs before the bucket's first layer, not that layer
 whole bucket is needed then (the forward pass waits for the reduced bucket, not per chunk), so
 every chunk of it carries that class. By index, ResNet-50's second bucket (its first layer is
 number 112 of 161, but only 26 % of the compute comes before it) got class 2 and sat in queue 1
-under a PS job's classes 5-7 at a shared leaf (pcaps, docs/experiments.md, ecmp-collision).
+under a PS job's classes 5-7 at a shared leaf (pcaps, docs/experiments.md, ecmp-collision). A
+bucket that later buckets of its slot wait behind inherits their class (priority inheritance).
 """
 
 from __future__ import annotations
@@ -36,19 +37,36 @@ from host_agent.endpoint import Endpoint, SendHandle
 from host_agent.policy import TagPolicy
 
 
-def bucket_need_positions(layer_elements: Sequence[int], groups: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
+def bucket_need_positions(layer_elements: Sequence[int], groups: Sequence[Sequence[int]],
+                          in_flight: int | None = None) -> list[tuple[int, int]]:
     """Per bucket (``groups``: layer indices in model order), ``(position, out_of)`` for
     ``TagPolicy.layer_class``: the parameters before the bucket's first layer, out of all of them.
 
     That is the share of the next forward pass's compute done before the bucket is needed
     (``overlap.ComputeModel`` makes a layer's compute proportional to its parameters), so with
     ``front_first`` a bucket needed after 26 % of the pass gets class 7 - floor(8 * 0.26) = 5.
+
+    ``in_flight``: the buckets are reduced as backprop completes them (the last bucket first), the
+    k-th ready in slot k mod ``in_flight``, one after another per slot (``overlap.allreduce_worker_udp``).
+    A bucket then holds up every later bucket of its slot, the front one included, so it inherits the
+    most urgent position among them (priority inheritance): with one in flight the whole ring travels
+    at its front bucket's class. Without it a back bucket, tagged low, waited under another job's
+    front layers while the front bucket waited behind it (pcaps in ecmp-collision, H10b).
     """
     total = int(sum(layer_elements))
     if total <= 0:
         raise ValueError("bucket_need_positions: the layers hold no parameters")
     before = np.concatenate([[0], np.cumsum(np.asarray(layer_elements, dtype=np.int64))])
-    return [(int(before[g[0]]), total) for g in groups]
+    need = [int(before[g[0]]) for g in groups]
+    if in_flight is not None:
+        if in_flight < 1:
+            raise ValueError(f"bucket_need_positions: in_flight {in_flight} must be >= 1")
+        ready = list(reversed(range(len(groups))))
+        inherited = list(need)
+        for k, b in enumerate(ready):
+            inherited[b] = min(need[x] for x in ready[k::in_flight])
+        need = inherited
+    return [(pos, total) for pos in need]
 
 
 def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: np.ndarray, iteration: int,

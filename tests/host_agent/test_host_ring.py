@@ -21,6 +21,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 from host_helpers import run_both
 
 from host_agent import overlap, receiver
@@ -30,7 +31,7 @@ from host_agent.endpoint import Endpoint, EndpointConfig
 from host_agent.packetizer import packetize
 from host_agent.policy import TagPolicy
 from host_agent.relay import LossyRelay
-from host_agent.ring import finish_sends, ring_task
+from host_agent.ring import bucket_need_positions, finish_sends, ring_task
 from host_agent.tcp_baseline import open_rings
 from host_agent.workloads import make_workload
 
@@ -298,17 +299,12 @@ def test_buckets_in_flight_below_one_is_a_one_line_error():
     assert r.stderr.strip() == "dlcp-agent: error: --buckets-in-flight 0: must be >= 1"
 
 
-def test_each_bucket_is_tagged_by_when_the_next_forward_pass_needs_it():
-    """The ring's layer class is when the next forward pass needs the bucket (the paper's reason for
-    front-first priority), read off the compute model, not the index of the bucket's first layer.
-    By index, ResNet-50's second bucket (first layer 112 of 161, after 26 % of the forward compute)
-    got class 2 and, with the third and fourth, sat in a leaf's queue 1 for up to 0.4 s under a
-    PS job's classes 5-7 in ``ecmp-collision`` (pcaps, H10b). The classes on the wire here are the
-    ones rank 0's DATA really carried through the relay."""
+def _classes_on_the_wire(in_flight: int) -> tuple[dict[int, set[int]], list[float]]:
+    """Layer classes rank 0's DATA and PROBEs really carried through the relay, per bucket, and each
+    bucket's need time (share of the next forward pass's compute before its first layer)."""
     wl = make_workload("resnet50", 2, 0.002, 0)
     elems = [int(np.prod(s)) for s in wl.shapes]
     forward = overlap.ComputeModel.scaled(elems, 20.0, 0.05).forward
-    groups = overlap.buckets_of(elems, 4)
     steps = 2
     seen: dict[int, set[int]] = {}
 
@@ -317,9 +313,43 @@ def test_each_bucket_is_tagged_by_when_the_next_forward_pass_needs_it():
             seen.setdefault(h.tensor_id // steps, set()).add(h.layer_class)
         return False                                  # drop nothing
 
-    _ring_of_two(1, record)
-    need = [sum(forward[:g[0]]) / sum(forward) for g in groups]       # share of the pass before each bucket
-    expected = {b: {P.LAYER_CLASS_MAX - int(need[b] * P.NUM_LAYER_CLASSES)} for b in range(4)}
-    assert seen == expected, (seen, need)
-    assert seen[1] == {5}                              # 26 % into the pass; its first layer's index gives 2
-    assert TagPolicy().layer_class(groups[1][0], len(elems)) == 2
+    _ring_of_two(in_flight, record)
+    return seen, [sum(forward[:g[0]]) / sum(forward) for g in overlap.buckets_of(elems, 4)]
+
+
+def _class_of(need: float) -> int:
+    return P.LAYER_CLASS_MAX - int(need * P.NUM_LAYER_CLASSES)
+
+
+def test_each_bucket_is_tagged_by_when_the_next_forward_pass_needs_it():
+    """The ring's layer class is when the next forward pass needs the bucket (the paper's reason for
+    front-first priority), read off the compute model, not the index of the bucket's first layer.
+    By index, ResNet-50's buckets 1-3 (first layers 112, 139, 151 of 161, after 26, 57 and 79 % of the
+    forward compute) got classes 2, 1, 0 and sat in a leaf's queue 1 for up to 0.4 s under a PS job's
+    classes 5-7 in ``ecmp-collision`` (pcaps, H10b). And one bucket at a time, the last layers'
+    bucket (ready first) holds up the front one behind it, so it inherits the front one's class:
+    the whole ring travels at class 7 (priority inheritance)."""
+    wl = make_workload("resnet50", 2, 0.002, 0)
+    elems = [int(np.prod(s)) for s in wl.shapes]
+    groups = overlap.buckets_of(elems, 4)
+    assert TagPolicy().layer_class(groups[1][0], len(elems)) == 2        # the old tag, by index
+    own = [TagPolicy().layer_class(*p) for p in bucket_need_positions(elems, groups)]
+    seen, need = _classes_on_the_wire(1)
+    assert own == [_class_of(x) for x in need] == [7, 5, 3, 1], (own, need)
+    assert seen == {b: {7} for b in range(4)}, seen
+
+
+def test_with_two_in_flight_each_bucket_inherits_the_class_of_the_buckets_behind_it():
+    """Two in flight: buckets become ready 3, 2, 1, 0 and slot k mod 2 takes the k-th, so slot 0 reduces
+    3 then 1 and slot 1 reduces 2 then 0. Bucket 3 holds up bucket 1 (class 5 by need), bucket 2 holds
+    up bucket 0 (class 7); on the old code the wire carried 0, 1, 2 and 7."""
+    seen, need = _classes_on_the_wire(2)
+    assert seen == {3: {_class_of(need[1])}, 1: {_class_of(need[1])}, 2: {7}, 0: {7}}, (seen, need)
+    assert seen[3] == {5}
+
+
+def test_bucket_need_positions_rejects_no_parameters_and_no_slots():
+    with pytest.raises(ValueError, match="no parameters"):
+        bucket_need_positions([0, 0], [[0], [1]])
+    with pytest.raises(ValueError, match="in_flight 0"):
+        bucket_need_positions([4, 4], [[0], [1]], 0)
