@@ -110,9 +110,13 @@ class TnaPath(PacketPath):
         self._eg_fields = tuple(eg.shifts[f] for f in ("egress_port", "enq_qdepth", "deq_qdepth", "enq_tstamp",
                                                        "deq_timedelta", "egress_rid", "egress_qid", "pkt_length"))
         self._qmask = (1 << dict(eg_layout)["egress_qid"]) - 1
-        # the classes of each block's arguments (None: packet_in/packet_out)
-        self._ig_new = ns["_NEW_ingress_parser"][1:] + (ns["_NEW_ingress"][4],)
-        self._eg_new = ns["_NEW_egress_parser"][1:] + (ns["_NEW_egress"][5],)
+        # one call that makes each pipe's per-packet objects: the generated ``_FRESH_<pipe>()``
+        # (only the headers the pipe's code touches; ucast_egress_port and resubmit_type preset to
+        # UCAST_UNSET/RESUBMIT_UNSET), else built here from the blocks' argument classes
+        self._ig_fresh = ns.get("_FRESH_ingress") or self._fresh(
+            ns["_NEW_ingress_parser"][1:] + (ns["_NEW_ingress"][4],), preset=True)
+        self._eg_fresh = ns.get("_FRESH_egress") or self._fresh(
+            ns["_NEW_egress_parser"][1:] + (ns["_NEW_egress"][5],), preset=False)
         self._blocks = {role[7:]: ns[role] for role in ns if role.startswith("_BLOCK_")}
         self._nparams = {role[9:]: ns[role] for role in ns if role.startswith("_NPARAMS_")}
         nparams = self._nparams
@@ -133,6 +137,22 @@ class TnaPath(PacketPath):
         self.port_metadata[port] = int.from_bytes(bytes(data).ljust(self._port_md_bytes, b"\0"), "big")
 
     # ---- helpers ---------------------------------------------------------------------------
+    @staticmethod
+    def _fresh(classes: tuple, preset: bool) -> Any:
+        """``() -> (instances of classes)``, the ingress one (``preset``) with the TM's unicast
+        port and the resubmit type at their not-written values."""
+        if preset:
+            new_h, new_m, new_ig, new_tm, new_prs, new_dpr = classes
+
+            def fresh_ingress() -> tuple:
+                tm, dpr = new_tm(), new_dpr()
+                tm.ucast_egress_port = UCAST_UNSET
+                dpr.resubmit_type = RESUBMIT_UNSET
+                return new_h(), new_m(), new_ig(), tm, new_prs(), dpr
+            return fresh_ingress
+        new_h, new_m, new_eg, new_prs, new_dpr, new_oport = classes
+        return lambda: (new_h(), new_m(), new_eg(), new_prs(), new_dpr(), new_oport())
+
     def _parser_err(self, code: int | None) -> int:
         """The ``parser_err`` bits for the error the parser stopped with (None: 0)."""
         if code is None:
@@ -177,10 +197,7 @@ class TnaPath(PacketPath):
         ctx = self._ctx
         ctx.length = len(data)
         ctx.now = now_us
-        new_h, new_m, new_ig, new_tm, new_prs, new_dpr = self._ig_new
-        h, m, ig, tm, prs, dpr = new_h(), new_m(), new_ig(), new_tm(), new_prs(), new_dpr()
-        tm.ucast_egress_port = UCAST_UNSET
-        dpr.resubmit_type = RESUBMIT_UNSET
+        h, m, ig, tm, prs, dpr = self._ig_fresh()
         tstamp = (now_us * 1000) & _M48
         (pshift, pmask), (tshift, tmask) = self._ig_port, self._ig_tstamp
         prefix = ((port & pmask) << pshift) | ((tstamp & tmask) << tshift)
@@ -250,8 +267,7 @@ class TnaPath(PacketPath):
                | (qmeta.enq_timestamp & m_ets) << s_ets | (qmeta.deq_timedelta & m_dtd) << s_dtd
                | (tp.rid & m_rid) << s_rid | (tp.qid & m_qid) << s_qid | (length & m_len) << s_len)
         full = acc.to_bytes(self._eg.nbytes, "big") + data
-        new_h, new_m, new_eg, new_prs, new_dpr, new_oport = self._eg_new
-        h, m, eg, eprs, edpr, oport = new_h(), new_m(), new_eg(), new_prs(), new_dpr(), new_oport()
+        h, m, eg, eprs, edpr, oport = self._eg_fresh()
         try:
             off, parts = self._eg_pipe(full, h, m, eg, eprs, edpr, oport, (now_us * 1000) & _M48)
         except (AssertionFailed, UserError) as err:
