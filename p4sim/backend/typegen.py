@@ -150,22 +150,24 @@ class TypeClasses:
                   "        return " + " or ".join([f"self.{f}._v" for f, _ in fields] or ["False"])]
         return "\n".join(lines) + "\n"
 
+    def field_init_lines(self, f: str, ft: ast.Type) -> list[str]:
+        """``__init__`` lines giving struct field ``f`` (of type ``ft``) its default value; a
+        header without struct fields is built inline (hot path: one per header per packet)."""
+        if isinstance(ft, ast.HeaderT) and not any(isinstance(t2, ast.StructT) for _, t2 in ft.fields):
+            hslots = ["_v"] + [pyfield(n) for n, _ in ft.fields] + \
+                [f"{pyfield(n)}_len" for n, t2 in ft.fields if isinstance(t2, ast.VarbitT)]
+            return [f"        h = _new({self.name(ft)})",
+                    *[f"        h.{x} = {'False' if x == '_v' or _is_bool(ft, x) else '0'}" for x in hslots],
+                    f"        self.{f} = h"]
+        return [f"        self.{f} = {default_value(ft, self)}"]
+
     def _struct(self, cls: str, t: ast.StructT) -> str:
         fields = [(pyfield(n), ft) for n, ft in t.fields]
         extra = self.extra_slots.get(t.name, ())
         slots = tuple(f for f, _ in fields) + tuple(s for s, _ in extra)
         lines = [f"class {cls}:", f"    __slots__ = {slots!r}", "    def __init__(self):"]
         for f, ft in fields:
-            if isinstance(ft, ast.HeaderT) and not any(isinstance(t2, ast.StructT) for _, t2 in ft.fields):
-                # inline the header's construction (hot path)
-                hcls = self.name(ft)
-                hslots = ["_v"] + [pyfield(n) for n, _ in ft.fields] + \
-                    [f"{pyfield(n)}_len" for n, t2 in ft.fields if isinstance(t2, ast.VarbitT)]
-                lines.append(f"        h = _new({hcls})")
-                lines += [f"        h.{x} = {'False' if x == '_v' or _is_bool(ft, x) else '0'}" for x in hslots]
-                lines.append(f"        self.{f} = h")
-            else:
-                lines.append(f"        self.{f} = {default_value(ft, self)}")
+            lines += self.field_init_lines(f, ft)
         lines += [f"        self.{s} = {v}" for s, v in extra]
         if not slots:
             lines.append("        pass")

@@ -23,12 +23,16 @@ from p4sim.backend.typegen import mask, pyfield
 from p4sim.backend.writer import Env
 from p4sim.errors import P4CompileError, P4UnsupportedError
 from p4sim.frontend import ast
+from p4sim.tna.pipe_structs import named_fields, pipe_struct
 
 ROLES = ("ingress_parser", "ingress", "ingress_deparser", "egress_parser", "egress", "egress_deparser", "ghost")
 
 # HashAlgorithm_t -> p4sim.runtime.hashes algorithm (same CRC parameters as bf-p4c's defaults:
 # CRC16 = poly 0x8005 reflected, init 0; CRC32 = the IEEE CRC-32)
 HASH_ALGORITHMS = {"CRC16": "crc16", "CRC32": "crc32", "IDENTITY": "identity", "XOR16": "xor16"}
+
+# the pipe each role belongs to (its blocks share the per-pipe headers struct)
+PIPE_OF = dict(zip(ROLES, ("ingress",) * 3 + ("egress",) * 3 + ("ghost",), strict=True))
 
 # parser, control and deparser prototypes: the architecture's types for each role's parameters
 PROTOTYPES = {"ingress_parser": "IngressParserT", "ingress": "IngressT", "ingress_deparser": "IngressDeparserT",
@@ -116,7 +120,9 @@ class TnaGen(BlockGen):
             self.stateless[id(inst)] = ("random", width_of(targs[0]))
         elif ext == "Checksum":
             self.stateless[id(inst)] = ("checksum", None)
-            self.w.line(f"{py} = []")        # the fields added in this parser/deparser run
+            # the fields added in this parser/deparser run, concatenated: their bits (``_a``)
+            # and how many (``_b``); two locals, no per-packet list of (value, width) pairs
+            self.w.line(f"{py}_a = {py}_b = 0")
         elif ext == "DirectCounter":
             params = {"kind": enum_member(args[0]).lower()}
             self.manifest.externs.append(res.ExternDesc("direct_counter", py, fq, params, inst.annotations, inst))
@@ -236,25 +242,29 @@ class TnaGen(BlockGen):
         if ext == "Hash" and m == "get":
             algo, width = kind[1]
             fields = self.bind_common(self.flatten(a[0]))
-            listed = "[" + ", ".join(f"({c}, {w})" for c, w in fields) + "]"
-            return f"(_hash_compute({algo!r}, _pack_fields({listed})) & {hex(mask(width))})"
+            packed = self.packed_bytes(fields)
+            if packed is None:      # a varbit field: its width is known per packet only
+                packed = "_pack_fields([" + ", ".join(f"({c}, {w})" for c, w in fields) + "])"
+            return f"(_hash_compute({algo!r}, {packed}) & {hex(mask(width))})"
         if ext == "Random" and m == "get":
             return f"_randint(0, {hex(mask(kind[1]))})"
         if ext == "Checksum":
             if m == "add":
                 acc, bits = self.packed_fields(a[0])
-                self.w.line(f"{obj}.append(({acc}, {bits}))")
+                self.checksum_append(obj, acc, bits)
                 return None
             if m == "subtract":         # the fields' words negated (ones' complement), 16-bit aligned
                 acc, bits = self.packed_fields(a[0])
                 w16 = f"{bits + (-bits % 16)}" if isinstance(bits, int) else f"({bits} + (-{bits} % 16))"
                 pad = f"{-bits % 16}" if isinstance(bits, int) else f"(-{bits} % 16)"
-                self.w.line(f"{obj}.append((((1 << {w16}) - 1) ^ ({acc} << {pad}), {w16}))")
+                self.checksum_append(obj, f"(((1 << {w16}) - 1) ^ ({acc} << {pad}))", w16)
                 return None
+            # the concatenation zero-padded to 16-bit words, summed (as csum16 over its bytes)
+            total = f"_csum16_int({obj}_a << (-{obj}_b % 16))"
             if m == "verify":           # Tofino: TRUE when the checksum is WRONG (the parser's error bit)
-                return f"(_tna_csum({obj}) != 0)"
+                return f"({total} != 0)"
             if m == "get":              # the residual: the ones' complement sum of added - subtracted
-                return f"(~_tna_csum({obj}) & 0xFFFF)"
+                return f"(~{total} & 0xFFFF)"
             if m == "update":
                 acc, bits = self.packed_fields(a[0])
                 pad = f"{-bits % 16}" if isinstance(bits, int) else f"(-{bits} % 16)"
@@ -263,6 +273,11 @@ class TnaGen(BlockGen):
                     return f"(_csum16_int({acc} << {pad}) or 0xFFFF)"
                 return f"_csum16_int({acc} << {pad})"
         raise P4UnsupportedError(call.loc, f"method {m} of extern {ext}")
+
+    def checksum_append(self, obj: str, value: str, bits: int | str) -> None:
+        """Concatenate ``value`` (``bits`` wide) to what Checksum ``obj`` has added so far."""
+        self.w.line(f"{obj}_a = ({obj}_a << ({bits})) | {value}")
+        self.w.line(f"{obj}_b += {bits}")
 
     def packed_fields(self, e: ast.Expression) -> tuple[str, int | str]:
         """A checksum's field list as one int and its bit count, folded by generated shifts (no
@@ -466,17 +481,21 @@ class TnaGen(BlockGen):
         pipe = pipes[0]
         decls = list(pipe.args)
         blocks: dict[str, str] = {}
+        pipe_code: dict[str, list[str]] = {}      # ingress/egress/ghost -> its generated functions
         for role, d in zip(ROLES, decls, strict=False):
             # bf-p4c qualifies control-plane names with the Pipeline instance (pipe.Ingress.t);
             # absolute @name(".x") names stay as written
             prefix = f"{pipe.name}.{control_plane_name('', d)}"
             self.role = role
+            first = len(self.functions)
             if isinstance(d, ast.ParserDecl):
                 blocks[role] = self.gen_parser(d, prefix)
             else:
                 blocks[role] = self.gen_control(d, prefix)
+            pipe_code.setdefault(PIPE_OF[role], []).extend(self.functions[first:])
         tail = []
         arg_types: dict[str, list[str]] = {}
+        pipe_types: dict[str, dict[str, ast.StructT]] = {}     # pipe -> class name -> its struct type
         for role, d in zip(ROLES, decls, strict=False):
             proto = self.program.find(PROTOTYPES[role])
             names = []
@@ -489,13 +508,26 @@ class TnaGen(BlockGen):
                     names.append(None)
                     continue
                 names.append(self.classes.name(t) if isinstance(t, (ast.StructT, ast.HeaderT)) else None)
+                if isinstance(t, ast.StructT):
+                    pipe_types.setdefault(PIPE_OF[role], {})[names[-1]] = t
             arg_types[role] = names
+        # each pipe's headers structs build only the headers its code names (p4sim.tna.pipe_structs)
+        pipe_classes: list[str] = []
+        for pipe_name, types in pipe_types.items():
+            code = "\n".join(pipe_code.get(pipe_name, ()))
+            for base, t in types.items():
+                made = pipe_struct(self.classes, t, pipe_name, named_fields(code, t))
+                if made is not None:
+                    pipe_classes.append(made[1])
+                    for role in ROLES:
+                        if PIPE_OF[role] == pipe_name and role in arg_types:
+                            arg_types[role] = [made[0] if n == base else n for n in arg_types[role]]
         for role, fn in blocks.items():
             tail.append(f"_BLOCK_{role} = {fn}")
             tail.append(f"_NEW_{role} = ({', '.join(n or 'None' for n in arg_types[role])},)")
             tail.append(f"_NPARAMS_{role} = {len(decls[ROLES.index(role)].params)}")
-        prelude = PRELUDE + "from p4sim.tna.runtime import csum16_fields as _tna_csum\n"
-        src = "\n".join([prelude, self.classes.source(), *self.functions, *tail]) + "\n"
+        prelude = PRELUDE
+        src = "\n".join([prelude, self.classes.source(), *pipe_classes, *self.functions, *tail]) + "\n"
         if self.may_exit:
             raise P4UnsupportedError(main.loc, "exit in a TNA program")
         module = GeneratedModule(src, self.manifest, blocks, {}, list(self.program.errors),

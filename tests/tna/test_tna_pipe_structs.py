@@ -1,0 +1,48 @@
+"""The per-pipe headers struct of generated TNA code (p4sim.tna.pipe_structs) on the Tofino DLCP
+program: the egress pipe builds only the headers its code names, and a header it left out is
+built fresh and invalid when something touches it (issue 15: the TNA path's per-packet cost).
+
+Why this exists: the egress pipe used to build all nine headers per packet; leaving some out must
+never change what a program sees, even when the source scan misses a use.
+"""
+
+from __future__ import annotations
+
+from tests.dataplane.targets import compiled
+
+
+def _egress_headers_class():
+    ns = compiled("tna").instantiate().namespace
+    return ns, ns["_NEW_egress_parser"][1]
+
+
+def test_the_egress_pipe_builds_only_the_headers_its_code_names() -> None:
+    ns, cls = _egress_headers_class()
+    h = cls()
+    built = {f for f in ("bridged_md", "ethernet", "ipv4", "ipv4_options", "tcp", "udp", "dlcp",
+                         "packet_in", "packet_out") if _is_set(h, f)}
+    assert built == {"bridged_md", "ethernet", "ipv4", "ipv4_options"}
+    assert ns["_NEW_ingress_parser"][1] is ns["S_dlcp_tna_headers_t"]      # ingress names all nine
+
+
+def _is_set(obj: object, slot: str) -> bool:
+    descriptor = type(obj).__mro__[1].__dict__[slot]
+    try:
+        descriptor.__get__(obj)
+    except AttributeError:
+        return False
+    return True
+
+
+def test_a_header_left_out_is_built_fresh_and_invalid_on_first_use() -> None:
+    ns, cls = _egress_headers_class()
+    h = cls()
+    tcp = h.tcp
+    assert type(tcp) is ns["H_tcp_h"] and tcp._v is False and tcp.src_port == 0 and tcp.flags == 0
+    tcp.src_port = 80
+    assert h.tcp is tcp and h.tcp.src_port == 80          # built once, then an ordinary slot
+    assert cls().tcp.src_port == 0                         # each packet's struct has its own
+    copy = h._copy()                                       # whole-struct copy and compare still work
+    assert copy._eq(h) and copy.udp._v is False
+    h.udp._v = True
+    assert not copy._eq(h)
