@@ -131,6 +131,11 @@ class Endpoint:
         self.ecn_echoes_received = 0
         self.ready_peers: set[tuple[str, int]] = set()
         self._srtt: dict[tuple[str, int], tuple[float, float]] = {}   # peer -> (srtt, rttvar)
+        # (peer, layer class) -> (srtt, rttvar) of the tensor's answer: behind strict-priority queues
+        # each class waits its own time (a class-1 DONE 100+ ms, a class-7 one 15 ms in `accuracy`),
+        # so a PROBE timer per peer fires too early for the low classes and too late for the high
+        self._class_rtt: dict[tuple[tuple[str, int], int], tuple[float, float]] = {}
+        self.probes_sent = 0           # PROBEs sent (all-time), for the records
         # seconds the loop had DATA to send but held it, by what held it (window, grant, aimd,
         # socket): the records' evidence of why
         # a transfer took longer than its bytes at the granted rate
@@ -212,7 +217,7 @@ class Endpoint:
         except OSError:
             raise UserError(f"destination {dest[0]!r}: cannot resolve the host name") from None
         now = time.monotonic()
-        tx = OutgoingTensor(pt, dest, now, self.cfg.rto_initial)
+        tx = OutgoingTensor(pt, dest, now, self.rto_for_class(dest, pt.layer_class))
         key = (dest, pt.tensor_id)
         old = self.outgoing.get(key)
         if old is not None and old.state in (SendState.OPENING, SendState.SENDING, SendState.PROBING):
@@ -275,17 +280,32 @@ class Endpoint:
         srtt, var = est
         return min(max(self.cfg.rto_initial, srtt + 4 * var), self.cfg.rto_max)
 
+    def rto_for_class(self, peer: tuple[str, int], layer_class: int) -> float:
+        """PROBE timeout for a tensor of ``layer_class`` towards ``peer``: srtt + 4 rttvar of that
+        class's answers (first transmission's last packet -> DONE, PROBE -> BITMAP), clamped; the
+        peer's RTO until the class has a sample."""
+        est = self._class_rtt.get((peer, layer_class))
+        if est is None:
+            return self.rto_for(peer)
+        srtt, var = est
+        return min(max(self.cfg.rto_initial, srtt + 4 * var), self.cfg.rto_max)
+
+    @staticmethod
+    def _smooth(table: dict, key, sample: float) -> None:
+        """RFC 6298 smoothing of ``sample`` into ``table[key]`` = (srtt, rttvar)."""
+        est = table.get(key)
+        if est is None:
+            table[key] = (sample, sample / 2)
+        else:
+            srtt, var = est
+            table[key] = (0.875 * srtt + 0.125 * sample, 0.75 * var + 0.25 * abs(srtt - sample))
+
     def _rtt_sample(self, tx: OutgoingTensor) -> None:
         sample, tx.rtt_sample = tx.rtt_sample, None
         if sample is None:
             return
-        est = self._srtt.get(tx.dest)
-        if est is None:
-            self._srtt[tx.dest] = (sample, sample / 2)
-        else:
-            srtt, var = est
-            var = 0.75 * var + 0.25 * abs(srtt - sample)
-            self._srtt[tx.dest] = (0.875 * srtt + 0.125 * sample, var)
+        self._smooth(self._srtt, tx.dest, sample)
+        self._smooth(self._class_rtt, (tx.dest, tx.pt.layer_class), sample)
         self.pacer_for(tx.dest).rtt = self._srtt[tx.dest][0]
 
     def counters(self) -> dict:
@@ -298,6 +318,8 @@ class Endpoint:
                 "aimd_cuts_by_peer": {f"{a}:{p}": v.decreases for (a, p), v in self.pacers.items() if v.decreases},
                 "aimd_rate": {f"{a}:{p}": round(v.rate) for (a, p), v in self.pacers.items() if v.rate is not None},
                 "srtt_ms": {f"{a}:{p}": round(v[0] * 1e3, 2) for (a, p), v in self._srtt.items()},
+                "class_srtt_ms": {f"{a}:{p}/{c}": round(v[0] * 1e3, 2) for ((a, p), c), v in self._class_rtt.items()},
+                "probes_sent": self.probes_sent,
                 "ack_rtt_min_ms": {f"{a}:{p}": round(v * 1e3, 2) for (a, p), v in g.ack_rtt_min.items()},
                 "ack_srtt_ms": {f"{a}:{p}": round(v * 1e3, 2) for (a, p), v in g.ack_srtt.items()},
                 "window_peak": {f"{a}:{p}": v for (a, p), v in g.window_peak.items()}}
@@ -318,10 +340,15 @@ class Endpoint:
                 blocked = reason
             worked |= tx.pos != before
             if tx.pos >= tx.queue.size:
-                defer = tx.stalls > 0
+                first = tx.round == 0 and tx.tail_sent is None
+                if first:
+                    tx.tail_sent = now
+                # after a stalled round the PROBE waits (backoff); a small tensor whose every packet is
+                # needed sends none at all unless its DONE is late (OutgoingTensor.probe_free)
+                defer = tx.stalls > 0 or (first and tx.probe_free)
                 tx.start_probe(now, defer=defer)
                 if not defer:
-                    self._sendto(tx.probe_message(), tx.dest)
+                    self._send_probe(tx)
                 worked = True
         if blocked:
             self._blocked_since, self._blocked_reason = now, blocked
@@ -427,13 +454,13 @@ class Endpoint:
                 elif now >= tx.probe_due:
                     if tx.probe_pending:
                         tx.send_deferred_probe(now)
-                        self._sendto(tx.probe_message(), tx.dest)
+                        self._send_probe(tx)
                     elif tx.chunks:
                         self._plan(tx, now)
                     else:
                         tx.on_timeout(now, self.cfg.rto_max)
                         tx.start_probe(now)
-                        self._sendto(tx.probe_message(), tx.dest)
+                        self._send_probe(tx)
                 if tx.state is SendState.PROBING:
                     wait = min(wait, max(0.0, tx.probe_due - now))
             if tx.state in (SendState.OPENING, SendState.SENDING, SendState.PROBING):
@@ -446,12 +473,16 @@ class Endpoint:
         if plan.size:
             # loss in the round is a congestion signal too; what arrived bounds the new rate
             self.pacer_for(tx.dest).on_congestion(tx.delivery_rate(now))
-            tx.begin_retransmit(plan, now, self.rto_for(tx.dest), self.cfg.rto_max,
+            tx.begin_retransmit(plan, now, self.rto_for_class(tx.dest, tx.pt.layer_class), self.cfg.rto_max,
                                 self.cfg.promote_retransmissions)
         else:
             tx.on_timeout(now, self.cfg.rto_max)
             tx.start_probe(now)
-            self._sendto(tx.probe_message(), tx.dest)
+            self._send_probe(tx)
+
+    def _send_probe(self, tx: OutgoingTensor) -> None:
+        self.probes_sent += 1
+        self._sendto(tx.probe_message(), tx.dest)
 
     # -- receive path --------------------------------------------------------------------------
     def _drain(self, budget: int) -> bool:
@@ -563,6 +594,8 @@ class Endpoint:
             if tx is None or tx.pt.iteration != it:
                 self.drops["stale_control"] += 1
                 return
+            if tx.state is not SendState.DONE and (sample := tx.done_rtt(now)) is not None:
+                self._smooth(self._class_rtt, (tx.dest, tx.pt.layer_class), sample)
             tx.on_done(body, now)
             self._round_over(tx)
         else:

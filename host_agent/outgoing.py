@@ -10,6 +10,7 @@ with the largest magnitudes, as many as the receiver's reported deficit.
 from __future__ import annotations
 
 import enum
+import math
 import secrets
 from dataclasses import dataclass
 
@@ -17,6 +18,15 @@ import numpy as np
 
 from host_agent import protocol as P
 from host_agent.packetizer import PacketizedTensor
+
+# A tensor of at most this many packets, every one of which the receiver needs (no loss budget to
+# spend: n_critical + ceil((1 - p) * n_noncritical) == n_packets), sends no PROBE after its DATA:
+# the receiver completes it the moment its last packet arrives and sends DONE unsolicited, so the
+# PROBE (and the DONE that answers it) only ever repeated what the DONE says. The PROBE goes out
+# when the DONE is later than the class's RTO (loss). Measured in `accuracy` (H10-4,
+# docs/experiments.md): 1-2 packet tensors in the low classes took 2-3 PROBEs each, and PROBEs
+# plus their DONE answers were about 40 % of the packets at the PS server's port.
+PROBE_FREE_MAX_PACKETS = 4
 
 
 class SendState(enum.Enum):
@@ -61,6 +71,7 @@ class OutgoingTensor:
         self.last_heard = now
         self.started = now
         self.data_start = now         # first DATA may leave (reset when OPEN_ACK releases it)
+        self.tail_sent: float | None = None   # when the first transmission's last packet left
         self.finished: float | None = None
         self.chunks: dict[int, tuple[int, int, np.ndarray]] = {}
         self.chunk_round = -1         # round the stored chunks answer
@@ -77,6 +88,26 @@ class OutgoingTensor:
         self.next_seq = pt.n_packets
         self.stats = SendStats()
         self.error: str | None = None
+
+    @property
+    def needs_every_packet(self) -> bool:
+        """The receiver completes only once every packet is in (the loss bound allows none missing)."""
+        pt = self.pt
+        n_c = int(pt.critical.sum())
+        n_nc = pt.n_packets - n_c
+        return n_c + math.ceil((1.0 - pt.loss_bound) * n_nc - 1e-9) >= pt.n_packets
+
+    @property
+    def probe_free(self) -> bool:
+        """No PROBE right after the first transmission (PROBE_FREE_MAX_PACKETS): DONE comes unasked."""
+        return self.pt.n_packets <= PROBE_FREE_MAX_PACKETS and self.needs_every_packet
+
+    def done_rtt(self, now: float) -> float | None:
+        """First transmission's last packet -> DONE, when no retransmission round was needed (Karn:
+        then the DONE answers that transmission); the round trip of this tensor's queue class."""
+        if self.stats.rounds or self.tail_sent is None:
+            return None
+        return now - self.tail_sent
 
     # -- messages ------------------------------------------------------------------------------
     def control_header(self, msg_type: int, count: int = 0, seq: int = 0) -> bytes:

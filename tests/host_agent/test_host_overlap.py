@@ -10,6 +10,7 @@ import pytest
 
 from host_agent import overlap
 from host_agent.endpoint import Endpoint, EndpointConfig
+from host_agent.outgoing import PROBE_FREE_MAX_PACKETS
 from host_agent.policy import TagPolicy
 from host_agent.workloads import make_workload
 
@@ -87,6 +88,9 @@ def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio:
 @pytest.mark.parametrize("mode", ["dlcp", "tcp"])
 def test_ps_iterations_include_compute_and_workers_end_with_the_same_parameters(mode):
     records, finals, compute = _run_ps(mode, overlapped=True)
+    # a bias of 1-2 packets has no loss budget: its DONE comes unasked and it sends a PROBE only when
+    # that DONE is late (outgoing.probe_free; test_host_small_tensors.py)
+    probed = [int(np.prod(s)) > PROBE_FREE_MAX_PACKETS * 362 for s in make_workload("digits-wide", 2, 1.0, 0).shapes]
     for recs in records:
         assert [r.iteration for r in recs] == [0, 1, 2]
         for r in recs:
@@ -95,10 +99,11 @@ def test_ps_iterations_include_compute_and_workers_end_with_the_same_parameters(
             rec = r.as_record()
             assert rec["exposed_comm_seconds"] == pytest.approx(max(0.0, r.iter_seconds - compute.total), abs=1e-5)
             if mode == "dlcp":                # each layer's push: acknowledged after its backward step, by
-                done = rec["push_done_s"]     # the time its parameters came back, with at least one PROBE
-                assert len(done) == len(rec["layer_arrival_s"]) == len(rec["push_probes"])
+                done = rec["push_done_s"]     # the time its parameters came back; a PROBE for each tensor
+                assert len(done) == len(rec["layer_arrival_s"]) == len(rec["push_probes"])   # with a loss
                 assert all(t is not None and 0 < t <= a + 0.05 for t, a in zip(done, rec["layer_arrival_s"], strict=True))
-                assert done[-1] < done[0] and all(p >= 1 for p in rec["push_probes"])   # last layer first
+                assert done[-1] < done[0]                                                 # last layer first
+                assert all(p >= 1 for p, big in zip(rec["push_probes"], probed, strict=True) if big)  # budget
     for a, b in zip(finals[0], finals[1], strict=True):
         np.testing.assert_array_equal(a, b)
 

@@ -1,0 +1,156 @@
+"""Small tensors behind a strict-priority queue, with real sockets: no needless PROBE rounds.
+
+In the `accuracy` study (digits MLP, docs/experiments.md H10-4) a worker's 1- and 2-packet
+tensors of the low layer classes waited 80-140 ms in their switch queue behind the front layers'
+DATA of six workers. Their PROBE timer (20 ms, doubling, never adapted: a DONE gave no round-trip
+sample) fired 2-3 times per tensor, and each PROBE drew a DONE: about 40 % of the packets at the
+PS server's port were PROBEs and repeated DONEs. ``ClassDelayRelay`` emulates that queue: DATA and
+PROBE of one layer class reach the receiver ``delay`` s late (in order, as in one FIFO class
+queue); every other packet and every reply goes straight through.
+"""
+
+from __future__ import annotations
+
+import collections
+import select
+import socket
+import threading
+import time
+
+import numpy as np
+from host_helpers import run_both
+
+from host_agent import protocol as P
+from host_agent.packetizer import packetize
+from host_agent.policy import TagPolicy
+
+LOW_CLASS = 1
+DELAY = 0.1                   # s a low-class packet waits (the measured 80-140 ms)
+TENSORS = 10
+
+
+class ClassDelayRelay:
+    """Relay: DATA/PROBE of ``layer_class`` upstream ``delay`` s late; ``drop_once`` drops the
+    first DATA of that tensor id (a tail drop); counts PROBEs and DONEs by tensor id."""
+
+    def __init__(self, target: tuple[str, int], layer_class: int, delay: float,
+                 drop_once: int | None = None) -> None:
+        self.target, self.layer_class, self.delay = target, layer_class, delay
+        self.drop_once = drop_once
+        self.dropped = 0
+        self.probes: collections.Counter[int] = collections.Counter()
+        self.dones: collections.Counter[int] = collections.Counter()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.address = self.sock.getsockname()
+        self.upstream = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)   # one sender: one socket
+        self.upstream.bind(("127.0.0.1", 0))
+        self.client: tuple[str, int] | None = None
+        self.queue: collections.deque = collections.deque()   # (due, bytes)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> ClassDelayRelay:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.sock.close()
+        self.upstream.close()
+
+    def _arrive(self, data: bytes) -> None:
+        h = P.DlcpHeader.unpack(data)
+        tid = h.tensor_id
+        if h.msg_type == P.MSG_PROBE:
+            self.probes[tid] += 1
+        if h.msg_type == P.MSG_DATA and tid == self.drop_once and not h.flags & P.FLAG_RETX:
+            self.drop_once = None
+            self.dropped += 1
+            return
+        if h.msg_type in (P.MSG_DATA, P.MSG_PROBE) and h.layer_class == self.layer_class:
+            self.queue.append((time.monotonic() + self.delay, data))
+        else:
+            self.upstream.sendto(data, self.target)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            while self.queue and self.queue[0][0] <= now:
+                self.upstream.sendto(self.queue.popleft()[1], self.target)
+            wait = min(0.005, max(0.0, self.queue[0][0] - now)) if self.queue else 0.005
+            for s in select.select([self.sock, self.upstream], [], [], wait)[0]:
+                data, addr = s.recvfrom(65536)
+                if s is self.sock:
+                    self.client = addr
+                    self._arrive(data)
+                elif self.client is not None:
+                    if len(data) >= P.DLCP_HEADER_LEN and data[0] & 0xF == P.MSG_DONE:
+                        self.dones[P.DlcpHeader.unpack(data).tensor_id] += 1
+                    self.sock.sendto(data, self.client)
+
+
+def _tiny(tid: int, n_elements: int = 10, layer_class: int = LOW_CLASS):
+    """A 1-packet gradient tensor of ``layer_class`` (a bias), as the PS worker pushes it."""
+    policy = TagPolicy(layer_classes={tid: layer_class})
+    return packetize(np.arange(n_elements, dtype=np.float32) + tid, policy=policy, tensor_id=tid)
+
+
+def _push_one_after_another(endpoints, drop_once: int | None = None):
+    rx = endpoints()
+    tx = endpoints()
+    finished: list[float] = []
+    with ClassDelayRelay(rx.address, LOW_CLASS, DELAY, drop_once=drop_once) as relay:
+        for tid in range(TENSORS):
+            out = np.zeros(10, np.float32)
+            rh = rx.expect(0, 0, tid, out)
+            t0 = time.monotonic()
+            sh = tx.send(_tiny(tid), relay.address)
+            run_both(tx, [sh], rx, [rh], timeout=10)
+            finished.append(time.monotonic() - t0)
+            assert np.array_equal(out, np.arange(10, dtype=np.float32) + tid)
+    return relay, tx, finished
+
+
+def test_one_packet_tensors_behind_a_slow_class_need_no_probe_rounds(endpoints):
+    """Ten 1-packet tensors, each waiting 100 ms in its class queue, pushed one after another.
+
+    Old code: every tensor sent its PROBE at once and again at 20 and 60 ms (the RTO never learnt
+    the class's 100 ms), 3 PROBEs and 3 DONEs each (30 and 30+). Now: no PROBE right after a tensor
+    whose every packet is needed, and the class's RTO learns the DONE round trip, so after the
+    first tensor no PROBE leaves at all, and each tensor still finishes in about one class delay.
+    """
+    relay, tx, finished = _push_one_after_another(endpoints)
+    later = sum(relay.probes[t] for t in range(2, TENSORS))
+    assert later == 0, f"PROBEs of tensors 2..9: {dict(relay.probes)}"
+    assert sum(relay.probes.values()) <= 3, dict(relay.probes)
+    assert sum(relay.dones.values()) <= TENSORS + 3, dict(relay.dones)
+    assert max(finished[2:]) < DELAY + 0.08, finished
+    assert tx.probes_sent == sum(relay.probes.values())
+
+
+def test_a_lost_probe_free_tensor_is_still_repaired(endpoints):
+    """The same, with tensor 5's only DATA packet dropped: its PROBE leaves when the DONE is later
+    than the class's RTO, the BITMAP asks for the packet, and the tensor completes exactly."""
+    relay, _tx, finished = _push_one_after_another(endpoints, drop_once=5)
+    assert relay.dropped == 1
+    assert relay.probes[5] >= 1
+    assert finished[5] < 2.0, finished
+
+
+def test_a_tensor_with_a_loss_budget_still_probes_at_once(endpoints):
+    """A tensor whose receiver may complete without some packets (here 30 non-critical packets, 3
+    of them droppable at p = 0.1) still sends its PROBE right after its DATA: only the PROBE tells
+    the receiver that the missing ones are not coming."""
+    rx = endpoints()
+    tx = endpoints()
+    with ClassDelayRelay(rx.address, LOW_CLASS, 0.0) as relay:
+        data = np.random.default_rng(1).standard_normal(30 * 362).astype(np.float32)
+        pt = packetize(data, policy=TagPolicy(layer_classes={0: LOW_CLASS}, critical_share=0.0), tensor_id=0)
+        out = np.zeros_like(data)
+        rh = rx.expect(0, 0, 0, out)
+        sh = tx.send(pt, relay.address)
+        run_both(tx, [sh], rx, [rh], timeout=10)
+    assert relay.probes[0] >= 1
+    assert np.array_equal(out, data)
