@@ -234,14 +234,21 @@ def _ring_of_two(in_flight: int, rule) -> list:
 def test_a_stalled_bucket_does_not_hold_back_the_next_one_in_flight():
     """Slow ring steps in ecmp-collision were the ring's low-class buckets starved in a leaf queue for
     up to 0.4 s (pcaps, H10b); with one bucket at a time every later bucket, the front layers' one
-    included, waited behind them. Here every first transmission of the first bucket's (last layers')
-    DATA to rank 1 is lost, so that bucket needs repair rounds; with two in flight the second bucket
-    is reduced meanwhile (with one at a time it could only start after the first had finished)."""
+    included, waited behind them. Here the first three transmissions of each of the first bucket's
+    (last layers') DATA packets to rank 1 are lost, so that bucket needs at least three repair rounds
+    (with timer backoff; one round was not always longer than the second bucket's whole reduction on
+    a loaded machine); with two in flight the second bucket is reduced meanwhile (with one at a time
+    it could only start after the first had finished)."""
     steps = 2                                         # 2 ranks: 1 reduce-scatter + 1 all-gather step
     stalled = {3 * steps, 3 * steps + 1}              # bucket 3 (the last layers) is ready first
+    sent: dict[tuple[int, int], int] = {}
 
     def lose_first_bucket(h: P.DlcpHeader) -> bool:
-        return h.msg_type == P.MSG_DATA and not h.flags & P.FLAG_RETX and h.tensor_id in stalled
+        if h.msg_type != P.MSG_DATA or h.tensor_id not in stalled:
+            return False
+        key = (h.tensor_id, h.offset)
+        sent[key] = sent.get(key, 0) + 1
+        return sent[key] <= 3
 
     sender, rec = _ring_of_two(2, lose_first_bucket)
     done = {}
