@@ -5,7 +5,9 @@ program's run to run, where background traffic and timing vary; one pair of runs
 difference of the programs from noise. This reads run directories laid out as
 ``ROOT/<arch>/seed<N>/<run>/`` (``dlcp-exp ... --seed N --arch <arch> --out ROOT/<arch>/seed<N>``)
 and prints, per mode and counter, each program's mean with its 95 % interval (t distribution)
-and seed-to-seed standard deviation, the ratio of the means and Welch's t for the difference.
+and seed-to-seed standard deviation, the ratio of the means and Welch's t for the difference;
+also the switches' own stop lines: packet-thread CPU per packet, time waiting for a CPU, full
+Python GCs (and those while forwarding, with the longest).
 
     .venv/bin/python tests/tna/compare_arch_runs.py ROOT
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics as st
 import sys
 from pathlib import Path
@@ -44,7 +47,42 @@ def run_counters(run: Path) -> dict[str, dict[str, float]]:
         c["comm_mean_s"] = st.mean(times) if times else math.nan
         c["comm_p50_s"] = times[len(times) // 2] if times else math.nan
         c["retx"] = sum(r.get("retransmissions", 0) or 0 for r in recs if r["mode"] == mode)
+        c.update(stop_lines(run / mode))
         out[mode] = c
+    return out
+
+
+_FINAL = re.compile(r"final: rx (\d+) .* packet thread CPU ([\d.]+) s waited for a CPU ([\d.?]+) s .*"
+                    r"gen2 (\d+) \([\d.]+ s, longest (\d+) ms\)(?:; while forwarding gen2 (\d+) \(longest (\d+) ms)?")
+
+
+def stop_lines(mode_dir: Path) -> dict[str, float]:
+    """From the switches' stop lines (``final: ...``): packet-thread CPU per received packet (us),
+    seconds waited for a CPU, full GCs (in all; while forwarding, where the switch logs it) and the
+    longest, summed (CPU per packet: pooled) over the switches of one mode."""
+    rx = cpu = wait = full = full_fwd = 0.0
+    longest = longest_fwd = 0.0
+    seen = fwd_seen = False
+    for log in sorted(mode_dir.glob("*.log")):
+        m = _FINAL.search(log.read_text(errors="replace"))
+        if not m:
+            continue
+        seen = True
+        rx += int(m.group(1))
+        cpu += float(m.group(2))
+        wait += float(m.group(3)) if m.group(3) != "?" else 0.0
+        full += int(m.group(4))
+        longest = max(longest, int(m.group(5)))
+        if m.group(6) is not None:
+            fwd_seen = True
+            full_fwd += int(m.group(6))
+            longest_fwd = max(longest_fwd, int(m.group(7)))
+    if not seen:
+        return {}
+    out = {"sw_cpu_us_pkt": cpu / rx * 1e6 if rx else math.nan, "sw_cpu_wait_s": wait,
+           "gc_full": full, "gc_full_max_ms": longest}
+    if fwd_seen:
+        out.update(gc_full_fwd=full_fwd, gc_full_fwd_max_ms=longest_fwd)
     return out
 
 
