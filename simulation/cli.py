@@ -46,26 +46,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="ps-train, ring-train, ps-incast: runs (mode x load) at a time, each its own process "
                         "(2 on a 2-core machine; results are the same as one at a time)")
     p.add_argument("--out", help="output directory (default results/sim-<preset>-<time>)")
-    p.add_argument("--crosscheck", default=None, metavar="FILE|run|none",
-                   help="the Mininet cross-check quoted at the end of report.md: a crosscheck.json (default: the "
-                        "recorded simulation/data/crosscheck.json), 'run' to run it now into <out>/crosscheck "
-                        "(minutes), 'none' to leave it out")
+    p.add_argument("--crosscheck", default=None, metavar="FILES|run|none",
+                   help="the Mininet cross-check quoted at the end of report.md: comma-separated crosscheck.json "
+                        "files (default: the recorded simulation/data/crosscheck*.json), 'run' to run it now into "
+                        "<out>/crosscheck (minutes), 'none' to leave it out")
     return p.parse_args(argv)
 
 
-def _crosscheck_source(a: argparse.Namespace) -> str | None:
-    """Check --crosscheck before anything runs: None (left out), 'run', or a readable record's path
+def _crosscheck_source(a: argparse.Namespace) -> list[Path] | str | None:
+    """Check --crosscheck before anything runs: None (left out), 'run', or readable records' paths
     (raises crosscheck.RecordError)."""
     from simulation.crosscheck import RECORDED, load_recorded
 
     if a.crosscheck in ("none", "run"):
         return None if a.crosscheck == "none" else "run"
-    path = a.crosscheck or str(RECORDED)
-    load_recorded(Path(path))
-    return path
+    paths = [Path(p.strip()) for p in a.crosscheck.split(",") if p.strip()] if a.crosscheck else list(RECORDED)
+    for path in paths:
+        load_recorded(path)
+    return paths
 
 
-def _append_crosscheck(report: Path, source: str | None) -> None:
+def _append_crosscheck(report: Path, source: list[Path] | str | None) -> None:
     """report.md gets the cross-check's verdicts (quoted from a record, or from a run made now)."""
     from simulation import crosscheck
 
@@ -78,9 +79,9 @@ def _append_crosscheck(report: Path, source: str | None) -> None:
             print("dlcp-sim: --crosscheck run: the cross-check failed; report.md has no cross-check section",
                   file=sys.stderr)
             return
-        source = str(out / "crosscheck.json")
+        source = [out / "crosscheck.json"]
     with report.open("a") as fh:
-        fh.write("\n" + crosscheck.report_section(Path(source)))
+        fh.write("\n" + crosscheck.report_section(source))
 
 
 def main(argv: list[str] | None = None) -> int:

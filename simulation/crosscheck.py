@@ -15,8 +15,10 @@ The tolerance is stated in TOLERANCE and docs/simulation.md.
 
     python -m simulation.crosscheck [--scenario tcp-bulk,ecmp-collision] [--mininet-tcp-bulk DIR] ...
 
-Each run writes crosscheck.json with its date, commit and machine load; the one in RECORDED (copied
-there by hand after a run, with the docs) is what every `dlcp-sim` report quotes (``report_section``).
+Each run writes crosscheck.json with its date, commit and machine load; the ones in RECORDED (copied
+there by hand after a run, with the docs: the rebuild as is, and the same with the switch ports at the
+share of their link rate the Mininet switches were measured to deliver) are what every `dlcp-sim`
+report quotes (``report_section``).
 """
 
 from __future__ import annotations
@@ -55,8 +57,10 @@ DATA = Path(__file__).resolve().parent / "data" / "mininet"
 # term off); ecmp-collision: H10b's 04:18 study (71ae76a, 3 seeds x 4 iterations, 1 bucket in flight: the
 # latest complete run after standby grants; it ran with the window path term on). Older records stay in DATA
 RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261202-045003", "ecmp-collision": DATA / "ecmp-collision-20261202-041814"}
-# the cross-check run every dlcp-sim report quotes (a crosscheck.json, copied here after a run)
-RECORDED = Path(__file__).resolve().parent / "data" / "crosscheck.json"
+# the cross-check runs every dlcp-sim report quotes (crosscheck.json files, copied here after a run): the
+# rebuild as is, and with the switch ports at the share of their rate the Mininet switches delivered
+RECORDED = (Path(__file__).resolve().parent / "data" / "crosscheck.json",
+            Path(__file__).resolve().parent / "data" / "crosscheck-switch-rate-0.5.json")
 RUN_KEYS = ("mode", "seed", "iterations", "failure", "selective_drops", "tail_drops")
 ITER_KEYS = ("scenario", "job", "mode", "seed", "worker", "iteration", "iter_time_s")
 # host_agent's timings (docs/simulation.md's mapping table): RTO 20 ms..0.5 s, hold-off 0.5 ms, AIMD
@@ -293,15 +297,25 @@ def load_recorded(path: Path) -> dict:
     return data
 
 
-def report_section(path: Path) -> str:
-    """The cross-check's verdicts for a dlcp-sim report.md, quoted from the record at ``path``."""
+def report_section(paths: list[Path]) -> str:
+    """The cross-check's verdicts for a dlcp-sim report.md, quoted from the records at ``paths``."""
+    lines = ["## Cross-check with Mininet", "",
+             "Re-run with `python -m simulation.crosscheck [--switch-rate-share F]` (or `dlcp-sim --crosscheck "
+             "run`). Tolerance, and what the disagreements are due to: docs/simulation.md, \"Cross-check with "
+             "Mininet\".", ""]
+    for path in paths:
+        lines += _record_lines(Path(path))
+    return "\n".join(lines) + "\n"
+
+
+def _record_lines(path: Path) -> list[str]:
     rec = load_recorded(path)
     share = rec.get("switch_rate_share", 1.0)
-    lines = ["## Cross-check with Mininet", "",
-             f"Quoted from `{path}`: run {rec['date']} at commit {rec['commit']}, load average "
-             f"{rec.get('load_average', '?')}{f', switch ports at {share:g} x link rate' if share != 1.0 else ''}; "
-             f"re-run with `python -m simulation.crosscheck` (or `dlcp-sim --crosscheck run`). Tolerance and "
-             f"what the disagreements are due to: docs/simulation.md, \"Cross-check with Mininet\".", "",
+    what = (f"switch ports at {share:g} x their link rate (the share Mininet's software switches delivered "
+            f"while backlogged)" if share != 1.0 else "the Mininet scenarios rebuilt as they are")
+    lines = [f"### {what[0].upper()}{what[1:]}", "",
+             f"Quoted from `{path.name}`: run {rec['date']} at commit {rec['commit']}, load average "
+             f"{rec.get('load_average', '?')}.", "",
              "| scenario | comparison | Mininet DLCP / TCP cubic | direction | ns-3 DLCP / TCP cubic | direction | agree |",
              "|---|---|---|---|---|---|---|"]
     for res in rec["results"]:
@@ -316,7 +330,7 @@ def report_section(path: Path) -> str:
                      f"agree {res['directions_agree']} of {res['directions']}; DLCP selective drops per run within "
                      f"tolerance {res['drops_within']} of {res['drop_classes']}"
                      + (f" (outside, Mininet vs ns-3: {', '.join(off)})" if off else "") + ".")
-    return "\n".join(lines) + "\n"
+    return lines + [""]
 
 
 @dataclasses.dataclass

@@ -85,19 +85,22 @@ def test_bad_input_is_one_line_and_writes_nothing(argv: list[str], message: str,
 
 
 def test_every_report_quotes_the_recorded_crosscheck_with_its_date_and_commit(tmp_path: Path) -> None:
-    rec = cc.load_recorded(cc.RECORDED)
-    section = cc.report_section(cc.RECORDED)
+    recs = [cc.load_recorded(p) for p in cc.RECORDED]
+    assert [r.get("switch_rate_share", 1.0) for r in recs] == [1.0, 0.5]     # as is, and the measured drain
+    section = cc.report_section(list(cc.RECORDED))
     assert section.startswith("## Cross-check with Mininet")
-    assert f"run {rec['date']} at commit {rec['commit']}" in section
+    assert section.count("\n### ") == 2 and "### Switch ports at 0.5 x their link rate" in section
     rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| scenario")]
-    assert len(rows) == sum(r["directions"] for r in rec["results"]) > 0
-    assert sum(" yes |" in row for row in rows) == sum(r["directions_agree"] for r in rec["results"])
-    for res in rec["results"]:
-        assert (f"`{res['scenario']}` (Mininet record" in section
-                and f"agree {res['directions_agree']} of {res['directions']}" in section)
+    assert len(rows) == sum(r["directions"] for rec in recs for r in rec["results"]) > 0
+    assert sum(" yes |" in row for row in rows) == sum(r["directions_agree"] for rec in recs for r in rec["results"])
+    for rec in recs:
+        assert f"run {rec['date']} at commit {rec['commit']}" in section
+        for res in rec["results"]:
+            assert (f"`{res['scenario']}` (Mininet record" in section
+                    and f"agree {res['directions_agree']} of {res['directions']}" in section)
     report = tmp_path / "report.md"                  # what dlcp-sim does after writing its report
     report.write_text("# a run\n")
-    cli._append_crosscheck(report, str(cc.RECORDED))
+    cli._append_crosscheck(report, list(cc.RECORDED))
     assert report.read_text() == "# a run\n\n" + section
     cli._append_crosscheck(report, None)             # --crosscheck none: left out
     assert report.read_text() == "# a run\n\n" + section
