@@ -150,16 +150,17 @@ class TypeClasses:
                   "        return " + " or ".join([f"self.{f}._v" for f, _ in fields] or ["False"])]
         return "\n".join(lines) + "\n"
 
-    def field_init_lines(self, f: str, ft: ast.Type) -> list[str]:
-        """``__init__`` lines giving struct field ``f`` (of type ``ft``) its default value; a
-        header without struct fields is built inline (hot path: one per header per packet)."""
+    def field_init_lines(self, f: str, ft: ast.Type, obj: str = "self", indent: str = " " * 8) -> list[str]:
+        """``__init__`` lines giving struct field ``f`` (of type ``ft``) of ``obj`` its default
+        value; a header without struct fields is built inline in a local ``h`` (hot path: one per
+        header per packet)."""
         if isinstance(ft, ast.HeaderT) and not any(isinstance(t2, ast.StructT) for _, t2 in ft.fields):
             hslots = ["_v"] + [pyfield(n) for n, _ in ft.fields] + \
                 [f"{pyfield(n)}_len" for n, t2 in ft.fields if isinstance(t2, ast.VarbitT)]
-            return [f"        h = _new({self.name(ft)})",
-                    *[f"        h.{x} = {'False' if x == '_v' or _is_bool(ft, x) else '0'}" for x in hslots],
-                    f"        self.{f} = h"]
-        return [f"        self.{f} = {default_value(ft, self)}"]
+            return [f"{indent}h = _new({self.name(ft)})",
+                    *[f"{indent}h.{x} = {'False' if x == '_v' or _is_bool(ft, x) else '0'}" for x in hslots],
+                    f"{indent}{obj}.{f} = h"]
+        return [f"{indent}{obj}.{f} = {default_value(ft, self)}"]
 
     def _struct(self, cls: str, t: ast.StructT) -> str:
         fields = [(pyfield(n), ft) for n, ft in t.fields]

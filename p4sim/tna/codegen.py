@@ -23,7 +23,7 @@ from p4sim.backend.typegen import mask, pyfield
 from p4sim.backend.writer import Env
 from p4sim.errors import P4CompileError, P4UnsupportedError
 from p4sim.frontend import ast
-from p4sim.tna.pipe_structs import named_fields, pipe_struct
+from p4sim.tna.pipe_structs import fresh_function, named_fields, pipe_struct
 
 ROLES = ("ingress_parser", "ingress", "ingress_deparser", "egress_parser", "egress", "egress_deparser", "ghost")
 
@@ -496,9 +496,10 @@ class TnaGen(BlockGen):
         tail = []
         arg_types: dict[str, list[str]] = {}
         pipe_types: dict[str, dict[str, ast.StructT]] = {}     # pipe -> class name -> its struct type
+        role_types: dict[str, list[Any]] = {}                   # role -> its arguments' types
         for role, d in zip(ROLES, decls, strict=False):
             proto = self.program.find(PROTOTYPES[role])
-            names = []
+            names, types = [], []
             for i, p in enumerate(proto.params):
                 if i < len(d.params) and not isinstance(p.type, ast.ExternT):
                     t = d.params[i].type
@@ -506,22 +507,28 @@ class TnaGen(BlockGen):
                     t = p.type
                 else:
                     names.append(None)
+                    types.append(None)
                     continue
                 names.append(self.classes.name(t) if isinstance(t, (ast.StructT, ast.HeaderT)) else None)
+                types.append(t if isinstance(t, (ast.StructT, ast.HeaderT)) else None)
                 if isinstance(t, ast.StructT):
                     pipe_types.setdefault(PIPE_OF[role], {})[names[-1]] = t
             arg_types[role] = names
+            role_types[role] = types
         # each pipe's headers structs build only the headers its code names (p4sim.tna.pipe_structs)
         pipe_classes: list[str] = []
-        for pipe_name, types in pipe_types.items():
+        used: dict[tuple[str, str], set[str]] = {}       # (pipe, class) -> the fields its code names
+        for pipe_name, by_class in pipe_types.items():
             code = "\n".join(pipe_code.get(pipe_name, ()))
-            for base, t in types.items():
-                made = pipe_struct(self.classes, t, pipe_name, named_fields(code, t))
+            for base, t in by_class.items():
+                used[pipe_name, base] = named_fields(code, t)
+                made = pipe_struct(self.classes, t, pipe_name, used[pipe_name, base])
                 if made is not None:
                     pipe_classes.append(made[1])
                     for role in ROLES:
                         if PIPE_OF[role] == pipe_name and role in arg_types:
                             arg_types[role] = [made[0] if n == base else n for n in arg_types[role]]
+        tail += self.fresh_functions(arg_types, role_types, used)
         for role, fn in blocks.items():
             tail.append(f"_BLOCK_{role} = {fn}")
             tail.append(f"_NEW_{role} = ({', '.join(n or 'None' for n in arg_types[role])},)")
@@ -539,6 +546,32 @@ class TnaGen(BlockGen):
         module.direct_register_tables = self.direct_register_owners()
         module.direct_filter_tables = self.direct_filter_owners()
         return module
+
+    def fresh_functions(self, arg_types: dict[str, list[str | None]], role_types: dict[str, list[Any]],
+                        used: dict[tuple[str, str], set[str]]) -> list[str]:
+        """``_FRESH_ingress()`` -> (hdr, meta, ig_intr_md, for_tm, from_prsr, for_dprsr) and
+        ``_FRESH_egress()`` -> (hdr, meta, eg_intr_md, from_prsr, for_dprsr, for_oport): each pipe's
+        per-packet objects from one call (p4sim.tna.pipe_structs), fresh for every packet. Ingress
+        presets ``ucast_egress_port`` and ``resubmit_type`` one above their range: Tofino sends no
+        unicast copy and resubmits nothing unless the program wrote them."""
+        out = []
+        for pipe, parser, control, last in (("ingress", "ingress_parser", "ingress", 4),
+                                            ("egress", "egress_parser", "egress", 5)):
+            if parser not in arg_types or control not in arg_types:
+                continue
+            names = arg_types[parser][1:] + [arg_types[control][last]]
+            types = role_types[parser][1:] + [role_types[control][last]]
+            if None in names or None in types:
+                continue
+            presets: dict[int, list[tuple[str, int]]] = {}
+            if pipe == "ingress":
+                for i, field in ((3, "ucast_egress_port"), (5, "resubmit_type")):
+                    width = next((width_of(ft) for n, ft in types[i].fields if n == field), None)
+                    if width is not None:
+                        presets[i] = [(field, 1 << width)]
+            objects = [(n, t, used.get((pipe, self.classes.name(t)), set())) for n, t in zip(names, types, strict=True)]
+            out.append(fresh_function(self.classes, pipe, objects, presets))
+        return out
 
     def port_metadata_params(self, parser: Any) -> dict[str, Any]:
         """The port-metadata table of the ingress parser, as bf-p4c lists it: keyed by the

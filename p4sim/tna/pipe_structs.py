@@ -1,4 +1,4 @@
-"""Per-pipe header structs for generated TNA code: a pipe builds only the headers its code names.
+"""Per-pipe objects for generated TNA code: a pipe builds only the headers its code names, in one call.
 
 Why it exists: a TNA packet crosses two pipes and each starts from a fresh headers struct (the
 egress parser rebuilds what it needs from the bytes the ingress deparser emitted). Programs share
@@ -10,6 +10,10 @@ builds the fields the pipe's generated code names (``.field`` in its source) and
 header fields unset; ``__getattr__`` (called only for an unset slot) builds such a header on first
 use, fresh and invalid as the eager path would have. Correctness never depends on the scan: a
 header it missed is built when first touched, only later.
+
+``fresh_function`` writes ``_FRESH_<pipe>()``, which builds all of a pipe's per-packet objects
+(headers, metadata, intrinsic metadata) inline in one Python frame, where calling each class
+took one frame per object (TnaPath calls it once per packet and pipe).
 """
 
 from __future__ import annotations
@@ -55,3 +59,25 @@ def pipe_struct(classes: TypeClasses, t: ast.StructT, pipe: str, used: set[str])
               "        setattr(self, name, h)",
               "        return h"]
     return cls, "\n".join(lines) + "\n"
+
+
+def fresh_function(classes: TypeClasses, pipe: str, objects: list[tuple[str, ast.Type, set[str]]],
+                   presets: dict[int, list[tuple[str, int]]]) -> str:
+    """Source of ``_FRESH_<pipe>()``: a tuple of fresh instances of ``objects`` ((class name, its
+    type, the fields the pipe's code names)), object ``i`` then given ``presets[i]`` ((field, value))."""
+    lines = [f"def _FRESH_{pipe}():"]
+    for i, (cls, t, used) in enumerate(objects):
+        obj = f"o{i}"
+        if isinstance(t, ast.HeaderT):
+            made = classes.field_init_lines("x", t, obj, " " * 4)
+            lines += made[:-1] + [f"    {obj} = h"] if len(made) > 1 else [f"    {obj} = {cls}()"]
+        else:
+            lazy = lazy_fields(t, used) if cls != classes.name(t) else []
+            lines.append(f"    {obj} = _new({cls})")
+            for name, ft in t.fields:
+                if pyfield(name) not in lazy:
+                    lines += classes.field_init_lines(pyfield(name), ft, obj, " " * 4)
+            lines += [f"    {obj}.{slot} = {v}" for slot, v in classes.extra_slots.get(t.name, ())]
+        lines += [f"    {obj}.{pyfield(f)} = {v}" for f, v in presets.get(i, ())]
+    lines.append("    return (" + "".join(f"o{i}, " for i in range(len(objects))) + ")")
+    return "\n".join(lines) + "\n"

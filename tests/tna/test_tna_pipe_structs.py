@@ -46,3 +46,27 @@ def test_a_header_left_out_is_built_fresh_and_invalid_on_first_use() -> None:
     assert copy._eq(h) and copy.udp._v is False
     h.udp._v = True
     assert not copy._eq(h)
+
+
+def _fields(obj: object) -> dict[str, object]:
+    """Every slot of ``obj`` (headers as their own field dicts), reading lazily built headers too."""
+    out = {}
+    for cls in type(obj).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            value = getattr(obj, slot)
+            out[slot] = _fields(value) if hasattr(type(value), "__slots__") else value
+    return out
+
+
+def test_fresh_builds_each_pipes_objects_as_their_classes_do_with_the_unwritten_presets() -> None:
+    ns, _ = _egress_headers_class()
+    for pipe, classes in (("ingress", ns["_NEW_ingress_parser"][1:] + (ns["_NEW_ingress"][4],)),
+                          ("egress", ns["_NEW_egress_parser"][1:] + (ns["_NEW_egress"][5],))):
+        first, second = ns[f"_FRESH_{pipe}"](), ns[f"_FRESH_{pipe}"]()
+        assert [type(o) for o in first] == list(classes)
+        assert all(a is not b for a, b in zip(first, second, strict=True))      # fresh per packet
+        expected = [_fields(cls()) for cls in classes]
+        if pipe == "ingress":       # Tofino: no unicast copy, no resubmission unless ingress writes them
+            assert first[3].ucast_egress_port == 1 << 9 and first[5].resubmit_type == 1 << 3
+            expected[3]["ucast_egress_port"], expected[5]["resubmit_type"] = 1 << 9, 1 << 3
+        assert [_fields(o) for o in first] == expected
