@@ -23,6 +23,7 @@ from p4sim.backend.typegen import mask, pyfield
 from p4sim.backend.writer import Env
 from p4sim.errors import P4CompileError, P4UnsupportedError
 from p4sim.frontend import ast
+from p4sim.tna.parser_check import extracts_first
 from p4sim.tna.pipe_structs import fresh_function, named_fields, pipe_struct
 
 ROLES = ("ingress_parser", "ingress", "ingress_deparser", "egress_parser", "egress", "egress_deparser", "ghost")
@@ -490,6 +491,8 @@ class TnaGen(BlockGen):
             first = len(self.functions)
             if isinstance(d, ast.ParserDecl):
                 blocks[role] = self.gen_parser(d, prefix)
+                if role == "egress_parser" and not extracts_first(d, "egress_intrinsic_metadata_t"):
+                    blocks[role] = self.past_intrinsic(blocks[role], d, "egress_intrinsic_metadata_t")
             else:
                 blocks[role] = self.gen_control(d, prefix)
             pipe_code.setdefault(PIPE_OF[role], []).extend(self.functions[first:])
@@ -546,6 +549,16 @@ class TnaGen(BlockGen):
         module.direct_register_tables = self.direct_register_owners()
         module.direct_filter_tables = self.direct_filter_owners()
         return module
+
+    def past_intrinsic(self, parse: str, parser: ast.ParserDecl, intrinsic: str) -> str:
+        """A wrapper of generated parser ``parse`` whose payload starts no earlier than the end of
+        the ``intrinsic`` header in front of the packet: a parser that does not extract it (Intel's
+        ``EmptyEgressParser``) leaves the packet as it came, the metadata never reaches the wire."""
+        nbytes = sum(width_of(f.type) for f in self.program.find(intrinsic).fields) // 8
+        name = self.gname("past_intrinsic")
+        args = ", ".join(["_d"] + [f"a{i}" for i in range(1, len(parser.params))])
+        self.functions.append(f"def {name}({args}):\n    return max({parse}({args}), {nbytes})\n")
+        return name
 
     def fresh_functions(self, arg_types: dict[str, list[str | None]], role_types: dict[str, list[Any]],
                         used: dict[tuple[str, str], set[str]]) -> list[str]:
