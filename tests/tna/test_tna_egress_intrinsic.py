@@ -5,7 +5,8 @@ Why this exists: p4sim prepends ``egress_intrinsic_metadata_t`` for the egress p
 that did not extract it (Intel's ``EmptyEgressParser`` in open-p4studio's p4_16_programs/common/
 util.p4, used with egress not bypassed) sent those 27 bytes out in front of the packet. The
 generated code now starts such a parser's payload after them; a parser that extracts them first,
-directly or through a sub-parser as the TNA templates do, is left as it was.
+directly or through a sub-parser as the TNA templates do, is left as it was. The program is
+test_tna_externs' with egress run (not bypassed) and an egress deparser that emits the headers.
 """
 
 from __future__ import annotations
@@ -16,38 +17,13 @@ import pytest
 
 from p4sim.frontend import ast
 from p4sim.tna.parser_check import extracts_first
+from tests.tna.test_tna_externs import PROGRAM
 
-INGRESS = """
-#include <core.p4>
-#include <tna.p4>
-header eth_h { bit<48> dst; bit<48> src; bit<16> type; }
-struct hdr_t { eth_h eth; }
-struct md_t { bit<8> unused; }
-
-parser IP_(packet_in pkt, out hdr_t hdr, out md_t md, out ingress_intrinsic_metadata_t ig_intr_md) {
-    state start {
-        pkt.extract(ig_intr_md);
-        pkt.advance(PORT_METADATA_SIZE);
-        pkt.extract(hdr.eth);
-        transition accept;
-    }
-}
-control I(inout hdr_t hdr, inout md_t md, in ingress_intrinsic_metadata_t ig_intr_md,
-          in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
-          inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
-          inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    apply { ig_tm_md.ucast_egress_port = 3; }              /* egress NOT bypassed */
-}
-control ID(packet_out pkt, inout hdr_t hdr, in md_t md, in ingress_intrinsic_metadata_for_deparser_t d) {
-    apply { pkt.emit(hdr); }
-}
-control E(inout hdr_t hdr, inout md_t md, in egress_intrinsic_metadata_t eg_intr_md,
-          in egress_intrinsic_metadata_from_parser_t a, inout egress_intrinsic_metadata_for_deparser_t b,
-          inout egress_intrinsic_metadata_for_output_port_t c) { apply { } }
-control ED(packet_out pkt, inout hdr_t hdr, in md_t md, in egress_intrinsic_metadata_for_deparser_t d) {
-    apply { pkt.emit(hdr); }
-}
-"""
+# test_tna_externs' program with egress NOT bypassed and a deparser that emits what egress parsed
+INGRESS = PROGRAM.replace("ig_tm_md.bypass_egress = 1;", "").replace(
+    "in egress_intrinsic_metadata_for_deparser_t d) {\n    apply { }", "in egress_intrinsic_metadata_for_deparser_t d) {\n    apply { pkt.emit(hdr); }")
+INGRESS = INGRESS[:INGRESS.index("parser EP(")] + INGRESS[INGRESS.index("control E("):INGRESS.index("Pipeline(")]
+assert "bypass_egress" not in INGRESS and INGRESS.count("pkt.emit(hdr)") == 2
 
 EGRESS_PARSERS = {
     # Intel's EmptyEgressParser: extracts nothing
@@ -64,7 +40,7 @@ EGRESS_PARSERS = {
                  " TofinoEgressParser() tofino_parser;"
                  " state start { tofino_parser.apply(pkt, eg_intr_md); pkt.extract(hdr.eth); transition accept; } }",
 }
-MAIN = "Pipeline(IP_(), I(), ID(), EP(), E(), ED()) pipe;\nSwitch(pipe) main;\n"
+MAIN = PROGRAM[PROGRAM.index("Pipeline("):]
 
 
 def compiled(tmp_path: Path, which: str, arch: str = "tna"):
@@ -78,11 +54,14 @@ def compiled(tmp_path: Path, which: str, arch: str = "tna"):
 @pytest.mark.parametrize("arch", ["tna", "t2na"])
 @pytest.mark.parametrize("which", list(EGRESS_PARSERS))
 def test_the_packet_leaves_without_the_egress_intrinsic_metadata(tmp_path: Path, which: str, arch: str) -> None:
+    from p4sim.runtime.hashes import compute
     from p4sim.tna.pipeline import TnaPath
 
     path = TnaPath(compiled(tmp_path, which, arch).instantiate())
     frame = bytes.fromhex("0000000000aa" "0000000000bb" "0800") + b"payload bytes"
-    assert path.process(frame, 1) == [(3, frame)]
+    # ingress: out on port 2, eth.src = packets seen before (0), eth.type = CRC16 of eth.dst
+    rewritten = frame[:6] + bytes(6) + (compute("crc16", frame[:6]) & 0xFFFF).to_bytes(2, "big") + frame[14:]
+    assert path.process(frame, 1) == [(2, rewritten)]
 
 
 def test_only_a_parser_that_does_not_extract_it_first_pays_the_extra_step(tmp_path: Path) -> None:
