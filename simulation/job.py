@@ -25,7 +25,13 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from controller.netconfig import Policy
-from simulation.scenario import build_network, fabric_base_rtt_s, fabric_timer_floor_s, switch_counters
+from simulation.scenario import (
+    _longest_host_path_links,
+    build_network,
+    fabric_base_rtt_s,
+    fabric_timer_floor_s,
+    switch_counters,
+)
 from simulation.topology import Topology
 from simulation.workload import PsWorkload
 
@@ -100,6 +106,7 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
     floor = fabric_timer_floor_s(topo, policy)     # TCP's MinRto on this fabric too (build_network)
     cfg.rtoInit = cfg.rtoMin = spec.rto_min_s if spec.rto_min_s is not None else floor
     cfg.baseRtt = fabric_base_rtt_s(topo)          # the granted window's BDP (dlcp_transport.h overcommit)
+    cfg.openRetryAfter = fabric_control_rtt_s(topo, policy)   # first contact's OPEN retry (sim_net.h openRetry)
     if spec.rto_min_s is None:      # host_agent's Linux-timer floors (1 ms here) become the fabric's; lower knobs stay
         cfg.writeOffMin, cfg.grantWaitMin = min(cfg.writeOffMin, floor), min(cfg.grantWaitMin, floor)
     for name, value in spec.transport.items():
@@ -179,7 +186,8 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
                     "sent": int(r.sent), "retx": int(r.retx), "probes": int(r.probes), "rounds": int(r.rounds),
                     "zero_filled": int(r.zeroFilled), "ce_marks": int(r.ceMarks), "loss_bound": float(r.lossBound),
                     "grant_wait_s": float(r.grantWait), "hold_wait_s": float(r.holdWait),
-                    "token_wait_s": float(r.tokenWait), "window_wait_s": float(r.windowWait)}
+                    "token_wait_s": float(r.tokenWait), "window_wait_s": float(r.windowWait),
+                    "answer_wait_s": float(r.answerWait) if r.answerWait >= 0 else None}
         transfers.append(rec)
     iterations = []
     for d, j in jobs:
@@ -190,16 +198,45 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
                 iterations.append({"mode": mode, "job": d.name, "worker": topo.hosts[members[wk]], "iteration": it,
                                    "iter_s": b - a if a >= 0 and b >= 0 else None})
     counters = switch_counters(mode, net.qdiscs, net.routers)
+    if dlcp:
+        counters["tail_drops_by_kind"] = _tail_drops_by_kind(net.qdiscs)
     counters |= {"dlcp_data_packets": int(simnet.dataPackets), "dlcp_control_packets": int(simnet.ctrlPackets)}
     if "transport" in counters:                 # DLCP: standby grants (dlcp_transport.h Regrant)
         counters["transport"] |= {"standby_grants": bool(simnet.cfg.standbyGrants),
-                                  "standby_grants_sent": int(simnet.standbyGrantsSent)}
+                                  "standby_grants_sent": int(simnet.standbyGrantsSent),
+                                  "open_retries": int(simnet.openRetries)}
     extra = {"background_started": int(bg.Started()) if bg is not None else 0}
     ns.Simulator.Destroy()
     collect = time.perf_counter() - t2
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return JobResult(mode, transfers, iterations, counters, now, events, run_wall, build, collect, rss,
                      finished, extra)
+
+
+# dlcp_switch.h MsgKind, in order: what a tail-dropped DLCP packet was
+DROP_KINDS = ("OPEN", "GRANT", "HOLD", "ACK", "ECN_ECHO", "BITMAP", "DONE", "PROBE", "DATA", "RETX", "OTHER")
+
+
+def _tail_drops_by_kind(qdiscs: list) -> dict[str, int]:
+    """Tail drops of DLCP packets summed over the switch ports, as 'q<queue>/<kind>' -> count."""
+    out: dict[str, int] = {}
+    for qd in qdiscs:
+        for q in range(8):
+            for k, kind in enumerate(DROP_KINDS):
+                n = int(qd.TailDropsOfKind(q, k))
+                if n:
+                    out[f"q{q}/{kind}"] = out.get(f"q{q}/{kind}", 0) + n
+    return out
+
+
+def fabric_control_rtt_s(topo: Topology, policy: Policy) -> float:
+    """The longest round trip of a DLCP control message without a loss: the fabric's base RTT plus
+    the control queue (queue_depth full-size packets; control has a queue of its own, the policy's
+    top one) drained at every switch port of the longest host path, there and back: 31.6 µs on
+    paper-144. A first contact's OPEN unanswered for longer was lost (dlcp_transport.h OpenRetry)."""
+    queue_bits = policy.queue_depth * 1500 * 8
+    drain = sum(queue_bits / lk.rate_bps for lk in _longest_host_path_links(topo)[1:])
+    return fabric_base_rtt_s(topo) + 2 * drain
 
 
 def _job_defs(spec: JobSpec, n_hosts: int) -> list[JobDef]:

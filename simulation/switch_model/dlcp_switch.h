@@ -8,6 +8,7 @@
 // the one intended difference (the depth is the queue's real length at enqueue, as on Tofino2,
 // not BMv2's estimate from the last dequeued packet's wait) is listed in docs/simulation.md.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -174,12 +175,38 @@ inline Tags TagsOf(ns3::Ptr<const ns3::Packet> l4Packet, uint8_t proto, const Dl
   return ParseL4(buf, n, proto, pol);
 }
 
+// What a tail-dropped DLCP message was (PortCounters::tailDropsByKind): the control messages by
+// subtype (a GRANT of rate 0 is a HOLD), then PROBE, then DATA first sent and DATA retransmitted.
+enum MsgKind : uint8_t {
+  kKindOpen = 0, kKindGrant, kKindHold, kKindAck, kKindEcnEcho, kKindBitmap, kKindDone, kKindProbe,
+  kKindData, kKindRetx, kKindOther, kKinds
+};
+// L4 bytes of a DLCP packet (tags ``t``) -> its kind; reads the control subtype after the header.
+inline uint8_t KindOf(const Tags& t, const uint8_t* l4, uint32_t len) {
+  if (t.msgType == kMsgData) return (t.flags & 0x20) ? kKindRetx : kKindData;      // 0x20: RETX
+  if (t.msgType == 1) return kKindProbe;
+  if (t.msgType == 2) return kKindBitmap;
+  if (t.msgType == 3) return kKindDone;
+  if (t.msgType != 4 || len < 8 + kDlcpHeaderLen + 8) return kKindOther;
+  const uint8_t* b = l4 + 8 + kDlcpHeaderLen;
+  uint32_t sub = ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
+  uint32_t rate = ((uint32_t)b[4] << 24) | ((uint32_t)b[5] << 16) | ((uint32_t)b[6] << 8) | b[7];
+  if (sub == 1) return kKindOpen;
+  if (sub == 2) return kKindEcnEcho;
+  if (sub == 4) return rate == 0 ? kKindHold : kKindGrant;
+  if (sub == 5) return kKindAck;
+  return kKindOther;
+}
+
 // Per-(queue, mag) counters of one switch port, read from Python at the end of a run.
 struct PortCounters {
   uint64_t selectiveDrops[kQueues][kMagClasses];
   uint64_t ecnMarks[kQueues][kMagClasses];
   uint64_t tailDrops[kQueues];
   uint64_t enqueued[kQueues];
+  uint64_t tailDropsByKind[kQueues][kKinds];   // DLCP packets only
+  uint64_t maxDepth[kQueues];                  // packets, the deepest each band was at an enqueue
+  double firstTailDropS[kQueues], lastTailDropS[kQueues];   // s, simulated (0 when none)
   PortCounters() { std::memset(this, 0, sizeof(*this)); }
 };
 
@@ -201,6 +228,10 @@ class DlcpQueueDisc : public ns3::QueueDisc {
   uint64_t EcnMarks(int q, int m) const { return m_counters.ecnMarks[q][m]; }
   uint64_t TailDrops(int q) const { return m_counters.tailDrops[q]; }
   uint64_t Enqueued(int q) const { return m_counters.enqueued[q]; }
+  uint64_t TailDropsOfKind(int q, int kind) const { return m_counters.tailDropsByKind[q][kind]; }
+  uint64_t MaxDepth(int q) const { return m_counters.maxDepth[q]; }
+  double FirstTailDropS(int q) const { return m_counters.firstTailDropS[q]; }
+  double LastTailDropS(int q) const { return m_counters.lastTailDropS[q]; }
 
  private:
   bool DoEnqueue(ns3::Ptr<ns3::QueueDiscItem> item) override {
@@ -222,10 +253,18 @@ class DlcpQueueDisc : public ns3::QueueDisc {
     }
     if (action == kMark && Mark(item, "DLCP ECN mark")) m_counters.ecnMarks[q][t.magClass]++;
     if (!band->Enqueue(item)) {
-      m_counters.tailDrops[q]++;
+      double now = ns3::Simulator::Now().GetSeconds();
+      if (m_counters.tailDrops[q]++ == 0) m_counters.firstTailDropS[q] = now;
+      m_counters.lastTailDropS[q] = now;
+      if (t.isDlcp) {                            // which message: read again, only on this rare path
+        uint8_t buf[8 + kDlcpHeaderLen + 8];
+        uint32_t n = item->GetPacket()->CopyData(buf, sizeof(buf));
+        m_counters.tailDropsByKind[q][KindOf(t, buf, n)]++;
+      }
       return false;
     }
     m_counters.enqueued[q]++;
+    m_counters.maxDepth[q] = std::max<uint64_t>(m_counters.maxDepth[q], band->GetNPackets());
     return true;
   }
   ns3::Ptr<ns3::QueueDiscItem> DoDequeue() override {

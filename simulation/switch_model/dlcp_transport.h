@@ -58,6 +58,9 @@ struct DestGrant {
   double progress = 0;                        // when the in-flight count last went down
   bool hold = false;                          // the receiver's HOLD (overcommitment): no DATA until a GRANT
   double holdSince = 0;                       // when the hold began or its OPENs were last re-sent
+  bool answered = false;                      // a GRANT or HOLD came from this destination (openRetry)
+  double openRetryIn = 0;                     // s: the next retry's base wait (doubles per retry)
+  ns3::EventId openRetryEvent;
   uint64_t InFlight() const { return sent > acked + writtenOff ? sent - acked - writtenOff : 0; }
 };
 
@@ -84,7 +87,7 @@ class DlcpHost : public ns3::Application {
                                  .SetGroupName("Applications").AddConstructor<DlcpHost>();
     return tid;
   }
-  void Setup(uint32_t index, uint16_t job) { m_index = index; m_job = job; }
+  void Setup(uint32_t index, uint16_t job) { m_index = index; m_job = job; m_jitter += index; }
 
   // Start transfer ``id`` now (from this host).
   void StartTransfer(uint32_t id) {
@@ -169,8 +172,31 @@ class DlcpHost : public ns3::Application {
     auto held = m_dest.find(r.dst);
     if (held != m_dest.end() && held->second.hold) held->second.holdSince = ns3::Simulator::Now().GetSeconds();
     SendControlOpen(*o);
+    if (net.cfg.grants && net.cfg.openRetry && net.cfg.openRetryAfter > 0) {
+      DestGrant& d = m_dest[r.dst];
+      if (!d.answered && !d.openRetryEvent.IsPending()) {
+        d.openRetryIn = std::min(net.cfg.openRetryAfter, GrantWait());   // never later than the grant wait's own re-OPEN
+        ScheduleOpenRetry(r.dst, d);
+      }
+    }
     m_active.push_back(id);
     Kick();
+  }
+  // openRetry: no answer from ``dst`` yet (first contact): its OPENs again after openRetryIn x (1 + u)
+  void ScheduleOpenRetry(uint32_t dst, DestGrant& d) {
+    double u = (double)(Rng64(m_jitter) >> 11) * (1.0 / 9007199254740992.0);
+    d.openRetryEvent = ns3::Simulator::Schedule(ns3::Seconds(d.openRetryIn * (1.0 + u)), &DlcpHost::OpenRetry, this, dst);
+  }
+  void OpenRetry(uint32_t dst) {
+    SimNet& net = SimNet::Get();
+    DestGrant& d = m_dest[dst];
+    if (d.answered) return;
+    bool any = false;
+    for (auto& kv : m_out)
+      if (!kv.second->done && net.transfers[kv.first].dst == dst) { SendControlOpen(*kv.second); net.openRetries++; any = true; }
+    if (!any) return;
+    d.openRetryIn = std::min(2 * d.openRetryIn, GrantWait());
+    ScheduleOpenRetry(dst, d);
   }
   void Header(uint8_t* h, uint8_t msg, uint8_t layer, uint8_t mag, uint8_t flags, uint32_t id, uint16_t count,
               uint32_t offset, uint32_t seq, uint16_t worker) {
@@ -408,8 +434,14 @@ class DlcpHost : public ns3::Application {
     uint32_t dst = net.transfers[id].dst;
     DestGrant& d = m_dest[dst];
     double now = ns3::Simulator::Now().GetSeconds();
+    bool first = !d.answered;                    // the first answer from dst: no more OPEN retries
+    d.answered = true;
+    ns3::Simulator::Cancel(d.openRetryEvent);
+    if (first)
+      for (auto& kv : m_out)
+        if (net.transfers[kv.first].dst == dst) net.transfers[kv.first].answerWait = now - net.transfers[kv.first].start;
     if (rate <= 0) {                             // HOLD (overcommitment): it answers the OPEN too
-      if (!d.hold) { d.hold = true; d.holdSince = now; }
+      if (!d.hold || first) { d.hold = true; d.holdSince = now; }   // the grant wait runs from the HOLD
       auto it = m_out.find(id);
       if (it != m_out.end()) Granted(*it->second);
       for (auto& kv : m_out)
@@ -828,6 +860,7 @@ class DlcpHost : public ns3::Application {
   double m_nextSend = 0, m_rate = 1e9, m_line = 1e9, m_cutRate = 0, m_lastCut = -1, m_lastIncrease = 0;
   double m_srtt = 0, m_rttvar = 0;
   uint32_t m_seq = 0;
+  uint64_t m_jitter = 0x0FE7A11ull;                // openRetry's jitter (Setup seeds it per host)
 };
 
 }  // namespace dlcpsim

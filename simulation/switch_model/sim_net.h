@@ -44,6 +44,7 @@ struct TransferRec {
   // s its next DATA was held, by cause (the pacer's own gaps not counted): the receiver's HOLD
   // (overcommitment), the grant's token bucket, the window of DATA in flight
   double holdWait = 0, tokenWait = 0, windowWait = 0;
+  double answerWait = -1;                     // s first contact waited for any answer (GRANT/HOLD); -1: not first contact
 };
 
 // Knobs of the DLCP transport in simulated time (host_agent's defaults scaled to the fabric).
@@ -110,6 +111,17 @@ struct TransportConfig {
   // with the fewest packets left to send first, the earliest on a tie (Homa's sender SRPT), so a
   // PS's pull fan-out completes worker by worker instead of all together at the end
   bool senderSrpt = true;
+  // Not in host_agent (whose first contact waits GRANT_WAIT for a lost OPEN): a sender with no answer
+  // (GRANT or HOLD) yet from a receiver sends its OPENs again after openRetryAfter x (1 + u), u uniform
+  // in [0, 1) per retry and host, doubling up to the grant wait, until an answer comes. openRetryAfter
+  // is the fabric's longest control round trip without a loss (simulation/job.py: base RTT + the
+  // control queue, queue_depth full-size packets, drained at every switch port both ways; 31.6 us on
+  // paper-144), so a retry never fires for an OPEN that is only queued. Why: a first iteration's
+  // OPENs all leave at once (143 workers x 4 groups = 572 OPENs into a 64-packet control queue at the
+  // PS's port); the 397 lost ones waited the 386 us grant wait, which set iteration 0 and the run's
+  // p99. The jitter spreads the retries, so they do not meet in the control queue again.
+  bool openRetry = true;
+  double openRetryAfter = 0;                  // s; 0: no retry (simulation/job.py sets it per fabric)
   // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
   // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
   bool pfabric = false;
@@ -139,6 +151,7 @@ class SimNet {
   uint64_t dataPackets = 0, ctrlPackets = 0;
   uint64_t grantsSent = 0, acksSent = 0, grantsMissed = 0, windowStalls = 0, writeOffs = 0, standbyGrantsSent = 0;
   uint64_t holdsSent = 0, holdReopens = 0;    // HOLDs sent (overcommitment); OPENs re-sent by held senders
+  uint64_t openRetries = 0;                   // first contact: OPENs re-sent for want of any answer (openRetry)
   std::vector<uint64_t> ctrlBytesIn, ctrlBytesOut;   // host index -> DLCP control bytes (UDP payload) received / sent
   uint64_t pfData = 0, pfRetx = 0, pfTimeouts = 0;
   uint32_t activeSendersMax = 0;
