@@ -39,14 +39,16 @@ class RegisterParam:
 class PortMetadataTable:
     """Tofino's port-metadata table: ingress port -> the ``data_width`` bits the ingress parser
     finds first in the ``md_bits`` of port metadata (the rest zero). ``values`` (port -> the
-    ``md_bits``-bit int) is the dict ``TnaPath`` reads; a port without an entry gets zeros."""
+    ``md_bits``-bit int) is the one store: the dict ``TnaPath`` reads per packet and writes in
+    ``set_port_metadata``, and what P4Runtime reads list (an entry is a port in ``values``; its
+    data the ``data_width`` bits the program's header gets); a port without an entry gets zeros."""
 
     def __init__(self, name: str, data_width: int, md_bits: int) -> None:
         if data_width > md_bits:
             raise UserError(f"port metadata '{name}': {data_width} bits, the architecture has {md_bits}")
         self.name, self.data_width, self.md_bits = name, data_width, md_bits
+        self._shift = md_bits - data_width
         self.values: dict[int, int] = {}
-        self._data: dict[int, int] = {}
 
     def _check(self, port: int, value: int | None = None) -> None:
         if not 0 <= port < PORTS:
@@ -56,23 +58,21 @@ class PortMetadataTable:
 
     def set(self, port: int, value: int) -> None:
         self._check(port, value)
-        self._data[port] = value
-        self.values[port] = value << (self.md_bits - self.data_width)
+        self.values[port] = value << self._shift
 
     def delete(self, port: int) -> None:
         self._check(port)
-        self._data.pop(port, None)
         self.values.pop(port, None)
 
     def get(self, port: int) -> int | None:
-        """The port's entry (None: no entry, the parser sees zeros)."""
-        return self._data.get(port)
+        """The port's entry (None: no entry, the parser sees zeros), however it was set."""
+        bits = self.values.get(port)
+        return None if bits is None else bits >> self._shift
 
     def ports(self) -> list[int]:
-        return sorted(self._data)
+        return sorted(self.values)
 
     def reset(self) -> None:
-        self._data.clear()
         self.values.clear()
 
 
