@@ -8,6 +8,7 @@ the runner's per-iteration records (``report.py`` documents those).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +18,19 @@ from mininet_topos.topologies import HostSpec
 # `dlcp_udp_ports` table adds others); each host has its own address, so the port needs no sharing.
 PS_PORT = 9290
 ALLREDUCE_PORT = 9290
+
+
+# Every emulated host's processes share the machine's 2 cores. NumPy's OpenBLAS starts a thread per
+# core in each agent; on the busy machine a small product then waits for its descheduled helper
+# thread: the digits test-set accuracy every worker computes per iteration (360 x 64 by 64 x 64)
+# took 12 ms with 2 threads against 0.1 ms with one (measured, H10-4 of docs/experiments.md), in
+# every mode alike. One BLAS/OpenMP thread per agent process, as a process per core would have.
+AGENT_THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def agent_env() -> dict[str, str]:
+    """Environment of every agent process on a Mininet host (``AGENT_THREADS`` on top of ours)."""
+    return {**os.environ, **AGENT_THREADS}
 
 
 def _script(name: str) -> str:

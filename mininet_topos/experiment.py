@@ -180,7 +180,8 @@ def run_mode(cfg: ExperimentConfig, mode: str, run_dir: Path, pipeline: dict[str
         agent_procs = {}
         for name, cmd in workload_commands(cfg, topo, mode, mode_dir).items():
             with open(mode_dir / f"{name}.log", "w") as logf:
-                agent_procs[name] = net.host(name).popen(cmd, stdout=logf, stderr=subprocess.STDOUT)
+                agent_procs[name] = net.host(name).popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
+                                                         env=agents.agent_env())
             procs.append(agent_procs[name])
             if name == hosts[0].name:
                 time.sleep(0.5)  # the server binds before workers send (agents retry; this only avoids noise)

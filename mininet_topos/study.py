@@ -281,7 +281,7 @@ class Study:
     def _popen(self, host: str, cmd: list[str], log: Path) -> subprocess.Popen:
         assert self.net is not None
         with open(log, "w") as f:
-            return self.net.host(host).popen(cmd, stdout=f, stderr=subprocess.STDOUT)
+            return self.net.host(host).popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=agents.agent_env())
 
     # -- records --------------------------------------------------------------------------------
     def records(self, run: dict) -> list[dict]:
