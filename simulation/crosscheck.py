@@ -27,7 +27,6 @@ import argparse
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -36,6 +35,7 @@ from pathlib import Path
 from host_agent.overlap import ComputeModel, buckets_of
 from host_agent.traffic import layer_sizes, load_profile
 from simulation.job import JobDef, JobSpec
+from simulation.provenance import provenance
 from simulation.workload import PsWorkload
 
 LINK_BPS = 20_000_000
@@ -254,21 +254,6 @@ def markdown(results: list[dict]) -> str:
 
 def _pair(p: list | None) -> str:
     return " / ".join("none closed" if x is None else f"{x:g}" for x in p) if p else "-"
-
-
-def provenance() -> dict:
-    """When, at which commit (and whether simulation/ had local changes) and under what load this ran."""
-    repo = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10, check=False).stdout.strip() or "unknown"
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no", "--",
-                                "simulation"], capture_output=True, text=True, timeout=10, check=False).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        head, dirty = "unknown", ""
-    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "commit": head + (" (+ local changes in simulation/)" if dirty else ""),
-            "load_average": round(os.getloadavg()[0], 1)}
 
 
 class RecordError(Exception):

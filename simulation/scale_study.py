@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 from simulation.job import JobSpec, run_job_fresh
 from simulation.policy import FABRIC_POLICY, load_policy
+from simulation.provenance import provenance
 from simulation.topology import preset
 from simulation.workload import load_cdf, ps_workload
 
@@ -35,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
+    made = provenance()
+    t_start = time.perf_counter()
     for name in a.presets.split(","):
         topo = preset(name)
         work = ps_workload("resnet50", a.scale, 4, 1000, 100_000_000_000, 1.0)
@@ -48,7 +52,10 @@ def main(argv: list[str] | None = None) -> int:
                "transfers": len(r.transfers)}
         print(json.dumps(row), flush=True)
         rows.append(row)
-    (out / "scale.json").write_text(json.dumps({"argv": sys.argv, "rows": rows}, indent=1) + "\n")
+    made |= {"load_average_end": round(os.getloadavg()[0], 1), "wall_s": round(time.perf_counter() - t_start)}
+    (out / "scale.json").write_text(json.dumps({"argv": sys.argv} | made | {"rows": rows}, indent=1) + "\n")
+    print(f"scale study: {made['date']}, commit {made['commit']}, load average {made['load_average']} -> "
+          f"{made['load_average_end']}, {made['wall_s']} s wall", flush=True)
     import matplotlib
 
     matplotlib.use("Agg")
