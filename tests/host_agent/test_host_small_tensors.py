@@ -126,7 +126,7 @@ def test_one_packet_tensors_behind_a_slow_class_need_no_probe_rounds(endpoints):
     assert later == 0, f"PROBEs of tensors 2..9: {dict(relay.probes)}"
     assert sum(relay.probes.values()) <= 3, dict(relay.probes)
     assert sum(relay.dones.values()) <= TENSORS + 3, dict(relay.dones)
-    assert max(finished[2:]) < DELAY + 0.08, finished
+    assert max(finished[2:]) < DELAY + 0.15, finished
     assert tx.probes_sent == sum(relay.probes.values())
 
 
