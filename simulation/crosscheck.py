@@ -27,6 +27,7 @@ import argparse
 import dataclasses
 import json
 import os
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -293,14 +294,36 @@ def report_section(paths: list[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# what the ns-3 side of a cross-check depends on: a change here since a record makes the record stale
+MODEL_PATHS = ("simulation/switch_model", "simulation/job.py", "simulation/scenario.py", "simulation/topology.py",
+               "simulation/workload.py", "simulation/crosscheck.py", "controller/data/default_policy.yaml")
+
+
+def changes_since(commit: str) -> int | None:
+    """Commits since ``commit`` (a record's, "abc1234 (+ local changes ...)") that touched MODEL_PATHS;
+    None where git or the commit is not known here."""
+    head = commit.split()[0] if commit else ""
+    repo = Path(__file__).resolve().parent.parent
+    try:
+        res = subprocess.run(["git", "-C", str(repo), "rev-list", "--count", f"{head}..HEAD", "--", *MODEL_PATHS],
+                             capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return int(res.stdout) if res.returncode == 0 and res.stdout.strip().isdigit() else None
+
+
 def _record_lines(path: Path) -> list[str]:
     rec = load_recorded(path)
+    since = changes_since(rec["commit"])
+    stale = ("" if not since else f" **Stale:** {since} commit(s) since then changed the ns-3 model or the "
+             f"cross-check (`git log {rec['commit'].split()[0]}..HEAD -- {' '.join(MODEL_PATHS)}`); "
+             f"`dlcp-sim --crosscheck run` re-runs it with this code.")
     share = rec.get("switch_rate_share", 1.0)
     what = (f"switch ports at {share:g} x their link rate (the share Mininet's software switches delivered "
             f"while backlogged)" if share != 1.0 else "the Mininet scenarios rebuilt as they are")
     lines = [f"### {what[0].upper()}{what[1:]}", "",
              f"Quoted from `{path.name}`: run {rec['date']} at commit {rec['commit']}, load average "
-             f"{rec.get('load_average', '?')}.", "",
+             f"{rec.get('load_average', '?')}.{stale}", "",
              "| scenario | comparison | Mininet DLCP / TCP cubic | direction | ns-3 DLCP / TCP cubic | direction | agree |",
              "|---|---|---|---|---|---|---|"]
     for res in rec["results"]:

@@ -11,6 +11,7 @@ themselves are the documented command (minutes). Budget: < 5 s.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,14 @@ def test_dlcp_sim_refuses_a_bad_crosscheck_record_before_running(content: str | 
     err = capsys.readouterr().err
     assert err.startswith(f"dlcp-sim: --crosscheck: {rec}") and message in err and err.count("\n") == 1, err
     assert not out.exists()
+
+
+def test_a_record_older_than_the_model_says_so() -> None:
+    """The recorded runs name their commit; commits since then that touched the ns-3 model or the
+    cross-check are counted (none from HEAD itself; unknown where git does not know the commit)."""
+    assert cc.changes_since("HEAD") == 0
+    assert cc.changes_since("0000000 (+ local changes in simulation/)") is None
+    first = subprocess.run(["git", "-C", str(Path(cc.__file__).parent), "rev-list", "--max-parents=0", "HEAD"],
+                           capture_output=True, text=True, check=False).stdout.split()
+    if first:                                      # a shallow clone has no history to count
+        assert cc.changes_since(first[0]) > 0
