@@ -19,11 +19,11 @@ from p4sim.backend.codegen import PRELUDE, BlockGen, GeneratedModule
 from p4sim.backend.exprgen import width_of
 from p4sim.backend.externgen import enum_member
 from p4sim.backend.tablegen import control_plane_name
-from p4sim.backend.typegen import mask, pyfield
+from p4sim.backend.typegen import default_value, mask, pyfield
 from p4sim.backend.writer import Env
 from p4sim.errors import P4CompileError, P4UnsupportedError
 from p4sim.frontend import ast
-from p4sim.tna.parser_check import extracts_first
+from p4sim.tna.parser_check import first_extract, fresh_default_stores
 from p4sim.tna.pipe_structs import fresh_function, named_fields, pipe_struct
 
 ROLES = ("ingress_parser", "ingress", "ingress_deparser", "egress_parser", "egress", "egress_deparser", "ghost")
@@ -68,6 +68,11 @@ class TnaGen(BlockGen):
         self.current_register: str | None = None     # the register of the apply body being generated
         self.role: str | None = None                 # the block being generated (ROLES)
         self.port_metadata_header: Any = None        # the header port_metadata_unpack fills
+        # the parser being generated: its start state's stores that leave a fresh object's default
+        # as it is (p4sim.tna.parser_check.fresh_default_stores), and its first extract of the
+        # egress intrinsic metadata (skipped when TnaPath filled the header: ``_PREFILL_egress``)
+        self.fresh_stores: set[int] = set()
+        self.prefill_extract: int | None = None
         super().__init__(program)
 
     # ---- externs -------------------------------------------------------------------------
@@ -165,6 +170,8 @@ class TnaGen(BlockGen):
         ext = target.type.name if isinstance(target.type, ast.ExternT) else None
         m, a = call.method, call.args
         if ext in ("packet_in", "packet_out"):
+            if id(call) == self.prefill_extract:
+                return self.prefilled_extract(call)
             return super().extern_method(call)
         inst = getattr(target, "decl", None)
         obj = self.ex(target)
@@ -274,6 +281,17 @@ class TnaGen(BlockGen):
                     return f"(_csum16_int({acc} << {pad}) or 0xFFFF)"
                 return f"_csum16_int({acc} << {pad})"
         raise P4UnsupportedError(call.loc, f"method {m} of extern {ext}")
+
+    def prefilled_extract(self, call: ast.MethodCall) -> None:
+        """The egress parser's first ``pkt.extract(eg_intr_md)``: TnaPath may fill the header (and
+        mark it valid) before the parser runs, with what it would have packed in front of the
+        packet; then reading those bytes back is skipped (issue 15). Unfilled: extracted as usual."""
+        header = self.ex(call.args[0])
+        bits = sum(width_of(ft) for _, ft in call.args[0].type.fields)
+        with self.w.block(f"if {header}._v:"):
+            self.w.line(f"_p += {bits}")
+        with self.w.block("else:"):
+            super().extern_method(call)
 
     def checksum_append(self, obj: str, value: str, bits: int | str) -> None:
         """Concatenate ``value`` (``bits`` wide) to what Checksum ``obj`` has added so far."""
@@ -452,6 +470,9 @@ class TnaGen(BlockGen):
                 self.port_metadata_header = s.lhs.type
             self.extract(s.lhs, None, s.loc)
             return
+        if id(s) in self.fresh_stores and not isinstance(s.lhs, ast.PathExpr) \
+                and self.value(s.rhs) == default_value(s.lhs.type, self.classes):
+            return              # the field of a fresh object holds that value already
         if not self.literal_struct_store(s):
             super().st_AssignStmt(s)
 
@@ -468,8 +489,12 @@ class TnaGen(BlockGen):
         target = self.env.lookup(lhs.decl)
         if target is None:
             return False
+        types = dict(lhs.type.fields)
         for name, e in rhs.fields:
-            self.w.line(f"{target}.{pyfield(name)} = {self.value(e)}")
+            value = self.value(e)
+            if id(s) in self.fresh_stores and value == default_value(types[name], self.classes):
+                continue        # the field of a fresh object holds that value already
+            self.w.line(f"{target}.{pyfield(name)} = {value}")
         return True
 
     # ---- module --------------------------------------------------------------------------
@@ -482,6 +507,7 @@ class TnaGen(BlockGen):
         pipe = pipes[0]
         decls = list(pipe.args)
         blocks: dict[str, str] = {}
+        tail: list[str] = []
         pipe_code: dict[str, list[str]] = {}      # ingress/egress/ghost -> its generated functions
         for role, d in zip(ROLES, decls, strict=False):
             # bf-p4c qualifies control-plane names with the Pipeline instance (pipe.Ingress.t);
@@ -490,13 +516,18 @@ class TnaGen(BlockGen):
             self.role = role
             first = len(self.functions)
             if isinstance(d, ast.ParserDecl):
+                self.fresh_stores = fresh_default_stores(d)
+                intrinsic = first_extract(d, "egress_intrinsic_metadata_t") if role == "egress_parser" else None
+                self.prefill_extract = id(intrinsic) if intrinsic is not None else None
                 blocks[role] = self.gen_parser(d, prefix)
-                if role == "egress_parser" and not extracts_first(d, "egress_intrinsic_metadata_t"):
+                self.fresh_stores, self.prefill_extract = set(), None
+                if role == "egress_parser" and intrinsic is None:
                     blocks[role] = self.past_intrinsic(blocks[role], d, "egress_intrinsic_metadata_t")
+                if intrinsic is not None:
+                    tail.append("_PREFILL_egress = True")
             else:
                 blocks[role] = self.gen_control(d, prefix)
             pipe_code.setdefault(PIPE_OF[role], []).extend(self.functions[first:])
-        tail = []
         arg_types: dict[str, list[str]] = {}
         pipe_types: dict[str, dict[str, ast.StructT]] = {}     # pipe -> class name -> its struct type
         role_types: dict[str, list[Any]] = {}                   # role -> its arguments' types

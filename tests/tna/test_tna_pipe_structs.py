@@ -70,3 +70,23 @@ def test_fresh_builds_each_pipes_objects_as_their_classes_do_with_the_unwritten_
             assert first[3].ucast_egress_port == 1 << 9 and first[5].resubmit_type == 1 << 3
             expected[3]["ucast_egress_port"], expected[5]["resubmit_type"] = 1 << 9, 1 << 3
         assert [_fields(o) for o in first] == expected
+
+
+def test_an_egress_intrinsic_header_filled_beforehand_is_not_read_back_from_the_bytes() -> None:
+    """``_PREFILL_egress``: the egress parser's first extract of eg_intr_md is skipped when the
+    header comes valid (TnaPath filled it with what it would have packed in front of the packet);
+    an invalid one is extracted from the bytes as before."""
+    ns, _ = _egress_headers_class()
+    assert ns["_PREFILL_egress"] is True
+    parse = ns["_BLOCK_egress_parser"]
+    eth = bytes.fromhex("0000000000aa" "0000000000bb" "86dd") + b"not ipv4"
+    prefix = bytearray(27)
+    prefix[0:2] = (7).to_bytes(2, "big")                    # egress_port 7 in the bytes
+    bridged = bytes(9)
+    for filled in (False, True):
+        h, m, eg, prs, dpr, oport = ns["_FRESH_egress"]()
+        if filled:
+            eg.egress_port, eg.enq_qdepth, eg._v = 5, 1234, True
+        off = parse(bytes(prefix) + bridged + eth, h, m, eg)
+        assert off == 27 + 9 + 14 and h.ethernet._v and h.ethernet.ether_type == 0x86DD
+        assert (eg._v, eg.egress_port, eg.enq_qdepth) == ((True, 5, 1234) if filled else (True, 7, 0))
