@@ -111,9 +111,10 @@ def scenario(name: str) -> tuple[str, list[JobDef], list[tuple[int, int, int, fl
     raise KeyError(f"unknown scenario '{name}' (known: tcp-bulk, ecmp-collision)")
 
 
-def run_scenario(name: str, out: Path, rate_share: float = 1.0) -> list:
+def run_scenario(name: str, out: Path, rate_share: dict[str, float] | None = None) -> list:
     """Both modes of scenario ``name`` in ns-3 (fresh process each); writes the usual job report.
-    ``rate_share`` < 1: every switch port sends at that share of its 20 Mbit/s (Topology.switch_rate_share)."""
+    ``rate_share[mode]`` < 1: in that mode's run every switch port sends at that share of its 20 Mbit/s
+    (Topology.switch_rate_share)."""
     from simulation import job_report
     from simulation.job import run_job_fresh
     from simulation.policy import policy_for
@@ -121,7 +122,7 @@ def run_scenario(name: str, out: Path, rate_share: float = 1.0) -> list:
 
     pname, jobs, bulk, _ = scenario(name)
     topo = preset(pname)
-    topo.switch_rate_share = rate_share
+    shares = {m: (rate_share or {}).get(m, 1.0) for m in MODES}
     policy = policy_for(LINK_BPS, None)
     runs = []
     for mode in MODES:
@@ -130,10 +131,11 @@ def run_scenario(name: str, out: Path, rate_share: float = 1.0) -> list:
         spec = JobSpec(None, loss_bound=0.10, max_sim_s=60.0, jobs=jobs, bulk=bulk, bulk_tcp="TcpCubic",
                        holdoff_s=0.5e-3, rto_min_s=20e-3, transport=HOST_AGENT_TIMING)
         print(f"crosscheck: {name} {mode} ...", flush=True)
+        topo.switch_rate_share = shares[mode]
         r = run_job_fresh(topo, pol, mode, spec)
         r.extra["load"] = 0.0
         runs.append(r)
-    share = f" Switch ports send at {rate_share:g} x their link rate." if rate_share != 1.0 else ""
+    share = "".join(f" In the {m} run switch ports send at {f:g} x their link rate." for m, f in shares.items() if f != 1.0)
     job_report.write(out / name, runs, f"# ns-3 rebuild of the Mininet scenario `{name}`\n\n{topo.description}. "
                      f"Policy: {policy.source} (DLCP); TCP cubic: one 64-packet FIFO per port.{share}")
     return runs
@@ -318,9 +320,16 @@ def _record_lines(path: Path) -> list[str]:
     stale = ("" if not since else f" **Stale:** {since} commit(s) since then changed the ns-3 model or the "
              f"cross-check (`git log {rec['commit'].split()[0]}..HEAD -- {' '.join(MODEL_PATHS)}`); "
              f"`dlcp-sim --crosscheck run` re-runs it with this code.")
+    what = "the Mininet scenarios rebuilt as they are"
     share = rec.get("switch_rate_share", 1.0)
-    what = (f"switch ports at {share:g} x their link rate (the share Mininet's software switches delivered "
-            f"while backlogged)" if share != 1.0 else "the Mininet scenarios rebuilt as they are")
+    if isinstance(share, dict) and len(set(share.values())) == 1:
+        share = next(iter(share.values()))
+    if isinstance(share, dict):
+        what = (f"switch ports at {' and '.join(f'{f:g} x their link rate in the {m} runs' for m, f in share.items())}"
+                f" (the shares Mininet's software switches delivered while backlogged in each mode)")
+    elif share != 1.0:
+        what = (f"switch ports at {share:g} x their link rate (the share Mininet's software switches delivered "
+                f"while backlogged)")
     lines = [f"### {what[0].upper()}{what[1:]}", "",
              f"Quoted from `{path.name}`: run {rec['date']} at commit {rec['commit']}, load average "
              f"{rec.get('load_average', '?')}.{stale}", "",
@@ -365,14 +374,21 @@ def main(argv: list[str] | None = None) -> int:
                     help="only write the cross-check's extract of a Mininet run directory to DEST")
     ap.add_argument("--from-results", metavar="DIR", help="compare the ns-3 runs already in DIR/<scenario>/ "
                     "(as an earlier run of this script wrote them) instead of running ns-3")
-    ap.add_argument("--switch-rate-share", type=float, default=1.0, metavar="F",
+    ap.add_argument("--switch-rate-share", default="1", metavar="F[,F_TCP]",
                     help="every switch port sends at F x its link rate (0 < F <= 1; the Mininet switches' "
-                         "measured loss of link time to stalls); transport and thresholds keep the nominal rate")
+                         "measured loss of link time to stalls), or F in the DLCP run and F_TCP in the TCP cubic "
+                         "run; transport and thresholds keep the nominal rate")
     ap.add_argument("--out", default=f"results/sim-crosscheck-{time.strftime('%Y%m%d-%H%M%S')}")
     a = ap.parse_args(argv)
-    if not 0 < a.switch_rate_share <= 1:
-        print(f"crosscheck: --switch-rate-share: {a.switch_rate_share} outside (0, 1]", file=sys.stderr)
+    try:
+        shares = [float(x) for x in a.switch_rate_share.split(",")]
+    except ValueError:
+        shares = []
+    if len(shares) not in (1, 2) or not all(0 < f <= 1 for f in shares):
+        print(f"crosscheck: --switch-rate-share: '{a.switch_rate_share}': expected one or two (DLCP, TCP cubic) "
+              f"shares in (0, 1]", file=sys.stderr)
         return 2
+    rate_share = dict(zip(MODES, shares * 2 if len(shares) == 1 else shares, strict=True))
     if a.extract:
         src = Path(a.extract[0])
         if not (src / "runs.jsonl").is_file() or not (src / "iterations.jsonl").is_file():
@@ -392,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
     out = Path(a.out)
     results = []
-    record = provenance() | {"switch_rate_share": a.switch_rate_share, "tolerance": TOLERANCE}
+    record = provenance() | {"switch_rate_share": shares[0] if len(shares) == 1 else rate_share,
+                             "tolerance": TOLERANCE}
     t0 = time.perf_counter()
     for n in names:
         if a.from_results:
@@ -401,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             runs = load_runs(Path(a.from_results) / n)
         else:
-            runs = run_scenario(n, out, a.switch_rate_share)
+            runs = run_scenario(n, out, rate_share)
         results.append(compare(n, runs, records[n]))
     out.mkdir(parents=True, exist_ok=True)
     record |= {"ns3_runs": str(a.from_results or out), "wall_s": round(time.perf_counter() - t0),

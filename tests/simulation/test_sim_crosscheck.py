@@ -75,7 +75,9 @@ def test_scenarios_carry_the_mininet_jobs() -> None:
     (["--scenario", "incast"], "crosscheck: --scenario: unknown 'incast'"),
     (["--scenario", "tcp-bulk", "--mininet-tcp-bulk", "/nonexistent"], "crosscheck: --mininet-tcp-bulk: /nonexistent/runs.jsonl not found"),
     (["--extract", "/nonexistent", "x"], "crosscheck: --extract: /nonexistent holds no runs.jsonl"),
-    (["--switch-rate-share", "0"], "crosscheck: --switch-rate-share: 0.0 outside (0, 1]"),
+    (["--switch-rate-share", "0"], "crosscheck: --switch-rate-share: '0': expected one or two (DLCP, TCP cubic)"),
+    (["--switch-rate-share", "0.5,x"], "crosscheck: --switch-rate-share: '0.5,x': expected one or two"),
+    (["--switch-rate-share", "0.4,0.6,0.7"], "crosscheck: --switch-rate-share: '0.4,0.6,0.7': expected"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(argv: list[str], message: str, tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
