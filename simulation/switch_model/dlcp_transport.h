@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "ns3/core-module.h"
@@ -76,6 +77,7 @@ struct InTransfer {
   uint32_t pendingRound = 0;
   uint32_t src = 0;
   double opened = 0, reopened = -1;            // its first OPEN; an OPEN again (a held sender's)
+  uint8_t layer = 0;                           // its layer class (the OPEN's or PROBE's header)
 };
 
 // One end host: a DLCP endpoint on UDP 9290 (sender and receiver sides, one AIMD pacer shared by
@@ -337,15 +339,16 @@ class DlcpHost : public ns3::Application {
     double now = ns3::Simulator::Now().GetSeconds();
     double wake = INFINITY;
     if (net.cfg.senderSrpt && m_active.size() > 1) {   // fewest packets left first, then the earliest
-      std::vector<std::pair<size_t, uint32_t>> order;
+      std::vector<std::tuple<int, size_t, uint32_t>> order;   // (classAdmission: the top layer class before that)
       order.reserve(m_active.size());
       for (uint32_t id : m_active) {
         auto it = m_out.find(id);
-        order.push_back({it == m_out.end() ? 0 : it->second->queue.size(), id});
+        int cls = net.cfg.classAdmission ? -(int)net.transfers[id].layer : 0;
+        order.push_back({cls, it == m_out.end() ? 0 : it->second->queue.size(), id});
       }
       std::sort(order.begin(), order.end());
       m_active.clear();
-      for (auto& x : order) m_active.push_back(x.second);
+      for (auto& x : order) m_active.push_back(std::get<2>(x));
     }
     size_t tries = m_active.size();
     while (tries-- > 0 && !m_active.empty()) {
@@ -559,12 +562,13 @@ class DlcpHost : public ns3::Application {
       } else if (msg == kMsgControl && len >= kDlcpHeaderLen + 16) {
         uint32_t sub = Get32(h + kDlcpHeaderLen);
         if (sub == kSubOpen) Open(id, srcHost, Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8),
-                                  Get32(h + kDlcpHeaderLen + 12), true);
+                                  Get32(h + kDlcpHeaderLen + 12), (uint8_t)(h[1] >> 5), true);
         else if (sub == kSubEcnEcho) OnEcnEcho(id, Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8));
         else if (sub == kSubGrant) OnGrant(id, Get32(h + kDlcpHeaderLen + 4) * 1000.0, Get32(h + kDlcpHeaderLen + 12));
         else if (sub == kSubAck) OnAck(id, Get32(h + kDlcpHeaderLen + 4));
       } else if (msg == kMsgProbe && len >= kDlcpHeaderLen + 12) {
-        Open(id, srcHost, Get32(h + kDlcpHeaderLen), Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8));
+        Open(id, srcHost, Get32(h + kDlcpHeaderLen), Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8),
+             (uint8_t)(h[1] >> 5));
         OnProbe(id, seq);
       } else if (msg == kMsgBitmap) {
         std::vector<uint8_t> all(p->GetSize());
@@ -576,14 +580,14 @@ class DlcpHost : public ns3::Application {
       }
     }
   }
-  InTransfer* Open(uint32_t id, uint32_t src, uint32_t n, uint32_t nCrit, uint32_t ppm, bool isOpen = false) {
+  InTransfer* Open(uint32_t id, uint32_t src, uint32_t n, uint32_t nCrit, uint32_t ppm, uint8_t layer, bool isOpen = false) {
     auto it = m_in.find(id);
     if (it != m_in.end()) {                      // a held sender's OPEN again: answer it (GRANT or HOLD)
       if (isOpen && !it->second.complete) { it->second.reopened = ns3::Simulator::Now().GetSeconds(); Regrant(src, true); }
       return &it->second;
     }
     InTransfer& t = m_in[id];
-    t.n = n; t.nc = nCrit; t.p = ppm / 1e6; t.src = src;
+    t.n = n; t.nc = nCrit; t.p = ppm / 1e6; t.src = src; t.layer = layer;
     t.got.assign(n, 0);
     t.opened = ns3::Simulator::Now().GetSeconds();
     m_incomplete.insert(id);
@@ -702,6 +706,7 @@ class DlcpHost : public ns3::Application {
     const TransportConfig& c = net.cfg;
     double now = ns3::Simulator::Now().GetSeconds();
     std::map<uint32_t, std::pair<uint32_t, double>> active;   // sender host -> (a transfer of it, its first OPEN)
+    std::map<uint32_t, std::pair<int, double>> top;           // sender host -> (its top layer class, that class's first OPEN)
     for (uint32_t id : m_incomplete) {
       const InTransfer& t = m_in[id];
       double last = std::max({t.lastData, t.opened, t.reopened});
@@ -709,10 +714,25 @@ class DlcpHost : public ns3::Application {
       auto a = active.find(t.src);
       if (a == active.end()) active[t.src] = {id, t.opened};
       else a->second = {id, std::min(a->second.second, t.opened)};
+      auto b = top.find(t.src);
+      if (b == top.end() || t.layer > b->second.first || (t.layer == b->second.first && t.opened < b->second.second))
+        top[t.src] = {t.layer, t.opened};
     }
     // the senders granted now: all active ones, or (overcommit) at most overcommitSenders of them
     std::set<uint32_t> granted;
-    if (c.overcommit && active.size() > c.overcommitSenders) {
+    if (c.overcommit && active.size() > c.overcommitSenders && c.classAdmission) {
+      // the senders of the top layer classes (needed first by the next forward pass), the ones
+      // granted before first within a class, then the earliest OPEN; the others are held (pre-empted)
+      std::vector<std::tuple<int, int, double, uint32_t>> rank;
+      if (!c.classPreempt)                       // no pre-emption: the ones granted before stay
+        for (uint32_t s : m_sched) if (active.count(s)) granted.insert(s);
+      for (auto& kv : top) rank.push_back({-kv.second.first, m_sched.count(kv.first) ? 0 : 1, kv.second.second, kv.first});
+      std::sort(rank.begin(), rank.end());
+      for (auto& x : rank) {
+        if (granted.size() >= c.overcommitSenders) break;
+        granted.insert(std::get<3>(x));
+      }
+    } else if (c.overcommit && active.size() > c.overcommitSenders) {
       for (uint32_t s : m_sched) if (active.count(s)) granted.insert(s);
       std::vector<std::pair<double, uint32_t>> waiting;
       for (auto& kv : active) if (!granted.count(kv.first)) waiting.push_back({kv.second.second, kv.first});

@@ -111,6 +111,17 @@ struct TransportConfig {
   // with the fewest packets left to send first, the earliest on a tie (Homa's sender SRPT), so a
   // PS's pull fan-out completes worker by worker instead of all together at the end
   bool senderSrpt = true;
+  // Not in host_agent: layer-class admission. With more than overcommitSenders active senders a
+  // receiver grants the senders whose unfinished transfers have the top layer class (the policy's
+  // priority: front layers are needed first by the next forward pass), the ones granted before
+  // first within a class, then the earliest OPEN, and holds the rest, pre-empting a granted sender
+  // whose top class fell below a waiting one's; a sender's pacer serves its top layer class first
+  // (then senderSrpt's order). Why: granting whole senders the longest-waiting first made a PS take
+  // every group from 16 workers, then from the next 16, so no group was complete (and no pull could
+  // start) before the last worker's turn: the pushes and pulls of an iteration ran one after the
+  // other. Off: the longest-waiting senders, never pre-empted; the sender's order by senderSrpt alone
+  bool classAdmission = true;
+  bool classPreempt = true;                   // classAdmission pre-empts (off: the granted stay, the rest fill by class)
   // Not in host_agent (whose first contact waits GRANT_WAIT for a lost OPEN): a sender with no answer
   // (GRANT or HOLD) yet from a receiver sends its OPENs again after openRetryAfter x (1 + u), u uniform
   // in [0, 1) per retry and host, doubling up to the grant wait, until an answer comes. openRetryAfter
