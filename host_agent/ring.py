@@ -78,8 +78,10 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
     Rank r sends to ``addrs[(r + 1) % N]`` and receives from rank r-1 (matched by worker id).
     Each yield is the one receive the next step needs; the send handles go to ``sends`` (wait for
     them with ``finish_sends`` before reading ``stats``' send counters). ``tensor_id(step)`` names
-    step 0..2N-3 on the wire; ``position``/``num_layers`` give the layer class (default: the step,
-    out of 2N-2 steps). The reduce-scatter uses ``policy`` (bounded loss); the all-gather sends
+    step 0..2N-3 on the wire; ``position``/``num_layers`` give the layer class of every step (default
+    0 of 1: a tensor without layer order is needed whole, so all its steps carry one class, the
+    front's; the step number used to be the class, so the all-gather that completes the tensor
+    travelled lowest). The reduce-scatter uses ``policy`` (bounded loss); the all-gather sends
     parameters, all CRITICAL with loss bound 0, so every rank ends with the same values.
     ``wait_for_acks``: the first version's lockstep (each step also waits for its own send's DONE),
     kept only as the baseline of ``benchmarks/bench_ring_schedule.py``.
@@ -91,13 +93,12 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
     chunk = [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
     right, left = addrs[(rank + 1) % n], (rank - 1) % n
     gather_policy = replace(policy, loss_bound=0.0, pull_critical=True)
-    steps = 2 * (n - 1)
     tmp = [np.zeros(c.size, np.float32) for c in chunk]
 
     def pack(data: np.ndarray, step: int, pol: TagPolicy, kind: int) -> object:
         tid = tensor_id(step)
-        pos = step if position is None else position
-        return _pack(data, tid, pos, steps if num_layers is None else num_layers, pol, ep, iteration, kind, mtu)
+        pos = 0 if position is None else position
+        return _pack(data, tid, pos, 1 if num_layers is None else num_layers, pol, ep, iteration, kind, mtu)
 
     # reduce-scatter: step s sends chunk (r - s), receives chunk (r - s - 1) and adds it
     for s in range(n - 1):

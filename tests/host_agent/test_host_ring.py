@@ -360,3 +360,36 @@ def test_bucket_need_positions_rejects_no_parameters_and_no_slots():
         bucket_need_positions([0, 0], [[0], [1]])
     with pytest.raises(ValueError, match="in_flight 0"):
         bucket_need_positions([4, 4], [[0], [1]], 0)
+
+
+def test_a_tensor_without_layer_order_carries_one_class_in_every_step():
+    """``collectives.ring_allreduce`` reduces one flat tensor, needed whole: every step carries the same
+    class. The step number used to be the class (issue 10's review: "the ring's layer class is the
+    step number"), so the all-gather step that completes the tensor travelled lowest (3 of 7 here)."""
+    eps = [Endpoint(EndpointConfig(job_id=7, worker_id=r)) for r in range(2)]
+    seen: dict[int, set[int]] = {}
+
+    def record(h: P.DlcpHeader) -> bool:
+        if h.msg_type == P.MSG_DATA:
+            seen.setdefault(h.tensor_id, set()).add(h.layer_class)
+        return False
+
+    out: list = [None, None]
+    with LossyRelay(eps[1].address, rule=record) as relay:
+        addrs = [eps[0].address, relay.address]
+
+        def rank(r: int) -> None:
+            data, stats, sends = _data(r), CommStats(), []
+            for handles in ring_task(eps[r], r, addrs, data, 0, TagPolicy(), stats, sends):
+                eps[r].run(handles, timeout=20)
+            eps[r].run(list(sends), timeout=20)
+            out[r] = data
+        threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    for ep in eps:
+        ep.sock.close()
+    np.testing.assert_allclose(out[0], _data(0) + _data(1), rtol=1e-5)
+    assert seen == {0: {7}, 1: {7}}, seen
