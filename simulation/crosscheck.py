@@ -60,8 +60,10 @@ DATA = Path(__file__).resolve().parent / "data" / "mininet"
 RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261202-045003", "ecmp-collision": DATA / "ecmp-collision-20261202-041814"}
 # the cross-check runs every dlcp-sim report quotes (crosscheck.json files, copied here after a run): the
 # rebuild as is, and with the switch ports at the share of their rate the Mininet switches delivered
+# while backlogged (0.5 in both modes; 0.4 in DLCP runs and 0.65 in TCP runs, as measured per mode)
 RECORDED = (Path(__file__).resolve().parent / "data" / "crosscheck.json",
-            Path(__file__).resolve().parent / "data" / "crosscheck-switch-rate-0.5.json")
+            Path(__file__).resolve().parent / "data" / "crosscheck-switch-rate-0.5.json",
+            Path(__file__).resolve().parent / "data" / "crosscheck-switch-rate-per-mode.json")
 RUN_KEYS = ("mode", "seed", "iterations", "failure", "selective_drops", "tail_drops")
 ITER_KEYS = ("scenario", "job", "mode", "seed", "worker", "iteration", "iter_time_s")
 # host_agent's timings (docs/simulation.md's mapping table): RTO 20 ms..0.5 s, hold-off 0.5 ms, AIMD
