@@ -200,6 +200,15 @@ def test_tensors_opened_before_the_receiver_listened_are_announced_again(endpoin
     assert np.array_equal(out_a, a) and np.array_equal(out_b, b)
 
 
+def _in_threads(rank, n: int, timeout: float) -> None:
+    """Run ``rank(r)`` for r in 0..n-1, each in its own thread, and wait up to ``timeout`` s for each."""
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+
+
 def _ring_of_two(in_flight: int, rule) -> list:
     """Two ranks (threads) run one overlapped ring all-reduce iteration of a small ResNet-50 profile in
     4 buckets, ``in_flight`` at once; rank 0's sends to rank 1 pass a relay dropping by ``rule``."""
@@ -218,11 +227,7 @@ def _ring_of_two(in_flight: int, rule) -> list:
                                              in_flight=in_flight)
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
-        threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
+        _in_threads(rank, 2, 60)
     for ep in eps:
         ep.sock.close()
     assert not errors, errors[0]
@@ -361,7 +366,6 @@ def test_bucket_need_positions_rejects_no_parameters_and_no_slots():
     with pytest.raises(ValueError, match="in_flight 0"):
         bucket_need_positions([4, 4], [[0], [1]], 0)
 
-
 def test_a_tensor_without_layer_order_carries_one_class_in_every_step():
     """``collectives.ring_allreduce`` reduces one flat tensor, needed whole: every step carries the same
     class. The step number used to be the class (issue 10's review: "the ring's layer class is the
@@ -384,11 +388,7 @@ def test_a_tensor_without_layer_order_carries_one_class_in_every_step():
                 eps[r].run(handles, timeout=20)
             eps[r].run(list(sends), timeout=20)
             out[r] = data
-        threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
+        _in_threads(rank, 2, 30)
     for ep in eps:
         ep.sock.close()
     np.testing.assert_allclose(out[0], _data(0) + _data(1), rtol=1e-5)
