@@ -90,3 +90,14 @@ def test_an_egress_intrinsic_header_filled_beforehand_is_not_read_back_from_the_
         off = parse(bytes(prefix) + bridged + eth, h, m, eg)
         assert off == 27 + 9 + 14 and h.ethernet._v and h.ethernet.ether_type == 0x86DD
         assert (eg._v, eg.egress_port, eg.enq_qdepth) == ((True, 5, 1234) if filled else (True, 7, 0))
+
+
+def test_intrinsic_fields_nothing_reads_are_made_on_first_read_only() -> None:
+    """``ingress_intrinsic_metadata_for_tm_t`` has 17 fields; the DLCP program and the TM model read
+    six: only those are set per packet; another reads 0 when something asks."""
+    ns, _ = _egress_headers_class()
+    tm = ns["_FRESH_ingress"]()[3]
+    assert {f for f in ("ucast_egress_port", "qid", "bypass_egress", "mcast_grp_a", "mcast_grp_b",
+                        "copy_to_cpu", "rid", "level1_mcast_hash", "icos_for_copy_to_cpu") if _is_set(tm, f)} == {
+        "ucast_egress_port", "qid", "bypass_egress", "mcast_grp_a", "mcast_grp_b", "copy_to_cpu"}
+    assert tm.rid == 0 and _is_set(tm, "rid") and tm.ucast_egress_port == 1 << 9
