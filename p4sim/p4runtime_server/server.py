@@ -167,8 +167,8 @@ class _HeapFreezer:
     for the stream to end (a bulk install keeps its heap frozen as it grows).
 
     In a process that is a switch and nothing else (``p4sim switch``: ``gcpause.claim_heap``)
-    every Write batch and every pipeline load asks for a freeze, the load thawing the previous
-    pipeline first: full collections then walk only what is young, not the program (issue 15:
+    every Write batch asks for a freeze (a pipeline load freezes at once, thawing the previous
+    pipeline first): full collections then walk only what is young, not the program (issue 15:
     counter reads while forwarding caused 50-200 ms pauses of the packet thread)."""
 
     DELAY = 0.2
@@ -177,14 +177,11 @@ class _HeapFreezer:
     def __init__(self, inflight: _InFlight) -> None:
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
-        self._thaw = False
         self._inflight = inflight
 
-    def request(self, thaw_first: bool = False) -> None:
-        """Freeze ``DELAY`` s from now; ``thaw_first``: a new pipeline was loaded, give back the
-        old one's pinned objects first (only in a process that owns its heap, ``gcpause``)."""
+    def request(self) -> None:
+        """Freeze ``DELAY`` s from now."""
         with self._lock:
-            self._thaw = self._thaw or thaw_first
             if self._timer is None:       # one pending freeze covers every batch until it runs
                 self._schedule(self.DELAY)
 
@@ -201,8 +198,7 @@ class _HeapFreezer:
                 self._schedule(self.RETRY)
                 return
             self._timer = None
-            thaw, self._thaw = self._thaw, False
-        gcpause.freeze_heap(thaw_first=thaw)
+        gcpause.freeze_heap()
 
     def cancel(self) -> None:
         with self._lock:
@@ -324,9 +320,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self.session = session
             self._saved = None
             self.digests.reset()
+        if gcpause.owns_heap():     # the new program out of full collections, within the load (gcpause)
+            gcpause.freeze_heap(thaw_first=True)
         log.info("pipeline '%s' committed", getattr(session.program, "name", "?"))
-        if gcpause.owns_heap():     # keep the new program out of full collections (gcpause)
-            self._heap_freezer.request(thaw_first=True)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
     def _verify(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> PipelineSession:

@@ -11,10 +11,11 @@ forwarding while its counters were read made 20 full collections in 6 s, each pa
 thread 50-200 ms (the pauses issue 10's pcaps showed). The fix is CPython's own tool for a heap
 that is built once and then kept: ``gc.freeze()`` moves every object into a permanent generation
 the collector never scans, so a full collection walks only what was allocated since. A process
-that is a switch and nothing else (``p4sim switch``, ``claim_heap``) freezes its heap after a
-pipeline is loaded and after control-plane write bursts (the P4Runtime server's deferred
-freezer), and thaws it before a new pipeline replaces the old one (frozen cyclic garbage would
-never be freed otherwise). An in-process server (tests, embedded use) does not own the heap and
+that is a switch and nothing else (``p4sim switch``, ``claim_heap``) freezes its heap when a
+pipeline is loaded (within the load, which the controller waits for and before any table entry
+exists: the one collection of the whole heap, 100-200 ms, happens there) and after control-plane
+write bursts (the P4Runtime server's deferred freezer: young objects only), and thaws it before a
+new pipeline replaces the old one (frozen cyclic garbage would never be freed otherwise). An in-process server (tests, embedded use) does not own the heap and
 leaves others' objects alone.
 
 ``GcPauses`` counts collections per generation, their CPU time and longest wall time, and
@@ -41,6 +42,8 @@ class GcPauses:
         self.full_while_forwarding = 0
         self.full_max_wall_s = 0.0
         self.full_max_objects = 0
+        self.freezes = 0                 # ``freeze_heap``'s own collections (not counted above)
+        self.freeze_max_wall_s = 0.0
         self._start: dict[int, tuple[float, float, int]] = {}
 
     def mark_forwarding(self) -> None:
@@ -64,24 +67,30 @@ class GcPauses:
         self.count[gen] += 1
         self.cpu_s[gen] += time.thread_time() - begun[0]
         self.max_wall_s[gen] = max(self.max_wall_s[gen], wall)
-        if gen == 2 and self.forwarding_since is not None and begun[1] >= self.forwarding_since:
+        if _freezing:
+            self.freezes += 1
+            self.freeze_max_wall_s = max(self.freeze_max_wall_s, wall)
+        elif gen == 2 and self.forwarding_since is not None and begun[1] >= self.forwarding_since:
             self.full_while_forwarding += 1
             self.full_max_wall_s = max(self.full_max_wall_s, wall)
             self.full_max_objects = max(self.full_max_objects, begun[2])
 
     def summary(self) -> str:
         """E.g. ``gen0 120 (0.01 s CPU), gen1 11 (0.01 s), gen2 3 (0.12 s, longest 90 ms); while
-        forwarding gen2 1 (longest 2 ms, at most 3,100 objects)``."""
+        forwarding gen2 1 (longest 2 ms, at most 3,100 objects); heap freezes 2 (longest 150 ms)``
+        (the freezes' own collections are counted only there)."""
         c, cpu = self.count, self.cpu_s
         return (f"gen0 {c[0]} ({cpu[0]:.2f} s CPU), gen1 {c[1]} ({cpu[1]:.2f} s), "
                 f"gen2 {c[2]} ({cpu[2]:.2f} s, longest {self.max_wall_s[2] * 1e3:.0f} ms); "
                 f"while forwarding gen2 {self.full_while_forwarding} (longest {self.full_max_wall_s * 1e3:.0f} ms, "
-                f"at most {self.full_max_objects:,} objects)")
+                f"at most {self.full_max_objects:,} objects); heap freezes {self.freezes} "
+                f"(longest {self.freeze_max_wall_s * 1e3:.0f} ms)")
 
 
 _pauses: GcPauses | None = None
 _lock = threading.Lock()
 _owns_heap = False
+_freezing = False       # freeze_heap's collection is running (the callback counts it apart)
 # In a switch process, a full collection is considered after this many middle-generation ones
 # (CPython's default 10): a large P4Runtime Read (a DLCP counter snapshot builds ~50,000 objects)
 # passes through 5-10 middle collections, so with 10 nearly every read ended in a full collection
@@ -118,7 +127,12 @@ def freeze_heap(thaw_first: bool = False) -> None:
     """Collect, then move every surviving object out of the collector's reach. ``thaw_first``
     (only in a process that ``owns_heap``): first give back what earlier freezes pinned -- the
     previous pipeline's objects -- so its cyclic garbage is freed by this collection."""
+    global _freezing
     if thaw_first and _owns_heap:
         gc.unfreeze()
-    gc.collect()
+    _freezing = True
+    try:
+        gc.collect()
+    finally:
+        _freezing = False
     gc.freeze()
