@@ -10,6 +10,7 @@ compile time as ``unsupported: extern instance of X`` with the instance's locati
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -24,7 +25,7 @@ from p4sim.backend.writer import Env
 from p4sim.errors import P4CompileError, P4UnsupportedError
 from p4sim.frontend import ast
 from p4sim.tna.parser_check import first_extract, fresh_default_stores
-from p4sim.tna.pipe_structs import fresh_function, named_fields, pipe_struct
+from p4sim.tna.pipe_structs import fresh_function, named_fields, sentinel_source, unnamed_headers
 
 ROLES = ("ingress_parser", "ingress", "ingress_deparser", "egress_parser", "egress", "egress_deparser", "ghost")
 
@@ -549,20 +550,24 @@ class TnaGen(BlockGen):
                     pipe_types.setdefault(PIPE_OF[role], {})[names[-1]] = t
             arg_types[role] = names
             role_types[role] = types
-        # each pipe's headers structs build only the headers its code names (p4sim.tna.pipe_structs)
-        pipe_classes: list[str] = []
+        # each pipe's _FRESH_ builds only the headers its code names (p4sim.tna.pipe_structs): its
+        # code is every function but those the other pipe's blocks generated (P4 functions count
+        # for both: one generated body may be called from either pipe)
         used: dict[tuple[str, str], set[str]] = {}       # (pipe, class) -> the fields its code names
+        sentinels: dict[str, str] = {}                    # header class -> its shared unused instance
+        pipe_classes: list[str] = []
         for pipe_name, by_class in pipe_types.items():
-            code = "\n".join(pipe_code.get(pipe_name, ()))
+            others = {id(f) for p, fs in pipe_code.items() if p != pipe_name for f in fs
+                      if not re.match(r"def G\d+_fn_", f)}
+            code = "\n".join(f for f in self.functions if id(f) not in others)
             for base, t in by_class.items():
                 used[pipe_name, base] = named_fields(code, t)
-                made = pipe_struct(self.classes, t, pipe_name, used[pipe_name, base])
-                if made is not None:
-                    pipe_classes.append(made[1])
-                    for role in ROLES:
-                        if PIPE_OF[role] == pipe_name and role in arg_types:
-                            arg_types[role] = [made[0] if n == base else n for n in arg_types[role]]
-        tail += self.fresh_functions(arg_types, role_types, used)
+                for header in unnamed_headers(t, used[pipe_name, base]).values():
+                    if self.classes.name(header) not in sentinels:
+                        global_name, source = sentinel_source(self.classes, header)
+                        sentinels[self.classes.name(header)] = global_name
+                        pipe_classes.append(source)
+        tail += self.fresh_functions(arg_types, role_types, used, sentinels)
         for role, fn in blocks.items():
             tail.append(f"_BLOCK_{role} = {fn}")
             tail.append(f"_NEW_{role} = ({', '.join(n or 'None' for n in arg_types[role])},)")
@@ -592,7 +597,7 @@ class TnaGen(BlockGen):
         return name
 
     def fresh_functions(self, arg_types: dict[str, list[str | None]], role_types: dict[str, list[Any]],
-                        used: dict[tuple[str, str], set[str]]) -> list[str]:
+                        used: dict[tuple[str, str], set[str]], sentinels: dict[str, str]) -> list[str]:
         """``_FRESH_ingress()`` -> (hdr, meta, ig_intr_md, for_tm, from_prsr, for_dprsr) and
         ``_FRESH_egress()`` -> (hdr, meta, eg_intr_md, from_prsr, for_dprsr, for_oport): each pipe's
         per-packet objects from one call (p4sim.tna.pipe_structs), fresh for every packet. Ingress
@@ -614,7 +619,7 @@ class TnaGen(BlockGen):
                     if width is not None:
                         presets[i] = [(field, 1 << width)]
             objects = [(n, t, used.get((pipe, self.classes.name(t)), set())) for n, t in zip(names, types, strict=True)]
-            out.append(fresh_function(self.classes, pipe, objects, presets))
+            out.append(fresh_function(self.classes, pipe, objects, presets, sentinels))
         return out
 
     def port_metadata_params(self, parser: Any) -> dict[str, Any]:
