@@ -9,7 +9,7 @@ DlcpSender). Modes:
   switch ports run DlcpQueueDisc from the policy;
 * ``tcp-newreno`` / ``tcp-cubic``: gradient flows over TCP, switch ports one FIFO holding the same
   total buffer as a DLCP port (queues x queue_depth packets);
-* ``dctcp``: TcpDctcp with ECN, switch ports RED marking at K = 65 packets per 10 Gbit/s
+* ``dctcp``: TcpDctcp (with Linux's 2-segment floor on its reduction) with ECN, switch ports RED marking at K = 65 packets per 10 Gbit/s
   (the DCTCP paper's guideline, at least 20, at most half the buffer), same total buffer;
 * ``pfabric``: the pFabric-like baseline (simulation.job only): every transfer over
   pfabric_transport.h's transport (remaining size as priority, initial window one BDP,
@@ -268,8 +268,10 @@ def build_network(topo: Topology, policy: Policy, mode: str, scheduler: str | No
     sim.Net().Reset()                           # fresh transport state and counters
     ns.Config.Reset()
     ns.Config.SetDefault("ns3::DropTailQueue<Packet>::MaxSize", ns.QueueSizeValue(ns.QueueSize("1p")))
-    ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType",
-                         ns.TypeIdValue(ns.TypeId.LookupByName(f"ns3::{TCP_TYPE[mode]}")))
+    # dctcp: TcpDctcp with Linux's 2-segment floor on its window reduction (tcp_path.h TcpDctcpFloor;
+    # ns-3's own has none, and a window below one segment stalled a sender for good: issue 13)
+    tcp_type = sim.TcpDctcpFloor.GetTypeId() if mode == "dctcp" else ns.TypeId.LookupByName(f"ns3::{TCP_TYPE[mode]}")
+    ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(tcp_type))
     ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(PAYLOAD))
     ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(1 << 24))
     ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(1 << 24))

@@ -17,11 +17,45 @@
 #include "ns3/core-module.h"
 #include "ns3/network-module.h"
 #include "ns3/internet-module.h"
+#include "ns3/tcp-dctcp.h"
 
 #include <sstream>
 #include <string>
 
 namespace dlcpsim {
+
+// The DCTCP baseline as Linux runs it: ns-3's TcpDctcp with Linux's floor on its window reduction.
+// ns-3 3.44's TcpDctcp::GetSsThresh returns cwnd * (1 - alpha / 2) with no floor (a 2,726-byte window
+// at alpha = 1 gives 1,363 bytes, below one 1,448-byte segment); PRR then sets the window to that
+// during CWR, and with nothing in flight ns-3 neither sends (it waits for a full segment's window)
+// nor runs a timer: the sender stalls for good (issue 13, docs/simulation.md "DCTCP window floor").
+// Linux's dctcp_ssthresh is max(cwnd - cwnd * alpha / 2, 2 segments) (RFC 8257 section 3.3 follows it),
+// as ns-3's own NewReno and Cubic already floor theirs at 2 segments. scenario.py installs this
+// type as the "dctcp" mode's congestion control; everything else is TcpDctcp's.
+class TcpDctcpFloor : public ns3::TcpDctcp {
+ public:
+  static ns3::TypeId GetTypeId() {
+    static ns3::TypeId tid = ns3::TypeId("dlcpsim::TcpDctcpFloor")
+                                 .SetParent<ns3::TcpDctcp>()
+                                 .SetGroupName("Internet")
+                                 .AddConstructor<TcpDctcpFloor>();
+    return tid;
+  }
+  TcpDctcpFloor() = default;
+  TcpDctcpFloor(const TcpDctcpFloor& other) = default;
+  uint32_t GetSsThresh(ns3::Ptr<const ns3::TcpSocketState> tcb, uint32_t bytesInFlight) override {
+    uint32_t reduced = ns3::TcpDctcp::GetSsThresh(tcb, bytesInFlight), floor = 2 * tcb->m_segmentSize;
+    if (reduced < floor) {                 // how often the floor mattered (diagnostics, per process)
+      ++floored;
+      if (reduced < tcb->m_segmentSize) ++belowOneSegment;
+    }
+    return std::max(reduced, floor);
+  }
+  // reductions that ns-3's TcpDctcp would have taken below 2 segments / below 1 segment
+  static inline uint64_t floored = 0, belowOneSegment = 0;
+  // an accepted socket forks its listener's algorithm: keep the floor there too
+  ns3::Ptr<ns3::TcpCongestionOps> Fork() override { return ns3::CopyObject<TcpDctcpFloor>(this); }
+};
 
 // One host's TCP side: a listener on kTcpPort and the connections it opened.
 class TcpPath {
