@@ -19,8 +19,9 @@ of that pass's compute that runs before the bucket's first layer, not that layer
 whole bucket is needed then (the forward pass waits for the reduced bucket, not per chunk), so
 every chunk of it carries that class. By index, ResNet-50's second bucket (its first layer is
 number 112 of 161, but only 26 % of the compute comes before it) got class 2 and sat in queue 1
-under a PS job's classes 5-7 at a shared leaf (pcaps, docs/experiments.md, ecmp-collision). A
-bucket that later buckets of its slot wait behind inherits their class (priority inheritance).
+under a PS job's classes 5-7 at a shared leaf (pcaps, docs/experiments.md, ecmp-collision).
+Priority inheritance (``in_flight``) is available but not used by the scenarios: it made the ring
+tie TCP and the PS job's p99 significantly worse than TCP's (H10b, session 5).
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ def bucket_need_positions(layer_elements: Sequence[int], groups: Sequence[Sequen
     k-th ready in slot k mod ``in_flight``, one after another per slot (``overlap.allreduce_worker_udp``).
     A bucket then holds up every later bucket of its slot, the front one included, so it inherits the
     most urgent position among them (priority inheritance): with one in flight the whole ring travels
-    at its front bucket's class. Without it a back bucket, tagged low, waited under another job's
-    front layers while the front bucket waited behind it (pcaps in ecmp-collision, H10b).
+    at its front bucket's class. Without it a back bucket, tagged low, waits under another job's
+    front layers while the front bucket waits behind it (pcaps in ecmp-collision, H10b). Measured
+    there it moved the loss to the other job (the PS job's p99 1.24-1.35x TCP's, significant), so
+    ``overlap.allreduce_worker_udp`` does not pass ``in_flight``.
     """
     total = int(sum(layer_elements))
     if total <= 0:
