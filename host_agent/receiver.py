@@ -45,11 +45,7 @@ GRANT_TICK = 0.02             # s between checks for senders that went quiet (gr
 GRANT_MEMORY = 2.0            # s: a sender active this recently may start its next tensor at any moment
 WINDOW_PACKETS = 40           # DATA packets all granted senders together may have in flight towards us
 WINDOW_MIN = 4                # ... but each at least this many
-ACK_EVERY = 4                 # CONTROL/ACK after this many DATA packets from a sender ...
-ACK_WINDOW_PARTS = 3          # ... or a third of its window if that is less: with six senders (window 6)
-                              # an ACK every 4 left up to 3 delivered packets unacknowledged, so a
-                              # sender had half its window in flight (accuracy, H10-4 of
-                              # docs/experiments.md: window waits 42 ms per 16-packet push)
+ACK_EVERY = 4                 # CONTROL/ACK after this many DATA packets from a sender
 # A receiver that grants does not echo CE marks while DATA arrives at OWN_PORT_FULL of its granted
 # total or more: then its own link is the bottleneck, and the queue in front of it is already
 # bounded by its grants and windows; echoing would cut the senders below their grants (measured in
@@ -358,15 +354,8 @@ class ReceiveSide:
             self._arrival_busy, self._arrival_count = 0.0, 0
         n = self._rx_from[addr] + k
         self._rx_from[addr] = n
-        if n - self._acked_at.get(addr, 0) >= self.ack_every(addr):
+        if n - self._acked_at.get(addr, 0) >= ACK_EVERY:
             self._ack(addr, worker, it, tid, dtype)
-
-    def ack_every(self, addr: Address) -> int:
-        """DATA packets between two ACKs to ``addr``: ACK_EVERY, at most a third of its granted window."""
-        granted = self._granted.get(addr)
-        if granted is None:
-            return ACK_EVERY
-        return max(1, min(ACK_EVERY, granted[1] // ACK_WINDOW_PARTS))
 
     def _ack(self, addr: Address, worker: int, it: int, tid: int, dtype: int) -> None:
         n = self._rx_from[addr]

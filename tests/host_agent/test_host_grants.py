@@ -63,7 +63,6 @@ class Bottleneck:
         self.forwarded = 0
         self.max_occupancy = 0
         self.grants_seen = 0
-        self.acks_seen: collections.Counter[tuple[str, int]] = collections.Counter()   # client -> ACKs
         self.min_grant: dict[tuple[str, int], int] = {}   # client -> smallest rate granted to it
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -130,9 +129,6 @@ class Bottleneck:
                 else:                          # replies travel back unlimited
                     data = s.recv(65536)
                     if len(data) >= P.DLCP_HEADER_LEN + P.CONTROL_HEAD.size and data[0] & 0xF == P.MSG_CONTROL \
-                            and data[P.DLCP_HEADER_LEN] == P.CTRL_ACK:
-                        self.acks_seen[self.client_of[s]] += 1
-                    if len(data) >= P.DLCP_HEADER_LEN + P.CONTROL_HEAD.size and data[0] & 0xF == P.MSG_CONTROL \
                             and data[P.DLCP_HEADER_LEN] == P.CTRL_GRANT:
                         self.grants_seen += 1
                         rate = P.GRANT_BODY.unpack_from(data, P.DLCP_HEADER_LEN + P.CONTROL_HEAD.size)[0]
@@ -198,22 +194,6 @@ def test_grants_keep_six_senders_within_one_queue(endpoints):
     # and the link stayed busy: at least half its rate (the machine is shared)
     sent = sum(s.stats.bytes for s in sends)
     assert sent / elapsed >= 0.5 * LINK, f"{sent / elapsed / 1e6:.2f} MB/s over {elapsed:.2f}s"
-
-
-@pytest.mark.timeout(120)
-def test_acks_come_often_enough_for_a_small_window(endpoints):
-    """Six senders share a window of 40: 6 packets each. An ACK every 4 packets left up to 3 packets
-    that had arrived unacknowledged, half the window (the old code: one ACK per 4 DATA packets,
-    about 40 per sender here). The receiver acknowledges at least every third of the window it
-    granted: every 2 packets."""
-    port, sends, rx, senders, _elapsed = _incast(endpoints, LINK)
-    window = receiver.WINDOW_PACKETS // SENDERS
-    assert all(ep.grants.windows[port.address] == window for ep in senders)
-    for ep, s in zip(senders, sends, strict=True):
-        acks = port.acks_seen[ep.address]
-        assert acks >= 0.9 * s.stats.packets / (window // receiver.ACK_WINDOW_PARTS), \
-            f"sender {ep.cfg.worker_id}: {acks} ACKs for {s.stats.packets} DATA packets"
-    assert port.tail_drops == 0
 
 
 @pytest.mark.timeout(120)
