@@ -7,7 +7,10 @@ difference of the programs from noise. This reads run directories laid out as
 and prints, per mode and counter, each program's mean with its 95 % interval (t distribution)
 and seed-to-seed standard deviation, the ratio of the means and Welch's t for the difference;
 also the switches' own stop lines: packet-thread CPU per packet, time waiting for a CPU, full
-Python GCs (and those while forwarding, with the longest).
+Python GCs (and those while forwarding, with the longest). Last, the direction of the comparison
+the experiment exists for, per program: DLCP mode's communication time over the TCP mode's, seed
+by seed (both modes of one seed ran back to back), with the mean, median and 95 % interval of
+those ratios.
 
     .venv/bin/python tests/tna/compare_arch_runs.py ROOT
 """
@@ -118,6 +121,20 @@ def main(root: Path) -> None:
             t = (ma - mb) / se if se else math.nan
             ratio = ma / mb if mb else math.nan
             print(f"{key:12s} {ma:12.4g} ± {ha:7.3g} ({sa:6.3g}) {mb:12.4g} ± {hb:7.3g} ({sb:6.3g}) {ratio:5.2f} {t:6.2f}")
+    print_direction({"tna": tna, "v1model": v1}, seeds)
+
+
+def print_direction(runs: dict[str, dict[int, dict[str, dict[str, float]]]], seeds: list[int]) -> None:
+    """DLCP mode over TCP mode per seed, per program: does DLCP win or lose on both programs?"""
+    if not seeds or any("dlcp" not in r[seeds[0]] or "tcp" not in r[seeds[0]] for r in runs.values()):
+        return
+    print("\n== direction: dlcp / tcp per seed (< 1: DLCP faster)")
+    for arch, r in runs.items():
+        for key in ("comm_mean_s", "comm_p50_s"):
+            ratios = [r[s]["dlcp"][key] / r[s]["tcp"][key] for s in seeds if r[s]["tcp"].get(key)]
+            m, _sd, h = interval(ratios)
+            print(f"{arch:8s} {key:12s} mean {m:5.2f} ± {h:4.2f}  median {st.median(ratios):5.2f}  "
+                  f"per seed {' '.join(f'{x:.2f}' for x in ratios)}")
 
 
 if __name__ == "__main__":
