@@ -114,6 +114,8 @@ class IterationRecord:
     # acknowledged when the record was written), and the PROBEs it took (repair rounds show here)
     push_done_s: list[float | None] | None = None
     push_probes: list[int] | None = None
+    # wall-clock time (time.time) the iteration began: lines the record up with switch pcaps
+    start_unix: float | None = None
 
     def as_record(self) -> dict:
         rec = self.comm.as_record()
@@ -124,6 +126,8 @@ class IterationRecord:
             rec["push_probes"] = self.push_probes
         if self.transport is not None:
             rec["transport"] = self.transport
+        if self.start_unix is not None:
+            rec["start_unix"] = round(self.start_unix, 6)
         rec.update(iter_seconds=round(self.iter_seconds, 6), compute_seconds=round(self.compute_seconds, 6),
                    exposed_comm_seconds=round(max(0.0, self.iter_seconds - self.compute_seconds), 6),
                    comm_seconds=round(self.comm_seconds, 6),
@@ -240,7 +244,8 @@ def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int
             by_layer = sends[::-1]             # sends go out last layer first
             pushed = [None if (t := loop.done_at.get(id(h))) is None else t - prev_done for h in by_layer]
             emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, comm_s, stats, arrivals,
-                                 ep.counters(), pushed, [h.stats.probes for h in by_layer]), params)
+                                 ep.counters(), pushed, [h.stats.probes for h in by_layer],
+                                 time.time() - (time.perf_counter() - prev_done)), params)
         if it == iterations:
             break
         prev_done = fwd_done
