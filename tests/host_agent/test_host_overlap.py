@@ -105,7 +105,7 @@ def test_ps_iterations_include_compute_and_workers_end_with_the_same_parameters(
                 assert done[-1] < done[0]                                                 # last layer first
                 assert all(p >= 1 for p, big in zip(rec["push_probes"], probed, strict=True) if big)  # budget
         if mode == "dlcp":                    # wall-clock starts line records up with pcaps: i+1 starts when i ends
-            for a, b in zip(recs, recs[1:]):
+            for a, b in zip(recs, recs[1:], strict=False):
                 assert b.as_record()["start_unix"] - a.as_record()["start_unix"] == pytest.approx(a.iter_seconds, abs=0.01)
     for a, b in zip(finals[0], finals[1], strict=True):
         np.testing.assert_array_equal(a, b)
