@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from mininet_topos.mininet_lock import mininet_lock
 from mininet_topos.p4switch import SwitchStartError
 from mininet_topos.study import Study, StudyConfig, StudyError
 from mininet_topos.study_report import print_summary
@@ -40,19 +41,12 @@ def main() -> int:
     if os.geteuid() != 0:
         print("make demo: Mininet needs root (network namespaces); run it as root or with sudo", file=sys.stderr)
         return 1
-    t0 = time.monotonic()
     done: list[tuple[str, StudyConfig, Path]] = []
-    for title, cfg in DEMO_RUNS:
-        print(f"== {title}: scenario {cfg.scenario}, modes {', '.join(cfg.modes)}, {cfg.seeds} seeds interleaved",
-              flush=True)
-        study = Study(cfg, log=lambda line: print(line, flush=True))
-        try:
-            run_dir = study.run()
-        except (StudyError, SwitchStartError, ValueError) as err:
-            print(f"make demo: {title}: {err}", file=sys.stderr)
-            return 1
-        print(print_summary(run_dir), flush=True)
-        done.append((title, cfg, run_dir))
+    with mininet_lock(log=lambda line: print(f"make demo: {line}", flush=True)):   # both studies, no one between
+        t0 = time.monotonic()                     # the demo's own time, not the wait for the lock
+        code = _run_studies(done)
+    if code:
+        return code
     minutes = (time.monotonic() - t0) / 60
     lines = [f"# make demo, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} ({minutes:.1f} min)", "",
              "Scenarios run: " + ", ".join(f"`{cfg.scenario}` ({title}, {cfg.seeds} seeds x {len(cfg.modes)} modes)"
@@ -75,6 +69,22 @@ def main() -> int:
     if failed:
         print("make demo: runs failed: " + "; ".join(failed), file=sys.stderr)
         return 1
+    return 0
+
+
+def _run_studies(done: list[tuple[str, StudyConfig, Path]]) -> int:
+    """Run ``DEMO_RUNS`` in order, appending (title, config, run directory) to ``done``; 1 on failure."""
+    for title, cfg in DEMO_RUNS:
+        print(f"== {title}: scenario {cfg.scenario}, modes {', '.join(cfg.modes)}, {cfg.seeds} seeds interleaved",
+              flush=True)
+        study = Study(cfg, log=lambda line: print(line, flush=True))
+        try:
+            run_dir = study.run()
+        except (StudyError, SwitchStartError, ValueError) as err:
+            print(f"make demo: {title}: {err}", file=sys.stderr)
+            return 1
+        print(print_summary(run_dir), flush=True)
+        done.append((title, cfg, run_dir))
     return 0
 
 

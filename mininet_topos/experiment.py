@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from mininet_topos import agents
+from mininet_topos.mininet_lock import mininet_lock
 from mininet_topos.network import EmulatedNetwork, leftovers
 from mininet_topos.p4switch import SwitchStartError, target_available
 from mininet_topos.progress import Progress
@@ -316,12 +317,11 @@ def run_experiment(cfg: ExperimentConfig) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(asdict(cfg), indent=2))
     pipeline = compile_pipeline(run_dir / "build", cfg.target, cfg.arch)
-    all_records: list[dict] = []
     progress = Progress(cfg.modes, cfg.iterations)
-    with open(run_dir / "iterations.jsonl", "w") as it_f, open(run_dir / "switch_stats.jsonl", "w") as st_f:
+    with mininet_lock(log=lambda line: print(f"dlcp-exp: {line}", file=sys.stderr, flush=True)), \
+            open(run_dir / "iterations.jsonl", "w") as it_f, open(run_dir / "switch_stats.jsonl", "w") as st_f:
         for mode in cfg.modes:
             records, stats = run_mode(cfg, mode, run_dir, pipeline, progress)
-            all_records += records
             it_f.write("".join(json.dumps(r) + "\n" for r in records))
             st_f.write(json.dumps(stats) + "\n")
             it_f.flush()

@@ -29,6 +29,7 @@ import yaml
 
 from mininet_topos import agents, scenarios
 from mininet_topos.cpu import CpuSampler, cpu_bound_switches
+from mininet_topos.mininet_lock import mininet_lock
 from mininet_topos.network import EmulatedNetwork
 from mininet_topos.scenarios import MODES, Job, Scenario
 from mininet_topos.topologies import Topology, build
@@ -318,6 +319,14 @@ class Study:
         self.pipeline = compile_pipeline(self.run_dir / "build", self.cfg.target)
         seeds = list(range(self.cfg.first_seed, self.cfg.first_seed + self.cfg.seeds))
         order = run_order(self.modes, seeds)
+        with mininet_lock(log=lambda line: self.log(f"   {line}")):
+            self._run_all(order)
+        (self.run_dir / "config.json").write_text(json.dumps(self.config_record(), indent=2))
+        write_study_report(self.run_dir)
+        return self.run_dir
+
+    def _run_all(self, order: list[tuple[int, str]]) -> None:
+        """Calibration and every run, on one network (the caller holds the Mininet lock)."""
         try:
             self.start_network()
             if self.cfg.calibrate:
@@ -336,9 +345,6 @@ class Study:
                              + (f"  FAILED: {run['failure']}" if run["failure"] else ""))
         finally:
             self.stop_network()
-        (self.run_dir / "config.json").write_text(json.dumps(self.config_record(), indent=2))
-        write_study_report(self.run_dir)
-        return self.run_dir
 
     def config_record(self) -> dict:
         return {"study": asdict(replace(self.cfg, notes=list(self.cfg.notes))), "scenario": _scenario_dict(self.scen),

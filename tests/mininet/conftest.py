@@ -1,16 +1,17 @@
 """Mininet tests need root (network namespaces) and Debian's mininet module, and the machine's
 Mininet to themselves: hosts and switch ports have fixed names (h1-eth0, s1-eth1), so two networks
 at once collide ("RTNETLINK answers: File exists") and one's teardown deletes the other's links.
-Every module here therefore holds /tmp/dlcp-mininet.lock, the lock `dlcp-exp` studies and the
-BMv2 experiment test take too."""
+Every module here therefore holds /tmp/dlcp-mininet.lock (``mininet_topos.mininet_lock``), the lock
+`dlcp-exp`, `make demo` and the BMv2 experiment test take too. The lock is re-entrant for a process
+tree, so a test that runs `dlcp-exp` (in-process or as a child) under this fixture does not wait
+for itself."""
 
-import fcntl
 import os
 import shutil
 
 import pytest
 
-MININET_LOCK = "/tmp/dlcp-mininet.lock"
+from mininet_topos.mininet_lock import mininet_lock
 
 
 def pytest_collection_modifyitems(config, items):
@@ -29,9 +30,5 @@ def pytest_collection_modifyitems(config, items):
 def _mininet_to_ourselves():
     """Hold the machine-wide Mininet lock for a whole module: its networks are module fixtures,
     and autouse fixtures of a scope are set up before the other fixtures of that scope."""
-    with open(MININET_LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with mininet_lock(log=lambda line: print(f"tests/mininet: {line}", flush=True)):
+        yield
