@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import select
 import socket
 import sys
@@ -41,6 +42,21 @@ GSO_MAX_BYTES = 65000
 GRANT_FLOOR = 1e4                      # bytes/s: a grant below this is raised to it
 WRITE_OFF_MIN = 0.1                    # s: unacknowledged packets of a closed window presumed lost after
                                        # max(this, 2 RTO) without ACK progress (a stalled switch is slower)
+
+
+# The loop serves the tensors being sent highest layer class first (else in send() order). The
+# environment variable DLCP_SEND_BY_CLASS (0/1) overrides it (measurements only).
+SEND_BY_CLASS = False
+
+
+def send_by_class() -> bool:
+    """Whether endpoints send the highest layer class first (``SEND_BY_CLASS`` or its override)."""
+    raw = os.environ.get("DLCP_SEND_BY_CLASS")
+    if raw is None:
+        return SEND_BY_CLASS
+    if raw not in ("0", "1"):
+        raise UserError(f"DLCP_SEND_BY_CLASS={raw!r}: 0 or 1")
+    return raw == "1"
 
 
 @dataclass
@@ -124,7 +140,8 @@ class Endpoint:
         self.grants = GrantPacer(self.cfg.link_rate)
         self.drops: collections.Counter[str] = collections.Counter()
         self.outgoing: dict[tuple[tuple[str, int], int], OutgoingTensor] = {}
-        self._active: list[OutgoingTensor] = []
+        self._active: list[OutgoingTensor] = []    # sending order (see send_by_class)
+        self.send_by_class = send_by_class()
         self.rx = ReceiveSide(self.cfg, self._sendto, self.drops)
         self._buf = bytearray(65536)
         self._mv = memoryview(self._buf)
@@ -225,7 +242,16 @@ class Endpoint:
         self.outgoing[key] = tx
         # no wait for a fresh GRANT: the last grant from ``dest`` (active or standby, receiver.py)
         # is safe to start with
-        self._active.append(tx)
+        if self.send_by_class:
+            # the highest layer class first: the tensors to one receiver share its grant and window, and
+            # the one the next forward pass needs first takes them (a later, higher-class tensor overtakes
+            # the rest of a lower one); equal classes keep their order
+            at = len(self._active)
+            while at > 0 and self._active[at - 1].pt.layer_class < pt.layer_class:
+                at -= 1
+            self._active.insert(at, tx)
+        else:
+            self._active.append(tx)
         if dest not in self.ready_peers:         # first contact: wait for OPEN_ACK before DATA
             tx.state = SendState.OPENING
             tx.probe_due = now + tx.rto

@@ -26,6 +26,7 @@ direction, like Gloo/ps-lite), with the congestion control chosen per socket (``
 
 from __future__ import annotations
 
+import os
 import queue
 import socket
 import threading
@@ -38,7 +39,7 @@ import numpy as np
 from host_agent import protocol as P
 from host_agent.collectives import PS_SERVER_ID, CommStats, _pack
 from host_agent.endpoint import Endpoint
-from host_agent.errors import TransportError
+from host_agent.errors import TransportError, UserError
 from host_agent.policy import TagPolicy
 from host_agent.ring import bucket_need_positions, finish_sends, ring_task
 from host_agent.tcp_baseline import FRAME, recv_exact, send_tensor
@@ -216,72 +217,139 @@ def _finish_comm(loop: EventLoop, sends: list, recvs: list, start: float | None)
 
 
 # -- parameter server over DLCP / reliable UDP ----------------------------------------------------
+# The DLCP parameter server moves a layer in slices of at most this many packets (P3-style: each
+# slice is its own tensor, summed and sent back as soon as every worker's copy of it is in), so the
+# parameter fan-out of a big layer overlaps the rest of its gradient stream instead of waiting for
+# the whole layer (store-and-forward: 446 packets of digits-wide's hidden layer are 0.29 s at a
+# worker's 20 Mbit/s port after the last gradient packet). 0 = whole layers. The environment
+# variable DLCP_PS_SLICE_PACKETS overrides it (every agent of a job must agree; measurements only).
+PS_SLICE_PACKETS = 0
+
+
+def ps_slice_packets() -> int:
+    """The slice size in packets the PS job uses (``PS_SLICE_PACKETS`` or its environment override)."""
+    raw = os.environ.get("DLCP_PS_SLICE_PACKETS")
+    if raw is None:
+        return PS_SLICE_PACKETS
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UserError(f"DLCP_PS_SLICE_PACKETS={raw!r}: not a whole number of packets") from None
+    if value < 0:
+        raise UserError(f"DLCP_PS_SLICE_PACKETS={raw!r}: must be >= 0 (0 = whole layers)")
+    return value
+
+
+def ps_slices(shapes: Sequence[tuple[int, ...]], mtu: int, slice_packets: int) -> list[tuple[int, int, int]]:
+    """(layer, first element, end element) of every slice in model order: each layer cut into
+    ``ceil(packets / slice_packets)`` runs of whole packets of about equal size (0: whole layers)."""
+    epp = P.max_elements_per_packet(mtu, P.DTYPE_FLOAT32)
+    out = []
+    for layer, shape in enumerate(shapes):
+        n = int(np.prod(shape))
+        packets = -(-n // epp)
+        k = max(1, -(-packets // slice_packets)) if slice_packets > 0 else 1
+        bounds = [min(n, (packets * j // k) * epp) for j in range(k)] + [n]
+        out.extend((layer, a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a)
+    return out
+
+
 def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int, iterations: int,
                   compute: ComputeModel, overlap: bool, policy: TagPolicy, mtu: int, timeout: float,
-                  emit: Callable[[IterationRecord, list[np.ndarray]], None]) -> list[np.ndarray]:
+                  emit: Callable[[IterationRecord, list[np.ndarray]], None],
+                  slice_packets: int | None = None) -> list[np.ndarray]:
     params = wl.initial_params()
     n = len(params)
+    slices = ps_slices(wl.shapes, mtu, ps_slice_packets() if slice_packets is None else slice_packets)
+    of_layer = [[s for s, (lay, _a, _b) in enumerate(slices) if lay == layer] for layer in range(n)]
     loop = EventLoop(ep, timeout)
     gpu = Gpu(loop.spin_until)
     recvs: list | None = None
-    sends: list = []
+    sends: dict[int, object] = {}          # slice -> its push
     older_sends: list = []
     prev_done = comm_start = 0.0
     spurious0 = ep.spurious_retransmissions
+
+    def per_layer(times: list[float | None]) -> list[float | None]:   # a layer is done with its last slice
+        return [None if any(times[s] is None for s in ss) else max(times[s] for s in ss) for ss in of_layer]
+
     for it in range(iterations + 1):
         for layer in range(n):
             arrival = 0.0
             if recvs is not None:
-                loop.wait_handles([recvs[layer]], f"parameters of layer {layer}, iteration {it - 1}")
-                arrival = loop.done_at.get(id(recvs[layer]), time.perf_counter())
+                mine = [recvs[s] for s in of_layer[layer]]
+                loop.wait_handles(mine, f"parameters of layer {layer}, iteration {it - 1}")
+                arrival = max(loop.done_at.get(id(h), time.perf_counter()) for h in mine)
             gpu.run(compute.forward[layer], arrival)
         fwd_done = gpu.t
         if recvs is not None:
-            stats, comm_s = _finish_comm(loop, sends, recvs, comm_start)
+            pushes = [sends[s] for s in range(len(slices))]
+            stats, comm_s = _finish_comm(loop, pushes, recvs, comm_start)
             stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0
             spurious0 = ep.spurious_retransmissions
-            arrivals = [loop.done_at.get(id(h), fwd_done) - prev_done for h in recvs]
-            by_layer = sends[::-1]             # sends go out last layer first
-            pushed = [None if (t := loop.done_at.get(id(h))) is None else t - prev_done for h in by_layer]
+            arrivals = per_layer([loop.done_at.get(id(h), fwd_done) - prev_done for h in recvs])
+            pushed = per_layer([None if (t := loop.done_at.get(id(h))) is None else t - prev_done for h in pushes])
+            probes = [sum(pushes[s].stats.probes for s in ss) for ss in of_layer]
             emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, comm_s, stats, arrivals,
-                                 ep.counters(), pushed, [h.stats.probes for h in by_layer],
+                                 ep.counters(), pushed, probes,
                                  time.time() - (time.perf_counter() - prev_done)), params)
         if it == iterations:
             break
         prev_done = fwd_done
         grads = wl.gradients(rank, it, params)
-        recvs = [ep.expect(PS_SERVER_ID, it, wire_tid(it, t), p) for t, p in enumerate(params)]
+        flat = [p.reshape(-1) for p in params]
+        recvs = [ep.expect(PS_SERVER_ID, it, wire_tid(it, s), flat[lay][a:b]) for s, (lay, a, b) in enumerate(slices)]
         loop.watch(recvs)
         loop.wait_handles(older_sends, f"acknowledgement of iteration {it - 2}'s gradients")  # wire ids repeat
-        older_sends, sends = sends, []
+        older_sends, sends = list(sends.values()), {}
+
+        def push(layer: int, it: int = it, grads: list = grads, sends: dict = sends) -> None:
+            g = grads[layer].reshape(-1)
+            for s in of_layer[layer]:
+                _lay, a, b = slices[s]
+                sends[s] = ep.send(_pack(g[a:b], wire_tid(it, s), layer, n, policy, ep, it, mtu=mtu), server)
+                loop.watch([sends[s]])
+
         for layer in reversed(range(n)):
             gpu.run(compute.backward[layer])
             if overlap:
                 comm_start = comm_start if sends else gpu.t
-                sends.append(ep.send(_pack(grads[layer], wire_tid(it, layer), layer, n, policy, ep, it, mtu=mtu), server))
-                loop.watch(sends[-1:])
+                push(layer)
         if not overlap:
             comm_start = gpu.t
-            sends = [ep.send(_pack(grads[t], wire_tid(it, t), t, n, policy, ep, it, mtu=mtu), server)
-                     for t in reversed(range(n))]
-            loop.watch(sends)
+            for layer in reversed(range(n)):
+                push(layer)
             loop.wait_handles(recvs, f"iteration {it}'s push and pull")
             gpu.idle_until(max(loop.done_at.get(id(h), time.perf_counter()) for h in recvs))  # all, then forward
-    loop.wait_handles(sends + older_sends, "acknowledgement of the last gradients")
+    loop.wait_handles(list(sends.values()) + older_sends, "acknowledgement of the last gradients")
     return params
 
 
 def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, policy: TagPolicy, mtu: int,
-                  timeout: float, emit: Callable[[int, CommStats], None]) -> None:
-    """Sums each layer as soon as every worker's gradients of it arrived and pushes it back at once."""
+                  timeout: float, emit: Callable[[int, CommStats], None], slice_packets: int | None = None) -> None:
+    """Sums each slice as soon as every worker's gradients of it arrived and pushes it back at once.
+
+    A slice's update is the workload's update of its layer with the other elements' gradients zero,
+    so the update rule must be elementwise with a zero gradient changing nothing (SGD, the identity).
+    """
     shapes = wl.shapes
     n = len(shapes)
+    slices = ps_slices(shapes, mtu, ps_slice_packets() if slice_packets is None else slice_packets)
     update = wl.server_update(n_workers)
     loop = EventLoop(ep, timeout)
 
     def expect(it: int) -> dict:
-        return {(w, t): (ep.expect(w, it, wire_tid(it, t), buf), buf)
-                for w in range(n_workers) for t, buf in ((t, np.zeros(s, np.float32)) for t, s in enumerate(shapes))}
+        return {(w, s): (ep.expect(w, it, wire_tid(it, s), buf), buf)
+                for w in range(n_workers) for s, buf in ((s, np.zeros(b - a, np.float32))
+                                                         for s, (_lay, a, b) in enumerate(slices))}
+
+    def updated(s: int, total: np.ndarray) -> np.ndarray:
+        layer, a, b = slices[s]
+        if b - a == int(np.prod(shapes[layer])):
+            return np.ascontiguousarray(update(layer, total.reshape(shapes[layer])), np.float32).reshape(-1)
+        full = np.zeros(shapes[layer], np.float32)
+        full.reshape(-1)[a:b] = total
+        return np.ascontiguousarray(np.asarray(update(layer, full), np.float32).reshape(-1)[a:b])
 
     pending = {0: expect(0)}
     sends_of: dict[int, list] = {}
@@ -294,30 +362,31 @@ def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, p
         if it - 2 in sends_of:                  # wire ids repeat every two iterations
             _finish_push(loop, it - 2, sends_of.pop(it - 2), done_stats.pop(it - 2), emit)
         got = pending.pop(it)
-        pushed = [False] * n
+        pushed = [False] * len(slices)
         sends = []
         stats = CommStats()
 
-        def ready(t: int, got: dict = got) -> bool:
-            return all(got[(w, t)][0].done for w in range(n_workers))
+        def ready(s: int, got: dict = got) -> bool:
+            return all(got[(w, s)][0].done for w in range(n_workers))
 
         while not all(pushed):
-            loop.wait(lambda: any(not pushed[t] and ready(t) for t in range(n)),  # noqa: B023
+            loop.wait(lambda: any(not pushed[s] and ready(s) for s in range(len(slices))),  # noqa: B023
                       f"gradients of iteration {it}")
-            for t in range(n):                  # front layers first when several are ready
-                if pushed[t] or not ready(t):
+            for s in range(len(slices)):        # front layers first when several are ready
+                if pushed[s] or not ready(s):
                     continue
-                total = np.zeros(shapes[t], np.float32)
+                total = np.zeros(slices[s][2] - slices[s][1], np.float32)
                 for w in range(n_workers):
-                    h, buf = got[(w, t)]
+                    h, buf = got[(w, s)]
                     total += buf
                     stats.add_recv(h)
-                p = np.ascontiguousarray(update(t, total), np.float32)
+                p = updated(s, total)
                 for w in range(n_workers):
-                    peer = got[(w, t)][0].peer
+                    peer = got[(w, s)][0].peer
                     assert peer is not None
-                    sends.append(ep.send(_pack(p, wire_tid(it, t), t, n, policy, ep, it, P.KIND_PARAMETER, mtu), peer))
-                pushed[t] = True
+                    sends.append(ep.send(_pack(p, wire_tid(it, s), slices[s][0], n, policy, ep, it, P.KIND_PARAMETER,
+                                               mtu), peer))
+                pushed[s] = True
         sends_of[it] = sends
         done_stats[it] = stats
         stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0

@@ -10,6 +10,7 @@ import pytest
 
 from host_agent import overlap
 from host_agent.endpoint import Endpoint, EndpointConfig
+from host_agent.errors import UserError
 from host_agent.outgoing import PROBE_FREE_MAX_PACKETS
 from host_agent.policy import TagPolicy
 from host_agent.workloads import make_workload
@@ -38,7 +39,8 @@ def test_wire_ids_of_consecutive_iterations_differ():
     assert overlap.wire_tid(0, 5) != overlap.wire_tid(1, 5) and overlap.wire_tid(0, 5) == overlap.wire_tid(2, 5)
 
 
-def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio: float = 2.0):
+def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio: float = 2.0,
+            slice_packets: int | None = None):
     wl = make_workload("digits-wide", n, 1.0, 0)
     compute = overlap.ComputeModel.scaled([int(np.prod(s)) for s in wl.shapes], 20.0, ratio)
     records: list[list] = [[] for _ in range(n)]
@@ -56,7 +58,8 @@ def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio:
                 ep = Endpoint(EndpointConfig(job_id=1, worker_id=0xFFFF))
                 addr.append(ep.address)
                 ready.set()
-                overlap.ps_server_udp(ep, wl, n, iterations, TagPolicy(), 1500, 30, lambda it, st: None)
+                overlap.ps_server_udp(ep, wl, n, iterations, TagPolicy(), 1500, 30, lambda it, st: None,
+                                      slice_packets=slice_packets)
                 ep.close(0.3)
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
@@ -71,7 +74,7 @@ def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio:
             else:
                 ep = Endpoint(EndpointConfig(job_id=1, worker_id=r))
                 finals[r] = overlap.ps_worker_udp(ep, addr[0], wl, r, iterations, compute, overlapped, TagPolicy(),
-                                                  1500, 30, emit)
+                                                  1500, 30, emit, slice_packets=slice_packets)
                 ep.close(0.3)
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
@@ -121,3 +124,45 @@ def test_overlap_hides_communication_that_no_overlap_exposes():
     assert max(hidden) > 0                  # overlap: part of the communication ran under the backward pass
     for a, b in zip(finals_o[0], finals_f[0], strict=True):     # same training either way (lossless loopback)
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_slices_cut_every_layer_into_whole_packets_of_at_most_the_slice_size():
+    shapes = make_workload("digits-wide", 2, 1.0, 0).shapes
+    epp = 362                                      # float32 elements per 1500-byte packet
+    assert overlap.ps_slices(shapes, 1500, 0) == [(t, 0, int(np.prod(s))) for t, s in enumerate(shapes)]
+    for k in (1, 50, 128, 10_000):
+        slices = overlap.ps_slices(shapes, 1500, k)
+        for t, s in enumerate(shapes):
+            mine = [(a, b) for lay, a, b in slices if lay == t]
+            assert mine[0][0] == 0 and mine[-1][1] == int(np.prod(s))          # every element, once, in order
+            assert all(b0 == a1 for (_a0, b0), (a1, _b1) in zip(mine, mine[1:], strict=False))
+            assert all(a % epp == 0 for a, _b in mine)                          # whole packets
+            packets = [-(-(b - a) // epp) for a, b in mine]
+            assert max(packets) <= k and max(packets) - min(packets) <= 1     # at most k, about equal
+    assert [b - a for lay, a, b in overlap.ps_slices(shapes, 1500, 128) if lay == 2] == [39820, 40182, 39820, 40178]
+
+
+def test_slice_size_from_the_environment(monkeypatch):
+    monkeypatch.setenv("DLCP_PS_SLICE_PACKETS", "64")
+    assert overlap.ps_slice_packets() == 64
+    for bad in ("-1", "many"):
+        monkeypatch.setenv("DLCP_PS_SLICE_PACKETS", bad)
+        with pytest.raises(UserError, match="DLCP_PS_SLICE_PACKETS"):
+            overlap.ps_slice_packets()
+
+
+def test_sliced_ps_trains_exactly_as_whole_layers():
+    """Slices are summed and updated on their own (SGD is elementwise): the same parameters come back,
+    and each layer's record still has one push time, arrival and PROBE count."""
+    whole, finals_w, _ = _run_ps("dlcp", overlapped=True, slice_packets=0)
+    sliced, finals_s, _ = _run_ps("dlcp", overlapped=True, slice_packets=100)
+    n_layers = len(finals_w[0])
+    for recs in sliced:
+        for r in recs:
+            rec = r.as_record()
+            assert len(rec["push_done_s"]) == len(rec["layer_arrival_s"]) == len(rec["push_probes"]) == n_layers
+            assert rec["push_probes"][2] >= 4          # the hidden layer: 5 slices of <= 100 packets, each probed
+    for a, b in zip(finals_w[0], finals_s[0], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    for a, b in zip(finals_s[0], finals_s[1], strict=True):
+        np.testing.assert_array_equal(a, b)
