@@ -41,11 +41,11 @@ class CommStats:
     zero_filled_elements: int = 0
     spurious_retransmissions: int = 0   # received here twice after being asked for again
     # ring all-reduce evidence (host_agent/ring.py), per step in order: seconds from the step's
-    # send to its receive being complete, and from the send to its DONE (acknowledged)
+    # send (its chunk packed) to its receive being complete, and from the same send to its DONE
     step_recv_s: list[float] = field(default_factory=list)
     step_ack_s: list[float] = field(default_factory=list)
-    # wall-clock (time.time) start of each step: Mininet hosts share one clock, so the ranks' records
-    # together show who waited for whom around the ring
+    # wall-clock (time.time) instant of each step's send, the origin of the two above: Mininet hosts
+    # share one clock, so the ranks' records together show who waited for whom around the ring
     step_start_unix: list[float] = field(default_factory=list)
     # the wire tensor id each step received (with several buckets in flight their steps interleave)
     step_tensor_id: list[int] = field(default_factory=list)

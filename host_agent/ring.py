@@ -107,12 +107,9 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
     for s in range(n - 1):
         send_c, recv_c = (rank - s) % n, (rank - s - 1) % n
         r = ep.expect(left, iteration, tensor_id(s), tmp[recv_c])
-        t0 = time.perf_counter()
-        stats.step_start_unix.append(time.time())
-        stats.step_tensor_id.append(tensor_id(s))
-        sends.append(ep.send(pack(chunk[send_c], s, policy, P.KIND_GRADIENT), right))
+        t0 = _start_step(stats, tensor_id(s), ep.send(pack(chunk[send_c], s, policy, P.KIND_GRADIENT), right), sends)
         yield [sends[-1], r] if wait_for_acks else [r]
-        stats.step_recv_s.append(time.perf_counter() - t0)
+        stats.step_recv_s.append(time.monotonic() - t0)
         chunk[recv_c] += tmp[recv_c]
         stats.add_recv(r)
     # all-gather: step s sends chunk (r + 1 - s), receives chunk (r - s) into place
@@ -120,13 +117,26 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
         send_c, recv_c = (rank + 1 - s) % n, (rank - s) % n
         step = n - 1 + s
         r = ep.expect(left, iteration, tensor_id(step), chunk[recv_c])
-        t0 = time.perf_counter()
-        stats.step_start_unix.append(time.time())
-        stats.step_tensor_id.append(tensor_id(step))
-        sends.append(ep.send(pack(chunk[send_c], step, gather_policy, P.KIND_PARAMETER), right))
+        t0 = _start_step(stats, tensor_id(step), ep.send(pack(chunk[send_c], step, gather_policy, P.KIND_PARAMETER), right),
+                         sends)
         yield [sends[-1], r] if wait_for_acks else [r]
-        stats.step_recv_s.append(time.perf_counter() - t0)
+        stats.step_recv_s.append(time.monotonic() - t0)
         stats.add_recv(r)
+
+
+def _start_step(stats: CommStats, tid: int, h: SendHandle, sends: list[SendHandle]) -> float:
+    """Record a step whose send ``h`` has just started; return the step's origin (``time.monotonic``).
+
+    The origin is the send's own start (``tx.started``), not an instant before the chunk was packed:
+    ``step_recv_s`` and ``step_ack_s`` (``finish_sends``) must be measured from the same instant.
+    Packing the first step took up to 128 ms at load 10, so a receive measured from before the
+    packing could read longer than an acknowledgement held until after it (the flaky
+    ``test_ring_steps_wait_for_receives_not_for_acknowledgements``, H10b session 6)."""
+    sends.append(h)
+    t0 = h.tx.started
+    stats.step_start_unix.append(time.time() - (time.monotonic() - t0))
+    stats.step_tensor_id.append(tid)
+    return t0
 
 
 def finish_sends(sends: list[SendHandle], stats: CommStats) -> None:

@@ -106,8 +106,53 @@ def test_ring_steps_wait_for_receives_not_for_acknowledgements():
         assert len(rec["ring_step_recv_ms"]) == len(rec["ring_step_ack_ms"]) == 2 * (N - 1)
         starts = rec["ring_step_start_unix"]
         assert len(starts) == 2 * (N - 1) and starts == sorted(starts)
-        # each send was acknowledged only after the DONEs were let through, i.e. after every receive
-        assert max(rec["ring_step_ack_ms"]) > max(rec["ring_step_recv_ms"])
+        # each send was acknowledged only after the DONEs were let through, i.e. after every receive,
+        # and a step's receive and acknowledgement are timed from the same instant (its send)
+        assert all(a > r for a, r in zip(rec["ring_step_ack_ms"], rec["ring_step_recv_ms"], strict=True)), rec
+
+
+PACK_DELAY = 0.1
+
+
+class _SlowPacking(TagPolicy):
+    """Packing a chunk takes PACK_DELAY s longer (packetize asks the policy for the critical packets),
+    as on a loaded machine: at load 10 the first step's packing took up to 128 ms (H10b, session 6)."""
+
+    def critical_mask(self, packet_magnitude: np.ndarray) -> np.ndarray:
+        time.sleep(PACK_DELAY)
+        return super().critical_mask(packet_magnitude)
+
+
+def test_a_steps_receive_and_acknowledgement_are_timed_from_its_send():
+    """``ring_step_recv_ms`` and ``ring_step_ack_ms`` share one origin, the step's send, and
+    ``ring_step_start_unix`` is that instant: start + ack is when the DONE came, start + receive when
+    the receive completed. The receive used to be timed from before the chunk was packed and the
+    acknowledgement from the send, so where packing was slow a receive read longer than an
+    acknowledgement that came after it (the test above failed about 1 run in 4-5 at load 9-11)."""
+    eps = [Endpoint(EndpointConfig(job_id=7, worker_id=r, give_up_after=5.0)) for r in range(2)]
+    addrs = [ep.address for ep in eps]
+    out: dict[int, tuple[dict, list[float], list[float]]] = {}
+
+    def rank(r: int) -> None:
+        stats, sends, resumed = CommStats(), [], []
+        for handles in ring_task(eps[r], r, addrs, _data(r)[:4000], 0, _SlowPacking(), stats, sends):
+            eps[r].run(handles, timeout=20)
+            resumed.append(time.time())            # the step's receive is complete by now
+        eps[r].run(list(sends), timeout=20)
+        to_unix = time.time() - time.monotonic()
+        acked = [h.tx.finished + to_unix for h in sends]
+        finish_sends(sends, stats)
+        out[r] = (stats.as_record(), resumed, acked)
+        eps[r].close(linger=0.3)                   # the other rank's last DONE may still be asked for
+    _in_threads(rank, 2, 60)
+    assert sorted(out) == [0, 1]
+    for rec, resumed, acked in out.values():
+        starts = rec["ring_step_start_unix"]
+        assert len(starts) == len(resumed) == len(acked) == 2
+        for start, recv_ms, ack_ms, t_recv, t_ack in zip(starts, rec["ring_step_recv_ms"], rec["ring_step_ack_ms"],
+                                                         resumed, acked, strict=True):
+            assert abs(start + ack_ms / 1e3 - t_ack) < 0.005, (start, ack_ms, t_ack)   # was PACK_DELAY off
+            assert start + recv_ms / 1e3 > t_recv - 0.001
 
 
 def test_next_tensor_to_a_granting_receiver_keeps_the_senders_grant(endpoints):
