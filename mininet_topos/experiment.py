@@ -386,7 +386,11 @@ def study_parser() -> argparse.ArgumentParser:
     p.add_argument("--loss-bound", type=float, default=0.1)
     p.add_argument("--timeout", type=float, default=180.0, help="seconds per run before giving up")
     p.add_argument("--calibrate", action=argparse.BooleanOptionalAction, default=True,
-                   help="first check that no switch is CPU-bound and slow the links down until none is")
+                   help="first check that no switch is CPU-bound or CPU-starved and slow the links down until "
+                        "none is")
+    p.add_argument("--time-budget", type=float, metavar="MIN",
+                   help="calibration slows the links down only while the study's estimated duration stays "
+                        "under MIN minutes (default: no limit)")
     p.add_argument("--out", default="results")
     p.add_argument("--pcap", action="store_true")
     return p
@@ -409,10 +413,12 @@ def study_main(argv: list[str]) -> int:
         p.error(f"--iterations {a.iterations}: must be >= 2 (iteration 0 is warm-up and left out)")
     if not 0 <= a.loss_bound < 1:
         p.error(f"--loss-bound {a.loss_bound}: must be in [0, 1)")
+    if a.time_budget is not None and a.time_budget <= 0:
+        p.error(f"--time-budget {a.time_budget:g}: must be > 0 minutes")
     cfg = StudyConfig(scenario=a.scenario, modes=modes, seeds=a.seeds, first_seed=a.first_seed,
                       iterations=a.iterations, link_mbps=a.link_mbps, compute_ratio=a.compute_ratio,
                       overlap=a.overlap, loss_bound=a.loss_bound, timeout_s=a.timeout, out=a.out, pcap=a.pcap,
-                      calibrate=a.calibrate)
+                      calibrate=a.calibrate, time_budget_s=None if a.time_budget is None else 60 * a.time_budget)
     ok, why = target_available(cfg.target)
     if not ok:
         print(f"dlcp-exp: {why}", file=sys.stderr)

@@ -7,13 +7,15 @@ each seed running every mode in a rotated order, so machine noise hits all modes
 counters are read before and after each run and the difference is that run's.
 
 Before the study, a calibration run checks that no switch process is CPU-bound (> 70 % of a
-core on average): if one is, the links (and with them the emulated compute, which scales with
-the link) are slowed down by 0.6x and the network restarted, at most ``max_scale_downs`` times;
-the report says what happened.
+core on average) or CPU-starved (its packet thread waited for a CPU > 10 % of the run, cpu.py):
+if one is, the links (and with them the emulated compute, which scales with the link) are slowed
+down by 0.6x and the network restarted, at most ``max_scale_downs`` times and only while the
+study's estimated duration stays within ``time_budget_s``; otherwise it keeps the speed and the
+report flags the starvation. The Notes say what was measured and chosen.
 
 Output ``results/<stamp>-<scenario>/``: ``config.json``, ``iterations.jsonl`` (one record per worker
 per iteration, fields in docs/experiments.md), ``runs.jsonl`` (one record per run: mode, seed,
-counters, CPU, failure), ``report.md`` and plots, and ``<seed>-<mode>/`` with every process's log.
+counters, CPU and CPU wait, failure), ``calibration.jsonl`` (the calibration runs), ``report.md`` and plots, and ``<seed>-<mode>/`` with every process's log.
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ from pathlib import Path
 import yaml
 
 from mininet_topos import agents, scenarios
-from mininet_topos.cpu import CpuSampler, cpu_bound_switches
+from mininet_topos.cpu import STARVED_WAIT_SHARE, CpuSampler, cpu_bound_switches, starved_switches
 from mininet_topos.mininet_lock import mininet_lock
 from mininet_topos.network import EmulatedNetwork
 from mininet_topos.scenarios import MODES, Job, Scenario
 from mininet_topos.topologies import Topology, build
 
 FLOW_WARMUP_S = 1.0
+SCALE_DOWN = 0.6            # calibration: link speed (and emulated compute) factor per scale-down
 # The competing bulk flows run Linux's default congestion control, set per socket: some machines
 # (this project's VMs) default to bbr, and the scenarios' status quo is cubic.
 BULK_TCP_CC = "cubic"
@@ -63,6 +66,7 @@ class StudyConfig:
     pcap: bool = False
     calibrate: bool = True
     max_scale_downs: int = 2
+    time_budget_s: float | None = None   # calibration does not slow the links down past this (None: no limit)
     dlcp_pull: bool = True               # PS workers listen on the DLCP port: parameters are DLCP too
     notes: list[str] = field(default_factory=list)
 
@@ -275,7 +279,8 @@ class Study:
         bulk = _bulk_mbps(out_dir, time.monotonic() - t_start)
         time.sleep(0.5)                            # let the queues drain before the next run
         return {"mode": mode, "seed": seed, "iterations": iterations, "seconds": round(time.monotonic() - t_start, 1),
-                "failure": failure, "cpu": cpu, "cpu_bound_switches": cpu_bound_switches(cpu), **counters,
+                "failure": failure, "cpu": cpu, "cpu_bound_switches": cpu_bound_switches(cpu),
+                "starved_switches": starved_switches(cpu), "machine_cpu": sampler.machine(), **counters,
                 "bulk_tcp_mbps": bulk,
                 "dir": str(out_dir)}
 
@@ -290,27 +295,39 @@ class Study:
 
     # -- the whole study ------------------------------------------------------------------------
     def calibrate(self) -> None:
-        """Scale the links down until no switch is CPU-bound in a short run of the busiest mode."""
+        """Scale the links down until no switch is CPU-bound or CPU-starved in a short run of the
+        busiest mode, as long as the study still fits its time budget; the Notes say what was chosen."""
+        mode = "dlcp" if "dlcp" in self.modes else self.modes[0]
+        its = min(3, self.iterations)
         for attempt in range(self.cfg.max_scale_downs + 1):
-            mode = "dlcp" if "dlcp" in self.modes else self.modes[0]
-            run = self.run_once(mode, self.cfg.first_seed, min(3, self.iterations), tag=f"calibrate{attempt}-")
-            hot = run["cpu_bound_switches"]
-            worst = max((v["mean_core"] for k, v in run["cpu"].items() if k.startswith("switch:")), default=0.0)
-            self.cfg.notes.append(f"calibration at {self.link_mbps:g} Mbit/s ({mode}, 3 iterations): busiest switch "
-                                  f"{worst:.0%} of a core" + (f"; CPU-bound: {', '.join(hot)}" if hot else ""))
-            self.log(f"   {self.cfg.notes[-1]}")
+            run = self.run_once(mode, self.cfg.first_seed, its, tag=f"calibrate{attempt}-")
+            with open(self.run_dir / "calibration.jsonl", "a") as f:
+                f.write(json.dumps({"link_mbps": self.link_mbps, **run}) + "\n")
+            self._note(f"calibration at {self.link_mbps:g} Mbit/s ({mode}, {its} iterations, {run['seconds']:.0f} s): "
+                       f"{cpu_verdict(run)}")
             if run["failure"]:
                 raise StudyError(f"calibration run failed: {run['failure']}")
-            if not hot or attempt == self.cfg.max_scale_downs:
-                if hot:
-                    self.cfg.notes.append("switches still CPU-bound after scaling down: results are limited by "
-                                          "the emulation, not only by the network")
+            slower, note = calibration_decision(run, self.link_mbps, attempt, self.cfg.max_scale_downs,
+                                                self.estimate_study_s(run["seconds"], its) / SCALE_DOWN,
+                                                self.cfg.time_budget_s)
+            if note:
+                self._note(note)
+            if slower is None:
                 return
             self.stop_network()
-            self.link_mbps = round(self.link_mbps * 0.6, 2)
-            self.cfg.notes.append(f"scaled the links down to {self.link_mbps:g} Mbit/s")
-            self.log(f"   {self.cfg.notes[-1]}")
+            self.link_mbps = slower
             self.start_network()
+
+    def _note(self, text: str) -> None:
+        self.cfg.notes.append(text)
+        self.log(f"   {text}")
+
+    def estimate_study_s(self, calibration_s: float, calibration_iterations: int) -> float:
+        """Rough duration of the study's runs at the current speed, from the calibration run: each run
+        as long as the calibration run scaled by (iterations + 1) / (its iterations + 1), the +1 for
+        the warm-up iteration and the fixed start and stop."""
+        seeds = self.cfg.seeds * len(self.modes)
+        return seeds * calibration_s * (self.iterations + 1) / (calibration_iterations + 1)
 
     def run(self) -> Path:
         from mininet_topos.experiment import compile_pipeline
@@ -352,6 +369,50 @@ class Study:
                 "modes": {m: MODES[m].about for m in self.modes}, "python": sys.version.split()[0],
                 "git": _git_head(),
                 "started": self.run_dir.name[:15]}
+
+
+def calibration_decision(run: dict, link_mbps: float, attempt: int, max_scale_downs: int, estimate_s: float,
+                         budget_s: float | None) -> tuple[float | None, str | None]:
+    """After calibration run number ``attempt`` at ``link_mbps``: the slower link speed to try next
+    (None: keep this one) and the note saying why. ``estimate_s`` is the study's estimated duration
+    at the slower speed; past ``budget_s`` the speed is kept and the starvation stays in the report."""
+    if not run["cpu_bound_switches"] and not run["starved_switches"]:
+        return None, None
+    if attempt >= max_scale_downs:
+        return None, (f"still CPU-bound or CPU-starved after {attempt} scale-down(s): results are limited by the "
+                      "emulation's CPU, not only by the network")
+    slower = round(link_mbps * SCALE_DOWN, 2)
+    if budget_s is not None and estimate_s > budget_s:
+        return None, (f"not scaled down to {slower:g} Mbit/s: the study would take about {estimate_s / 60:.0f} min "
+                      f"there, over its budget of {budget_s / 60:.0f} min; kept {link_mbps:g} Mbit/s, so the runs "
+                      "below are CPU-starved too (see the CPU table)")
+    return slower, (f"scaled the links down to {slower:g} Mbit/s (and the emulated compute with them); the study "
+                    f"should take about {estimate_s / 60:.0f} min")
+
+
+def cpu_verdict(run: dict) -> str:
+    """One line on a run's CPU: the busiest switch, the switch that waited longest for a CPU, the
+    machine, and whether a switch was CPU-bound or starved."""
+    cpu = run.get("cpu") or {}
+    switches = {k.split(":", 1)[1]: v for k, v in cpu.items() if k.startswith("switch:")}
+    parts = []
+    if switches:
+        busy = max(switches, key=lambda n: switches[n]["mean_core"])
+        parts.append(f"busiest switch {busy} {switches[busy]['mean_core']:.0%} of a core")
+        waits = {n: v["wait_share"] for n, v in switches.items() if "wait_share" in v}
+        if waits:
+            slow = max(waits, key=waits.__getitem__)
+            parts.append(f"switch packet threads waited for a CPU up to {waits[slow]:.0%} of the run ({slow})")
+    m = run.get("machine_cpu") or {}
+    if m:
+        own = sum(v["mean_core"] for v in cpu.values()) / max(1, m["cores"])
+        parts.append(f"machine {m['busy_share']:.0%} busy ({m['cores']} cores; the switches and agents "
+                     f"{own:.0%}), {m['runnable_mean']:g} runnable tasks on average")
+    if run.get("cpu_bound_switches"):
+        parts.append(f"CPU-bound: {', '.join(run['cpu_bound_switches'])}")
+    if run.get("starved_switches"):
+        parts.append(f"CPU-starved (waited > {STARVED_WAIT_SHARE:.0%}): {', '.join(run['starved_switches'])}")
+    return "; ".join(parts) or "no CPU figures"
 
 
 def _git_head() -> str:

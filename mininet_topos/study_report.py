@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 
 from mininet_topos import stats as st  # noqa: E402
-from mininet_topos.cpu import SWITCH_LIMIT  # noqa: E402
+from mininet_topos.cpu import STARVED_WAIT_SHARE, SWITCH_LIMIT  # noqa: E402
 from mininet_topos.report import _save, plot_drops, read_jsonl  # noqa: E402
 from mininet_topos.scenarios import MODES, STATUS_QUO  # noqa: E402
 
@@ -105,6 +105,9 @@ def summarise_study(records: list[dict], runs: list[dict], config: dict) -> dict
                 "selective_drops": sum(sum(r.get("selective_drops", {}).values()) for r in mode_runs) / max(1, len(mode_runs)),
                 "tail_drops": sum(sum(r.get("tail_drops", {}).values()) for r in mode_runs) / max(1, len(mode_runs)),
                 "switch_cpu_max": max(switch_cpu, default=0.0),
+                "switch_wait_max": max((v["wait_share"] for r in mode_runs for k, v in r.get("cpu", {}).items()
+                                        if k.startswith("switch:") and "wait_share" in v), default=None),
+                "starved_runs": sum(1 for r in mode_runs if r.get("starved_switches")),
                 "bulk_tcp_mbps": _mean([r["bulk_tcp_mbps"] for r in mode_runs if r.get("bulk_tcp_mbps") is not None]),
                 "final_iteration": max(max(its) for its in by_seed.values()),
             }
@@ -165,6 +168,7 @@ def write_study_report(run_dir: Path) -> Path:
     hot = sorted({f"{s} ({r['mode']}, seed {r['seed']})" for r in runs for s in r.get("cpu_bound_switches", [])})
     if hot:
         notes.append(f"switch processes above {SWITCH_LIMIT:.0%} of a core during a run: {', '.join(hot)}")
+    notes += starvation_notes(runs)
     if notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     plots = []
@@ -204,11 +208,7 @@ def write_study_report(run_dir: Path) -> Path:
     acc_plot = plot_accuracy(run_dir, records)
     if acc_plot:
         plots.append(acc_plot)
-    lines += ["## CPU (share of one core, mean over a run; the highest run per mode)", "",
-              "| mode | busiest switch | its mean | its peak 1-s | busiest agent | its mean |", "|---|---|---|---|---|---|"]
-    for mode in summary["modes"]:
-        sw, ag = _busiest(runs, mode, "switch:"), _busiest(runs, mode, "agent:")
-        lines.append(f"| {mode} | {sw[0]} | {sw[1]:.0%} | {sw[2]:.0%} | {ag[0]} | {ag[1]:.0%} |")
+    lines += cpu_table(runs, summary["modes"])
     lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
     if not acc_plot:
         lines += ["(no accuracy plot: no job of this scenario evaluates a model)", ""]
@@ -291,6 +291,53 @@ def plot_accuracy(run_dir: Path, records: list[dict]) -> str | None:
     ax.set(xlabel="iteration", ylabel="test accuracy (mean over workers and seeds)", title="Accuracy")
     ax.legend(fontsize=8)
     return _save(fig, run_dir / "accuracy.png").name
+
+
+def starvation_notes(runs: list[dict]) -> list[str]:
+    """The Notes' lines on CPU starvation: which runs had a switch whose packet thread waited for a
+    CPU more than ``STARVED_WAIT_SHARE`` of the run, and how the machine was loaded then."""
+    measured = [r for r in runs if any("wait_share" in v for v in (r.get("cpu") or {}).values())]
+    if not measured:
+        return []
+    starved = [r for r in measured if r.get("starved_switches")]
+    worst = max(((v["wait_share"], k.split(":", 1)[1], r) for r in measured for k, v in r["cpu"].items()
+                 if k.startswith("switch:") and "wait_share" in v), key=lambda x: x[0])
+    busy = [r["machine_cpu"]["busy_share"] for r in measured if r.get("machine_cpu")]
+    machine = f"; the machine was {min(busy):.0%}-{max(busy):.0%} busy over the runs" if busy else ""
+    where = f"{worst[1]} {worst[0]:.0%} ({worst[2]['mode']}, seed {worst[2]['seed']})"
+    if not starved:
+        return [f"no run CPU-starved: switch packet threads waited for a CPU at most {where}{machine}"]
+    by_mode: dict[str, int] = defaultdict(int)
+    for r in starved:
+        by_mode[r["mode"]] += 1
+    return [f"**CPU-starved emulation** in {len(starved)} of {len(measured)} runs ("
+            + ", ".join(f"{m} {n}" for m, n in by_mode.items()) + f"): a switch's packet thread waited for a CPU "
+            f"more than {STARVED_WAIT_SHARE:.0%} of the run (worst {where}){machine}. Its ports then deliver less "
+            "than the emulated link rate: the times below include the emulation's CPU shortage, for every mode"]
+
+
+def cpu_table(runs: list[dict], modes: list[str]) -> list[str]:
+    """Per mode: the busiest switch and agent (highest run), the longest switch CPU wait, the machine."""
+    out = ["## CPU (share of one core, mean over a run; the highest run per mode)", "",
+           "CPU wait: the share of the run a switch's packet thread was runnable but waiting for a CPU "
+           f"(schedstat run_delay); above {STARVED_WAIT_SHARE:.0%} the run counts as CPU-starved. Machine: "
+           "busy share of all cores, mean over the mode's runs (lowest-highest).", "",
+           "| mode | busiest switch | its mean | its peak 1-s | longest CPU wait (switch) | starved runs | "
+           "busiest agent | its mean | its CPU wait | machine busy |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for mode in modes:
+        sw, ag = _busiest(runs, mode, "switch:"), _busiest(runs, mode, "agent:")
+        mine = [r for r in runs if r["mode"] == mode]
+        waits = [(v["wait_share"], k.split(":", 1)[1]) for r in mine for k, v in (r.get("cpu") or {}).items()
+                 if k.startswith("switch:") and "wait_share" in v]
+        wait = f"{max(waits)[0]:.0%} ({max(waits)[1]})" if waits else "-"
+        starved = f"{sum(1 for r in mine if r.get('starved_switches'))} of {len(mine)}" if waits else "-"
+        agent_wait = max((v.get("wait_share", -1.0) for r in mine for k, v in (r.get("cpu") or {}).items()
+                          if k == f"agent:{ag[0]}"), default=-1.0)
+        busy = [r["machine_cpu"]["busy_share"] for r in mine if r.get("machine_cpu")]
+        machine = (f"{sum(busy) / len(busy):.0%} ({min(busy):.0%}-{max(busy):.0%})" if busy else "-")
+        out.append(f"| {mode} | {sw[0]} | {sw[1]:.0%} | {sw[2]:.0%} | {wait} | {starved} | {ag[0]} | {ag[1]:.0%} | "
+                   f"{'-' if agent_wait < 0 else f'{agent_wait:.0%}'} | {machine} |")
+    return out
 
 
 def _sum_runs(runs: list[dict], mode: str, key: str) -> dict[str, int]:
