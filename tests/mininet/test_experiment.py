@@ -62,3 +62,9 @@ def test_cli_errors_are_one_line(capsys):
     assert main(["--mode", "dlcp,fast", "--out", "/tmp/dlcp-exp-cli-test"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "dlcp-exp: --mode 'fast': choose from dlcp, baseline, tcp"
+
+
+def test_study_time_budget_must_be_positive(capsys):
+    with pytest.raises(SystemExit):
+        main(["--scenario", "tcp-bulk", "--time-budget", "0"])
+    assert "--time-budget 0: must be > 0 minutes" in capsys.readouterr().err
