@@ -12,7 +12,10 @@ seeds interleaved across modes, on p4sim switches in Mininet:
    DLCP (bounded loss) against TCP (lossless): final test accuracy, packets given up per iteration.
 
 Prints both summaries and writes ``results/demo-<stamp>.md`` naming the scenarios run. Exits 1 if a
-run failed or a report is missing (the demo's own checks). Budget: under 15 minutes on 2 cores.
+run failed or a report is missing (the demo's own checks). Budget: under 15 minutes on 2 cores, so
+the first study's calibration may slow the links down against CPU starvation only while that study
+stays under ``DEMO_STUDY_BUDGET_S``; otherwise it keeps 20 Mbit/s and its report flags the
+starvation (Notes, CPU table). Holds the Mininet lock for both studies.
 """
 
 from __future__ import annotations
