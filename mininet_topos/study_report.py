@@ -302,8 +302,12 @@ def starvation_notes(runs: list[dict]) -> list[str]:
     starved = [r for r in measured if r.get("starved_switches")]
     worst = max(((v["wait_share"], k.split(":", 1)[1], r) for r in measured for k, v in r["cpu"].items()
                  if k.startswith("switch:") and "wait_share" in v), key=lambda x: x[0])
-    busy = [r["machine_cpu"]["busy_share"] for r in measured if r.get("machine_cpu")]
-    machine = f"; the machine was {min(busy):.0%}-{max(busy):.0%} busy over the runs" if busy else ""
+    loaded = [r for r in measured if r.get("machine_cpu", {}).get("cores")]
+    busy = [r["machine_cpu"]["busy_share"] for r in loaded]
+    own = [sum(v["mean_core"] for v in r["cpu"].values()) / r["machine_cpu"]["cores"] for r in loaded]
+    machine = (f"; the machine was {min(busy):.0%}-{max(busy):.0%} busy over the runs, the study's own switches "
+               f"and agents used {min(own):.0%}-{max(own):.0%} of its cores (the rest: bulk flows, other processes)"
+               if busy else "")
     where = f"{worst[1]} {worst[0]:.0%} ({worst[2]['mode']}, seed {worst[2]['seed']})"
     if not starved:
         return [f"no run CPU-starved: switch packet threads waited for a CPU at most {where}{machine}"]
