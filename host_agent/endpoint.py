@@ -44,16 +44,17 @@ WRITE_OFF_MIN = 0.1                    # s: unacknowledged packets of a closed w
                                        # max(this, 2 RTO) without ACK progress (a stalled switch is slower)
 
 
-# The loop serves the tensors being sent highest layer class first (else in send() order). The
-# environment variable DLCP_SEND_BY_CLASS (0/1) overrides it (measurements only).
+# The loop serves the tensors being sent highest layer class first (else in send() order). Off for
+# an endpoint unless its user turns it on (the DLCP parameter server does: host_agent/overlap.py).
+# The environment variable DLCP_SEND_BY_CLASS (0/1) overrides either choice (measurements only).
 SEND_BY_CLASS = False
 
 
-def send_by_class() -> bool:
-    """Whether endpoints send the highest layer class first (``SEND_BY_CLASS`` or its override)."""
+def send_by_class(default: bool = SEND_BY_CLASS) -> bool:
+    """Whether an endpoint sends the highest layer class first: ``default`` unless DLCP_SEND_BY_CLASS says."""
     raw = os.environ.get("DLCP_SEND_BY_CLASS")
     if raw is None:
-        return SEND_BY_CLASS
+        return default
     if raw not in ("0", "1"):
         raise UserError(f"DLCP_SEND_BY_CLASS={raw!r}: 0 or 1")
     return raw == "1"

@@ -38,7 +38,7 @@ import numpy as np
 
 from host_agent import protocol as P
 from host_agent.collectives import PS_SERVER_ID, CommStats, _pack
-from host_agent.endpoint import Endpoint
+from host_agent.endpoint import Endpoint, send_by_class
 from host_agent.errors import TransportError, UserError
 from host_agent.policy import TagPolicy
 from host_agent.ring import bucket_need_positions, finish_sends, ring_task
@@ -220,10 +220,18 @@ def _finish_comm(loop: EventLoop, sends: list, recvs: list, start: float | None)
 # The DLCP parameter server moves a layer in slices of at most this many packets (P3-style: each
 # slice is its own tensor, summed and sent back as soon as every worker's copy of it is in), so the
 # parameter fan-out of a big layer overlaps the rest of its gradient stream instead of waiting for
-# the whole layer (store-and-forward: 446 packets of digits-wide's hidden layer are 0.29 s at a
-# worker's 20 Mbit/s port after the last gradient packet). 0 = whole layers. The environment
-# variable DLCP_PS_SLICE_PACKETS overrides it (every agent of a job must agree; measurements only).
-PS_SLICE_PACKETS = 0
+# the whole layer (store-and-forward: digits-wide's hidden layer, 442 packets, is 0.29 s at a
+# worker's 20 Mbit/s port after its last gradient packet; measured in tcp-bulk at load 7, 0.53-0.59 s
+# from the last gradient DONE to the parameters). 0 = whole layers. The environment variable
+# DLCP_PS_SLICE_PACKETS overrides it (every agent of a job must agree; measurements only).
+# Measured (H10a, session 6, docs/experiments.md): see PS_SEND_BY_CLASS.
+PS_SLICE_PACKETS = 128
+# The PS agents' endpoints serve the highest layer class first (endpoint.send_by_class): a worker's
+# front layer, pushed last by backprop, overtakes the rest of the big hidden layer's slices, and the
+# server returns it first. The environment variable DLCP_SEND_BY_CLASS overrides it. Measured in
+# tcp-bulk, dlcp only, 2 seeds x 8 iterations per variant and round, rounds interleaved (load 7):
+# job median whole layers 2.20 / 1.88 s, slices 2.05 / 1.82 s, slices + class order 1.87 / 1.77 s.
+PS_SEND_BY_CLASS = True
 
 
 def ps_slice_packets() -> int:
@@ -261,6 +269,7 @@ def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int
     params = wl.initial_params()
     n = len(params)
     slices = ps_slices(wl.shapes, mtu, ps_slice_packets() if slice_packets is None else slice_packets)
+    ep.send_by_class = send_by_class(PS_SEND_BY_CLASS)
     of_layer = [[s for s, (lay, _a, _b) in enumerate(slices) if lay == layer] for layer in range(n)]
     loop = EventLoop(ep, timeout)
     gpu = Gpu(loop.spin_until)
@@ -335,6 +344,7 @@ def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, p
     shapes = wl.shapes
     n = len(shapes)
     slices = ps_slices(shapes, mtu, ps_slice_packets() if slice_packets is None else slice_packets)
+    ep.send_by_class = send_by_class(PS_SEND_BY_CLASS)
     update = wl.server_update(n_workers)
     loop = EventLoop(ep, timeout)
 
