@@ -726,7 +726,15 @@ class DlcpHost : public ns3::Application {
       std::vector<std::tuple<int, int, double, uint32_t>> rank;
       if (!c.classPreempt)                       // no pre-emption: the ones granted before stay
         for (uint32_t s : m_sched) if (active.count(s)) granted.insert(s);
-      for (auto& kv : top) rank.push_back({-kv.second.first, m_sched.count(kv.first) ? 0 : 1, kv.second.second, kv.first});
+      std::vector<int> classes;                  // the top classes present, highest first: band = position / classBands
+      for (auto& kv : top) classes.push_back(kv.second.first);
+      std::sort(classes.begin(), classes.end(), std::greater<int>());
+      classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+      uint32_t bands = std::max<uint32_t>(1, c.classBands);
+      for (auto& kv : top) {
+        int band = (int)((std::find(classes.begin(), classes.end(), kv.second.first) - classes.begin()) / bands);
+        rank.push_back({band, m_sched.count(kv.first) ? 0 : 1, kv.second.second, kv.first});
+      }
       std::sort(rank.begin(), rank.end());
       for (auto& x : rank) {
         if (granted.size() >= c.overcommitSenders) break;

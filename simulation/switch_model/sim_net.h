@@ -122,6 +122,13 @@ struct TransportConfig {
   // other. Off: the longest-waiting senders, never pre-empted; the sender's order by senderSrpt alone
   bool classAdmission = true;
   bool classPreempt = true;                   // classAdmission pre-empts (off: the granted stay, the rest fill by class)
+  // classAdmission ranks the top classBands layer classes present among a receiver's active senders as
+  // one (then the ones granted before first, then the earliest OPEN): 1 = one class group at a time;
+  // 2 = a granted sender keeps its grant into its next class while that is among the top two (two
+  // groups in flight); >= the number of classes = whole senders again, ranked by OPEN. Why: one group
+  // at a time overlaps the pulls with the pushes (iteration time) but makes the groups pushed first
+  // wait for every worker's front groups (mean FCT); the bands are the setting between (issue 13)
+  uint32_t classBands = 1;
   // Not in host_agent (whose first contact waits GRANT_WAIT for a lost OPEN): a sender with no answer
   // (GRANT or HOLD) yet from a receiver sends its OPENs again after openRetryAfter x (1 + u), u uniform
   // in [0, 1) per retry and host, doubling up to the grant wait, until an answer comes. openRetryAfter

@@ -5,9 +5,10 @@ per-process defaults, as ns-3 attributes do with Config::SetDefault; an ablation
 admission off, to show what it buys and to exercise loss recovery) sets them in a fresh process
 before simulation.job.run_job builds the run. Several runs share one process so that the ns-3
 import (20-60 s) is paid once. As a script it runs the goal command's DLCP PS job with the built-in
-knobs and again with each named knob off (one JSON line per run):
+knobs and again with each named knob off, or with each ``--set`` variant (one JSON line per run):
 
     python -m simulation.switch_model.transport_knobs --preset scale-64 --off standbyGrants
+    python -m simulation.switch_model.transport_knobs --preset paper-144 --set classBands=2 --set classAdmission=false
 """
 
 from __future__ import annotations
@@ -56,6 +57,25 @@ def run_jobs_fresh(runs: list[tuple[dict, Topology, Policy, str, Any]]) -> list:
         return pool.submit(run_jobs, runs).result()
 
 
+def parse_knobs(text: str) -> dict[str, Any]:
+    """``"classBands=2,classAdmission=false"`` -> ``{"classBands": 2, "classAdmission": False}``
+    (ValueError naming the bad part; whether the knob exists is checked when the run starts)."""
+    knobs: dict[str, Any] = {}
+    for part in (p.strip() for p in text.split(",")):
+        name, sep, value = part.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_]\w*", name.strip()) or not value.strip():
+            raise ValueError(f"expected KNOB=VALUE, got '{part}'")
+        value = value.strip().lower()
+        if value in ("true", "false"):
+            knobs[name.strip()] = value == "true"
+            continue
+        try:
+            knobs[name.strip()] = int(value) if re.fullmatch(r"-?\d+", value) else float(value)
+        except ValueError:
+            raise ValueError(f"'{name.strip()}': expected a number or true/false, got '{value}'") from None
+    return knobs
+
+
 def main(argv: list[str] | None = None) -> int:
     from simulation import job_report
     from simulation.job import JobSpec
@@ -67,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                                  description="DLCP PS job with the built-in transport knobs, then with each --off knob off")
     ap.add_argument("--preset", default="scale-64")
     ap.add_argument("--off", action="append", default=[], metavar="KNOB", help="a boolean TransportConfig knob")
+    ap.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE[,KNOB=VALUE]",
+                    help="one more run with these TransportConfig knobs (numbers, true/false)")
     ap.add_argument("--scale", type=float, default=0.0005)
     ap.add_argument("--groups", type=int, default=4)
     ap.add_argument("--iterations", type=int, default=10)
@@ -83,26 +105,38 @@ def main(argv: list[str] | None = None) -> int:
             print(f"transport_knobs: --off: '{knob}' is not a boolean TransportConfig knob ({HOST_HEADERS[0].name})",
                   file=sys.stderr)
             return 2
+    try:
+        variants = [parse_knobs(v) for v in a.set]
+    except ValueError as e:
+        print(f"transport_knobs: --set: {e}", file=sys.stderr)
+        return 2
+    fields = config.split("struct TransportConfig {", 1)[-1].split("\n};", 1)[0]
+    for knob in (k for v in variants for k in v):
+        if not re.search(rf"\b\w+ {re.escape(knob)} = ", fields):
+            print(f"transport_knobs: --set: '{knob}' is not a TransportConfig knob ({HOST_HEADERS[0].name})",
+                  file=sys.stderr)
+            return 2
     topo = preset(a.preset)
     host_bps = max(lk.rate_bps for lk in topo.links if lk.a in topo.hosts or lk.b in topo.hosts)
     spec = JobSpec(ps_workload("resnet50", a.scale, a.groups, a.iterations, host_bps, 1.0),
                    max_sim_s=a.max_sim_ms / 1e3, progress=False)
     policy = load_policy(FABRIC_POLICY)
-    settings = [{}] + [{knob: False} for knob in a.off]
+    settings = [{}] + [{knob: False} for knob in a.off] + variants
     try:
         runs = run_jobs_fresh([(s, topo, policy, "dlcp", spec) for s in settings])
     except ValueError as e:
-        print(f"transport_knobs: --off: {e}", file=sys.stderr)
+        print(f"transport_knobs: --off/--set: {e}", file=sys.stderr)
         return 2
     for knobs, r in zip(settings, runs, strict=True):
         its = [i["iter_s"] for i in r.iterations if i["iter_s"] is not None]
         grad = job_report.summary(r)["gradient"]
         waits = [t["grant_wait_s"] for t in r.transfers if t.get("dlcp")]
-        print(json.dumps({"preset": a.preset, "off": sorted(knobs), "closed": len(its), "of": len(r.iterations),
+        print(json.dumps({"preset": a.preset, "knobs": knobs, "closed": len(its), "of": len(r.iterations),
                           "iteration_mean_ms": round(1e3 * sum(its) / max(1, len(its)), 4),
                           "gradient_mean_us": grad["mean_us"], "gradient_p99_us": grad["p99_us"],
                           "waited_for_grant": sum(w > 0 for w in waits), "grant_wait_total_us": round(1e6 * sum(waits), 1),
-                          "transport": r.counters["transport"], "events": r.events}))
+                          "transport": r.counters["transport"], "events": r.events,
+                          "run_wall_s": round(r.run_wall_s, 1), "build_wall_s": round(r.build_wall_s, 1)}))
     return 0
 
 

@@ -60,6 +60,12 @@ def runs(ns3_installed) -> dict:
     order += [("classes", "class_admission"), ("classes", "by_sender")]
     runs += [(OVERCOMMIT, topo, policy, "dlcp", classes_spec),
              (OVERCOMMIT | {"classAdmission": False}, topo, policy, "dlcp", classes_spec)]
+    # three layer classes per worker, opened last layer first (0 at 0, 3 at 1 us, 7 at 2 us): one band or two
+    three = [(w, 0, 30_000, k * 1e-6, cls) for k, cls in enumerate((0, 3, 7)) for w in range(1, 16)]
+    three_spec = JobSpec(None, flows=three, max_sim_s=0.02, progress=False)
+    order += [("three", "bands_1"), ("three", "bands_2")]
+    runs += [(OVERCOMMIT, topo, policy, "dlcp", three_spec),
+             (OVERCOMMIT | {"classBands": 2}, topo, policy, "dlcp", three_spec)]
     results = run_jobs_fresh(runs)
     out = dict(zip(order, results, strict=True))
     out["wire_s"] = {"incast": _wire_s(incast, 100e9), "lone": _wire_s(lone, 100e9), "fanout": _wire_s(fanout, 100e9)}
@@ -139,3 +145,20 @@ def test_class_admission_takes_the_front_layer_from_every_worker_first(runs) -> 
         ends[knobs] = {c: max(t["start_s"] + t["fct_s"] for t in r.transfers if t["layer_class"] == c) for c in (0, 7)}
     assert ends["class_admission"][7] <= 0.75 * ends["class_admission"][0], ends
     assert ends["by_sender"][7] >= 0.9 * ends["by_sender"][0], ends
+
+
+def test_class_bands_keep_a_granted_sender_on_its_next_class_within_the_band(runs) -> None:
+    """15 workers each open classes 0, 3 and 7 into h0 (4 granted at a time). One class at a time
+    (classBands 1, the default): h0 takes class 7 from every worker, then 3, then 0, so the last
+    class-7 transfer ends at about a third of the run. Two bands (classBands 2): the top two classes
+    present (7 and 3) rank as one, so a granted worker keeps its grant from its class-7 transfer into
+    its class-3 one; class 7 then ends near class 3, and both before class 0 (pre-empted as before)."""
+    ends = {}
+    for knobs in ("bands_1", "bands_2"):
+        r = runs[("three", knobs)]
+        assert r.finished and all(t["completed"] for t in r.transfers)
+        assert sum(r.counters["tail_drops"].values()) == 0 and sum(t["retx"] for t in r.transfers) == 0
+        ends[knobs] = {c: max(t["start_s"] + t["fct_s"] for t in r.transfers if t["layer_class"] == c) for c in (0, 3, 7)}
+    one, two = ends["bands_1"], ends["bands_2"]
+    assert one[7] <= 0.5 * one[0] and one[3] <= 0.8 * one[0], one
+    assert two[7] / two[0] >= 1.3 * one[7] / one[0] and two[3] <= 0.8 * two[0], (one, two)

@@ -170,6 +170,9 @@ def test_standby_grants_start_every_later_transfer_without_a_grant_round_trip(ns
 @pytest.mark.parametrize(("argv", "message"), [
     (["--off", "grantIdle"], "transport_knobs: --off: 'grantIdle' is not a boolean TransportConfig knob (sim_net.h)"),
     (["--preset", "nope"], "transport_knobs: --preset: unknown 'nope' (known: "),
+    (["--set", "classBands"], "transport_knobs: --set: expected KNOB=VALUE, got 'classBands'"),
+    (["--set", "classBands=two"], "transport_knobs: --set: 'classBands': expected a number or true/false, got 'two'"),
+    (["--set", "classBands=2,noSuchKnob=1"], "transport_knobs: --set: 'noSuchKnob' is not a TransportConfig knob (sim_net.h)"),
 ])
 def test_knob_ablation_script_rejects_bad_input_in_one_line(argv: list[str], message: str, capsys) -> None:
     from simulation.switch_model.transport_knobs import main
