@@ -42,6 +42,17 @@ TCP_MIN_RTO_US = 1000        # the cap of the fabric timer floor (fabric_timer_f
 LINUX_MIN_RTO_US = 200_000   # what the Mininet hosts' Linux TCP uses: fabrics with a link below 1 Gbit/s
 DELACK_PER_MIN_RTO = 5       # Linux: delayed-ACK timer 40 ms, minimum RTO 200 ms (TCP_DELACK_MIN, TCP_RTO_MIN)
 HOST_QUEUE_PACKETS = 100_000
+# TCP socket buffers: Linux's defaults for the largest autotuned buffers (net.ipv4.tcp_wmem and tcp_rmem
+# maxima, 4 MiB and 6 MiB). A sender never has more than the send buffer in flight; 4 MiB is 1.7x the
+# bandwidth-delay product of a 100 Gbit/s host over paper-144's lossless round trip with full switch
+# buffers (193 us, fabric_timer_floor_s), so no flow is window-limited below line rate by it. Before,
+# 16 MiB each: a background flow's slow start grew its window to many MB sitting in its own host FIFO
+# (HOST_QUEUE_PACKETS: ns-3 has no TCP small queues), and ns-3's TcpTxBuffer walks its list of sent
+# segments from the head for every retransmission, so one loss on such a window cost O(n^2) list
+# steps (docs/simulation.md "Where the load-0.6 time goes")
+TCP_SNDBUF_BYTES = 4 << 20
+TIME_WAIT_RTOS = 4           # a closed TCP connection's TIME_WAIT, in RTO floors (build_network)
+TCP_RCVBUF_BYTES = 6 << 20
 SCHEDULER = "ns3::MapScheduler"   # ns-3's default; CalendarScheduler measured no faster (docs/performance.md)
 
 
@@ -273,8 +284,8 @@ def build_network(topo: Topology, policy: Policy, mode: str, scheduler: str | No
     tcp_type = sim.TcpDctcpFloor.GetTypeId() if mode == "dctcp" else ns.TypeId.LookupByName(f"ns3::{TCP_TYPE[mode]}")
     ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(tcp_type))
     ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(PAYLOAD))
-    ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(1 << 24))
-    ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(1 << 24))
+    ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(TCP_SNDBUF_BYTES))
+    ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(TCP_RCVBUF_BYTES))
     ns.Config.SetDefault("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))
     slow = min(link.rate_bps for link in topo.links) < 1_000_000_000
     min_rto_ns = LINUX_MIN_RTO_US * 1000 if slow else round(fabric_timer_floor_s(topo, policy) * 1e9)
@@ -284,6 +295,11 @@ def build_network(topo: Topology, policy: Policy, mode: str, scheduler: str | No
     # cwnd never left one segment (the TCP stall of issue 13; docs/simulation.md "TCP baselines")
     ns.Config.SetDefault("ns3::TcpSocket::DelAckTimeout", ns.TimeValue(ns.NanoSeconds(min_rto_ns // DELACK_PER_MIN_RTO)))
     ns.Config.SetDefault("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MicroSeconds(10)))
+    # TIME_WAIT (2 x MaxSegLifetime; ns-3's default MSL is 120 s, Linux's TIME_WAIT 60 s) = TIME_WAIT_RTOS
+    # RTO floors: no run reuses a port (ns-3 hands out a host's 16,384 ephemeral ports in turn), so TIME_WAIT
+    # decides only when a closed connection's endpoint leaves its node's list, which ns-3 walks for every
+    # packet received (docs/simulation.md "Where the load-0.6 time goes")
+    ns.Config.SetDefault("ns3::TcpSocketBase::MaxSegLifetime", ns.DoubleValue(TIME_WAIT_RTOS * min_rto_ns * 1e-9 / 2))
     if mode == "dctcp":
         ns.Config.SetDefault("ns3::TcpSocketBase::UseEcn", ns.StringValue("On"))
 

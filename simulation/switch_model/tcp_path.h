@@ -171,7 +171,19 @@ class TcpPath {
     m_tcpIn[ns3::PeekPointer(s)] = TcpIn();
     m_tcpSockets.push_back(s);
     s->SetRecvCallback(ns3::MakeCallback(&TcpPath::OnTcpRecv, this));
+    s->SetCloseCallbacks(ns3::MakeCallback(&TcpPath::OnPeerClose, this), ns3::MakeCallback(&TcpPath::OnPeerError, this));
   }
+  // The sender closed (its FIN, after all its data): close this side too, as an application does when
+  // a read returns 0. Before, accepted sockets stayed in CLOSE_WAIT and their senders in FIN_WAIT_2
+  // for the whole run, and every node's endpoint list (ns-3 looks endpoints up by walking it, for
+  // every packet received) grew with every background flow it ever sent or received.
+  void OnPeerClose(ns3::Ptr<ns3::Socket> s) {
+    if (!m_tcpIn.erase(ns3::PeekPointer(s))) return;
+    s->Close();
+    peerCloses++;
+  }
+  void OnPeerError(ns3::Ptr<ns3::Socket> s) { m_tcpIn.erase(ns3::PeekPointer(s)); }
+  uint64_t peerCloses = 0;                     // accepted connections closed after their sender's FIN
   void OnTcpRecv(ns3::Ptr<ns3::Socket> s) {
     SimNet& net = SimNet::Get();
     TcpIn& in = m_tcpIn[ns3::PeekPointer(s)];
