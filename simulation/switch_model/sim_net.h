@@ -103,7 +103,11 @@ struct TransportConfig {
   // (and overcommit off) sends at its own line rate once a grant wait passed. Off: host_agent's
   // rule (every active sender granted link / n and max(windowMin, windowPackets / n) packets)
   bool overcommit = true;
-  uint32_t overcommitSenders = 16;            // senders granted at once (Homa's overcommitment degree)
+  // senders granted at once (Homa's overcommitment degree): 28 since session 6 (was 16). On the goal
+  // command (paper-144, 143 workers, no background) with per-sender admission, 16 and 20 gave PS
+  // iterations of 1.106 / 1.109 ms, 24-32 gave 1.081-1.087 ms (1.32x TCP cubic's 1.429) with gradient
+  // FCT mean 264-271 us; 28 is the middle of that plateau (docs/simulation.md "Admission frontier")
+  uint32_t overcommitSenders = 28;
   double windowBdps = 2.0;                    // the granted senders' window, in BDPs of the receiver's link
   double baseRtt = 0;                         // s: the fabric's base RTT (simulation/job.py sets it; 0: no BDP term)
   double regrantChange = 0.25;                // re-grant an active sender only when its share moves more than this
@@ -120,7 +124,10 @@ struct TransportConfig {
   // every group from 16 workers, then from the next 16, so no group was complete (and no pull could
   // start) before the last worker's turn: the pushes and pulls of an iteration ran one after the
   // other. Off: the longest-waiting senders, never pre-empted; the sender's order by senderSrpt alone
-  bool classAdmission = true;
+  // Off by default since session 6: with it the goal command's iteration is 0.912 ms (1.57x TCP cubic)
+  // but the gradient FCT mean 351 us (-16 % vs DCTCP); off, with 28 senders, 1.081 ms (1.32x) and
+  // 269 us (-36 %): the only measured setting that meets both goals ("Admission frontier")
+  bool classAdmission = false;
   bool classPreempt = true;                   // classAdmission pre-empts (off: the granted stay, the rest fill by class)
   // classAdmission ranks the top classBands layer classes present among a receiver's active senders as
   // one (then the ones granted before first, then the earliest OPEN): 1 = one class group at a time;

@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         waits = [t["grant_wait_s"] for t in r.transfers if t.get("dlcp")]
         print(json.dumps({"preset": a.preset, "knobs": knobs, "closed": len(its), "of": len(r.iterations),
                           "iteration_mean_ms": round(1e3 * sum(its) / max(1, len(its)), 4),
+                          "job_iteration_mean_ms": job_report.iteration_stats(r)["mean_ms"],   # dlcp-sim's (slowest worker)
                           "gradient_mean_us": grad["mean_us"], "gradient_p99_us": grad["p99_us"],
                           "waited_for_grant": sum(w > 0 for w in waits), "grant_wait_total_us": round(1e6 * sum(waits), 1),
                           "transport": r.counters["transport"], "events": r.events,

@@ -26,7 +26,8 @@ from simulation.topology import preset
 
 # the transport before: host_agent's admission rule and its round-robin sender
 HOST_AGENT_ADMISSION = {"overcommit": False, "regrantChange": 0.0, "senderSrpt": False}
-OVERCOMMIT = {"overcommitSenders": 4}       # the default (16) scaled down: 15 senders overcommit it
+OVERCOMMIT = {"overcommitSenders": 4}       # the default (28) scaled down: 15 senders overcommit it
+CLASSES = OVERCOMMIT | {"classAdmission": True}   # layer-class admission (off by default since session 6)
 WIRE = 24 + 8 + 20 + 2                                              # DLCP + UDP + IP + PPP header bytes
 
 
@@ -58,14 +59,14 @@ def runs(ns3_installed) -> dict:
     classes = [(w, 0, 30_000, 0.0, 0) for w in range(1, 16)] + [(w, 0, 30_000, 1e-6, 7) for w in range(1, 16)]
     classes_spec = JobSpec(None, flows=classes, max_sim_s=0.02, progress=False)
     order += [("classes", "class_admission"), ("classes", "by_sender")]
-    runs += [(OVERCOMMIT, topo, policy, "dlcp", classes_spec),
+    runs += [(CLASSES, topo, policy, "dlcp", classes_spec),
              (OVERCOMMIT | {"classAdmission": False}, topo, policy, "dlcp", classes_spec)]
     # three layer classes per worker, opened last layer first (0 at 0, 3 at 1 us, 7 at 2 us): one band or two
     three = [(w, 0, 30_000, k * 1e-6, cls) for k, cls in enumerate((0, 3, 7)) for w in range(1, 16)]
     three_spec = JobSpec(None, flows=three, max_sim_s=0.02, progress=False)
     order += [("three", "bands_1"), ("three", "bands_2")]
-    runs += [(OVERCOMMIT, topo, policy, "dlcp", three_spec),
-             (OVERCOMMIT | {"classBands": 2}, topo, policy, "dlcp", three_spec)]
+    runs += [(CLASSES, topo, policy, "dlcp", three_spec),
+             (CLASSES | {"classBands": 2}, topo, policy, "dlcp", three_spec)]
     results = run_jobs_fresh(runs)
     out = dict(zip(order, results, strict=True))
     out["wire_s"] = {"incast": _wire_s(incast, 100e9), "lone": _wire_s(lone, 100e9), "fanout": _wire_s(fanout, 100e9)}
