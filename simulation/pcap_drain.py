@@ -11,8 +11,9 @@ TM lets a port catch up at most 1 ms after a pause). That share is what
 
     python -m simulation.pcap_drain RUN_DIR/switches leaf2:1 [leaf1:1 ...] [--rate-mbps 20]
 
-Per port and traffic (DLCP runs: UDP; TCP runs: TCP): the seconds with a backlog (the union of
-[in, out] of packets that stayed over 1 ms), the Mbit/s sent in them and the stay's p50 / p99.
+Per port and traffic (DLCP runs: UDP; TCP runs: TCP; ``all`` where a port carried both, e.g. DLCP
+beside bulk TCP): the seconds with a backlog (the union of [in, out] of packets that stayed over
+1 ms), the Mbit/s sent in them and the stay's p50 / p99.
 """
 
 from __future__ import annotations
@@ -76,7 +77,10 @@ def port_drain(switch_dir: Path, switch: str, port: int, rate_bps: float) -> dic
             t_in = arrived[p[0]].popleft()
             if t - t_in < STALE_S:
                 stays["udp" if p[1]["proto"] == 17 else "tcp"].append((t_in, t, p[1]["len"]))
-    return {kind: _drain(rows, rate_bps) for kind, rows in stays.items() if rows}
+    out = {kind: _drain(rows, rate_bps) for kind, rows in stays.items() if rows}
+    if len(out) > 1:       # the port's delivery as a whole: one kind's backlog may be served by the other's packets
+        out["all"] = _drain(stays["udp"] + stays["tcp"], rate_bps)
+    return out
 
 
 def _drain(rows: list[tuple[float, float, int]], rate_bps: float) -> dict:
