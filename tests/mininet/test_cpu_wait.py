@@ -105,3 +105,17 @@ def test_report_of_runs_without_wait_figures_says_nothing_about_starvation(tmp_p
     assert "starved" not in text.split("## CPU")[0]
     row = next(line for line in text.split("## CPU")[1].splitlines() if line.startswith("| dlcp"))
     assert row.split("|")[5].strip() == "-"
+
+
+def test_study_time_estimate_keeps_the_fixed_part_and_scales_the_iterations(tmp_path):
+    """From a calibration run's directory as the agents write it (tcp-bulk: server h1, workers h2, h4, h5)."""
+    from mininet_topos.study import OTHER_MODES_MARGIN, Study, StudyConfig
+    for host, slow in (("h2", 0.0), ("h4", 0.5), ("h5", 0.0)):
+        (tmp_path / f"{host}.jsonl").write_text("".join(
+            json.dumps({"event": "iteration", "iteration": i, "iter_seconds": 2.0 + slow}) + "\n" for i in range(3)))
+    study = Study(StudyConfig(scenario="tcp-bulk", modes=("dlcp", "tcp-cubic"), seeds=5, iterations=12))
+    run = {"dir": str(tmp_path), "mode": "dlcp", "seed": 1, "seconds": 19.5}
+    fixed, per_it = 19.5 - 3 * 2.5, 2.5                   # the slowest worker's time per iteration
+    assert study.estimate_study_s(run) == pytest.approx(5 * (2 * fixed + (1 + OTHER_MODES_MARGIN) * 12 * per_it))
+    assert study.estimate_study_s(run, 0.6) == pytest.approx(
+        5 * (2 * fixed + (1 + OTHER_MODES_MARGIN) * 12 * per_it / 0.6))
