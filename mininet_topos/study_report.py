@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 
 from mininet_topos import stats as st  # noqa: E402
-from mininet_topos.cpu import STARVED_WAIT_SHARE, SWITCH_LIMIT  # noqa: E402
+from mininet_topos.cpu import STARVED_WAIT_SHARE, SWITCH_LIMIT, starved_switches  # noqa: E402
 from mininet_topos.report import _save, plot_drops, read_jsonl  # noqa: E402
 from mininet_topos.scenarios import MODES, STATUS_QUO  # noqa: E402
 
@@ -107,7 +107,7 @@ def summarise_study(records: list[dict], runs: list[dict], config: dict) -> dict
                 "switch_cpu_max": max(switch_cpu, default=0.0),
                 "switch_wait_max": max((v["wait_share"] for r in mode_runs for k, v in r.get("cpu", {}).items()
                                         if k.startswith("switch:") and "wait_share" in v), default=None),
-                "starved_runs": sum(1 for r in mode_runs if r.get("starved_switches")),
+                "starved_runs": sum(1 for r in mode_runs if starved_switches(r.get("cpu") or {})),
                 "bulk_tcp_mbps": _mean([r["bulk_tcp_mbps"] for r in mode_runs if r.get("bulk_tcp_mbps") is not None]),
                 "final_iteration": max(max(its) for its in by_seed.values()),
             }
@@ -296,10 +296,11 @@ def plot_accuracy(run_dir: Path, records: list[dict]) -> str | None:
 def starvation_notes(runs: list[dict]) -> list[str]:
     """The Notes' lines on CPU starvation: which runs had a switch whose packet thread waited for a
     CPU more than ``STARVED_WAIT_SHARE`` of the run, and how the machine was loaded then."""
-    measured = [r for r in runs if any("wait_share" in v for v in (r.get("cpu") or {}).values())]
+    measured = [r for r in runs if any(k.startswith("switch:") and "wait_share" in v
+                                       for k, v in (r.get("cpu") or {}).items())]
     if not measured:
         return []
-    starved = [r for r in measured if r.get("starved_switches")]
+    starved = [r for r in measured if starved_switches(r["cpu"])]   # at today's threshold, as the text says
     worst = max(((v["wait_share"], k.split(":", 1)[1], r) for r in measured for k, v in r["cpu"].items()
                  if k.startswith("switch:") and "wait_share" in v), key=lambda x: x[0])
     loaded = [r for r in measured if r.get("machine_cpu", {}).get("cores")]
@@ -334,7 +335,7 @@ def cpu_table(runs: list[dict], modes: list[str]) -> list[str]:
         waits = [(v["wait_share"], k.split(":", 1)[1]) for r in mine for k, v in (r.get("cpu") or {}).items()
                  if k.startswith("switch:") and "wait_share" in v]
         wait = f"{max(waits)[0]:.0%} ({max(waits)[1]})" if waits else "-"
-        starved = f"{sum(1 for r in mine if r.get('starved_switches'))} of {len(mine)}" if waits else "-"
+        starved = f"{sum(1 for r in mine if starved_switches(r.get('cpu') or {}))} of {len(mine)}" if waits else "-"
         agent_wait = max((v.get("wait_share", -1.0) for r in mine for k, v in (r.get("cpu") or {}).items()
                           if k == f"agent:{ag[0]}"), default=-1.0)
         busy = [r["machine_cpu"]["busy_share"] for r in mine if r.get("machine_cpu")]
