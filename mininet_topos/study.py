@@ -70,6 +70,7 @@ class StudyConfig:
     calibrate: bool = True
     max_scale_downs: int = 2
     time_budget_s: float | None = None   # calibration does not slow the links down past this (None: no limit)
+    keep_speed_if_starved: str | None = None   # set (to the reason): starvation alone never slows the links
     dlcp_pull: bool = True               # PS workers listen on the DLCP port: parameters are DLCP too
     notes: list[str] = field(default_factory=list)
 
@@ -312,7 +313,7 @@ class Study:
                 raise StudyError(f"calibration run failed: {run['failure']}")
             slower, note = calibration_decision(run, self.link_mbps, attempt, self.cfg.max_scale_downs,
                                                 self.estimate_study_s(run, SCALE_DOWN),
-                                                self.cfg.time_budget_s)
+                                                self.cfg.time_budget_s, self.cfg.keep_speed_if_starved)
             if note:
                 self._note(note)
             if slower is None:
@@ -383,12 +384,16 @@ class Study:
 
 
 def calibration_decision(run: dict, link_mbps: float, attempt: int, max_scale_downs: int, estimate_s: float,
-                         budget_s: float | None) -> tuple[float | None, str | None]:
+                         budget_s: float | None, keep_if_starved: str | None = None) -> tuple[float | None, str | None]:
     """After calibration run number ``attempt`` at ``link_mbps``: the slower link speed to try next
     (None: keep this one) and the note saying why. ``estimate_s`` is the study's estimated duration
-    at the slower speed; past ``budget_s`` the speed is kept and the starvation stays in the report."""
+    at the slower speed; past ``budget_s`` the speed is kept and the starvation stays in the report.
+    With ``keep_if_starved`` (the reason) only a CPU-bound switch slows the links, not starvation."""
     if not run["cpu_bound_switches"] and not run["starved_switches"]:
         return None, None
+    if not run["cpu_bound_switches"] and keep_if_starved:
+        return None, (f"CPU-starved, kept {link_mbps:g} Mbit/s: {keep_if_starved}; the runs below are CPU-starved "
+                      "too (see the CPU table)")
     if attempt >= max_scale_downs:
         return None, (f"still CPU-bound or CPU-starved after {attempt} scale-down(s): results are limited by the "
                       "emulation's CPU, not only by the network")

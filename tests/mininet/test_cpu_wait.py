@@ -119,3 +119,15 @@ def test_study_time_estimate_keeps_the_fixed_part_and_scales_the_iterations(tmp_
     assert study.estimate_study_s(run) == pytest.approx(5 * (2 * fixed + (1 + OTHER_MODES_MARGIN) * 12 * per_it))
     assert study.estimate_study_s(run, 0.6) == pytest.approx(
         5 * (2 * fixed + (1 + OTHER_MODES_MARGIN) * 12 * per_it / 0.6))
+
+
+def test_a_study_that_keeps_its_speed_when_starved_still_slows_for_a_cpu_bound_switch():
+    """make demo's setting: starvation alone keeps the speed (and says why), a CPU-bound switch does not."""
+    starved = {"mode": "dlcp", "seed": 1, "cpu": {"switch:leaf1": {"mean_core": 0.3, "wait_share": 0.55}},
+               "cpu_bound_switches": [], "starved_switches": ["leaf1"]}
+    slower, note = calibration_decision(starved, 20.0, 0, 2, estimate_s=60, budget_s=None, keep_if_starved="the demo")
+    assert slower is None and note.startswith("CPU-starved, kept 20 Mbit/s: the demo;")
+    hot = {**starved, "cpu_bound_switches": ["leaf1"]}
+    assert calibration_decision(hot, 20.0, 0, 2, estimate_s=60, budget_s=None, keep_if_starved="the demo")[0] == 12.0
+    from mininet_topos.demo import DEMO_RUNS
+    assert DEMO_RUNS[0][1].keep_speed_if_starved and DEMO_RUNS[0][1].calibrate
