@@ -305,7 +305,7 @@ def cmd_ps_server(args: argparse.Namespace) -> int:
     if args.mode == "tcp":
         overlap.ps_server_tcp(args.bind, args.tcp_cc, wl, args.workers, args.iterations, args.timeout, emit,
                               on_listening=lambda a: out({"event": "listening", "address": "{}:{}".format(*a)}),
-                              start_timeout=args.start_timeout)
+                              start_timeout=args.start_timeout, mtu=args.mtu)
         return 0
     ep = make_endpoint(args, PS_SERVER_ID)
     endpoints.append(ep)
@@ -328,7 +328,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     if args.mode == "tcp":
         params = overlap.ps_worker_tcp(args.server, args.tcp_cc, wl, args.rank, args.iterations, compute,
-                                       args.overlap, args.timeout, args.start_timeout, emit)
+                                       args.overlap, args.timeout, args.start_timeout, emit, mtu=args.mtu)
     else:
         ep = make_endpoint(args, args.rank)
         params = overlap.ps_worker_udp(ep, args.server, wl, args.rank, args.iterations, compute, args.overlap,

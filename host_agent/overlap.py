@@ -262,6 +262,21 @@ def ps_slices(shapes: Sequence[tuple[int, ...]], mtu: int, slice_packets: int) -
     return out
 
 
+def slice_updater(update: Callable[[int, np.ndarray], np.ndarray], shapes: Sequence[tuple[int, ...]],
+                  slices: Sequence[tuple[int, int, int]]) -> Callable[[int, np.ndarray], np.ndarray]:
+    """The server's update of one slice (flat float32): the workload's update of its layer with the other
+    elements' gradients zero, so the update rule must be elementwise with a zero gradient changing
+    nothing (SGD, the identity). Both parameter servers (DLCP and TCP) apply it alike."""
+    def updated(s: int, total: np.ndarray) -> np.ndarray:
+        layer, a, b = slices[s]
+        if b - a == int(np.prod(shapes[layer])):
+            return np.ascontiguousarray(update(layer, total.reshape(shapes[layer])), np.float32).reshape(-1)
+        full = np.zeros(shapes[layer], np.float32)
+        full.reshape(-1)[a:b] = total
+        return np.ascontiguousarray(np.asarray(update(layer, full), np.float32).reshape(-1)[a:b])
+    return updated
+
+
 def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int, iterations: int,
                   compute: ComputeModel, overlap: bool, policy: TagPolicy, mtu: int, timeout: float,
                   emit: Callable[[IterationRecord, list[np.ndarray]], None],
@@ -336,30 +351,19 @@ def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int
 
 def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, policy: TagPolicy, mtu: int,
                   timeout: float, emit: Callable[[int, CommStats], None], slice_packets: int | None = None) -> None:
-    """Sums each slice as soon as every worker's gradients of it arrived and pushes it back at once.
-
-    A slice's update is the workload's update of its layer with the other elements' gradients zero,
-    so the update rule must be elementwise with a zero gradient changing nothing (SGD, the identity).
-    """
+    """Sums each slice as soon as every worker's gradients of it arrived and pushes it back at once
+    (``slice_updater``)."""
     shapes = wl.shapes
     n = len(shapes)
     slices = ps_slices(shapes, mtu, ps_slice_packets() if slice_packets is None else slice_packets)
     ep.send_by_class = send_by_class(PS_SEND_BY_CLASS)
-    update = wl.server_update(n_workers)
+    updated = slice_updater(wl.server_update(n_workers), shapes, slices)
     loop = EventLoop(ep, timeout)
 
     def expect(it: int) -> dict:
         return {(w, s): (ep.expect(w, it, wire_tid(it, s), buf), buf)
                 for w in range(n_workers) for s, buf in ((s, np.zeros(b - a, np.float32))
                                                          for s, (_lay, a, b) in enumerate(slices))}
-
-    def updated(s: int, total: np.ndarray) -> np.ndarray:
-        layer, a, b = slices[s]
-        if b - a == int(np.prod(shapes[layer])):
-            return np.ascontiguousarray(update(layer, total.reshape(shapes[layer])), np.float32).reshape(-1)
-        full = np.zeros(shapes[layer], np.float32)
-        full.reshape(-1)[a:b] = total
-        return np.ascontiguousarray(np.asarray(update(layer, full), np.float32).reshape(-1)[a:b])
 
     pending = {0: expect(0)}
     sends_of: dict[int, list] = {}
@@ -592,12 +596,19 @@ class _Arrivals:
 
 def ps_worker_tcp(server: tuple[str, int], cc: str | None, wl: Workload, rank: int, iterations: int,
                   compute: ComputeModel, overlap: bool, timeout: float, start_timeout: float,
-                  emit: Callable[[IterationRecord, list[np.ndarray]], None]) -> list[np.ndarray]:
+                  emit: Callable[[IterationRecord, list[np.ndarray]], None], mtu: int = 1500,
+                  slice_packets: int | None = None) -> list[np.ndarray]:
+    """The TCP worker moves the same slices as the DLCP one (``ps_slices``: one frame per slice, the
+    frame's tensor id is the slice's index), so both parameter servers overlap a big layer's fan-out
+    with its gradient stream alike and the comparison is of transports, not of PS designs."""
     params = wl.initial_params()
     n = len(params)
+    slices = ps_slices(wl.shapes, mtu, ps_slice_packets() if slice_packets is None else slice_packets)
+    of_layer = [[s for s, (lay, _a, _b) in enumerate(slices) if lay == layer] for layer in range(n)]
+    views = [params[lay].reshape(-1)[a:b] for lay, a, b in slices]     # where each slice's frame lands
     sock = connect_retry(server, cc, start_timeout)
     sender = _Sender(sock, rank)
-    arrivals = _Arrivals(n)
+    arrivals = _Arrivals(len(slices))
 
     def receive() -> None:
         head = bytearray(FRAME.size)
@@ -605,9 +616,9 @@ def ps_worker_tcp(server: tuple[str, int], cc: str | None, wl: Workload, rank: i
             while True:
                 recv_exact(sock, memoryview(head))
                 tid, _wid, nbytes = FRAME.unpack(head)
-                if tid >= n or nbytes != params[tid].nbytes:
+                if tid >= len(slices) or nbytes != views[tid].nbytes:
                     raise TransportError(f"TCP frame for unknown tensor {tid} ({nbytes} bytes)")
-                recv_exact(sock, memoryview(params[tid].reshape(-1)).cast("B"))
+                recv_exact(sock, memoryview(views[tid]).cast("B"))
                 arrivals.arrived(tid)
         except BaseException as exc:  # noqa: BLE001 - seen by the waiting compute loop
             with arrivals.cond:
@@ -622,12 +633,13 @@ def ps_worker_tcp(server: tuple[str, int], cc: str | None, wl: Workload, rank: i
         for layer in range(n):
             arrival = 0.0
             if it:
-                arrivals.wait(layer, it, timeout)
-                arrival = arrivals.at[(it - 1, layer)]
+                for s in of_layer[layer]:
+                    arrivals.wait(s, it, timeout)
+                arrival = max(arrivals.at[(it - 1, s)] for s in of_layer[layer])
             gpu.run(compute.forward[layer], arrival)
         fwd_done = gpu.t
         if it:
-            end = max(arrivals.at[(it - 1, t)] for t in range(n))
+            end = max(arrivals.at[(it - 1, s)] for s in range(len(slices)))
             stats = CommStats(bytes_sent=sender.bytes - bytes0)
             bytes0 = sender.bytes
             emit(IterationRecord(it - 1, fwd_done - prev_done, compute.total, end - comm_start, stats), params)
@@ -636,18 +648,25 @@ def ps_worker_tcp(server: tuple[str, int], cc: str | None, wl: Workload, rank: i
         prev_done = fwd_done
         grads = wl.gradients(rank, it, params)
         first = True
+
+        def push(layer: int, grads: list = grads) -> None:
+            g = grads[layer].reshape(-1)
+            for s in of_layer[layer]:
+                _lay, a, b = slices[s]
+                sender.put(s, g[a:b])
+
         for layer in reversed(range(n)):
             gpu.run(compute.backward[layer])
             if overlap:
                 comm_start, first = (gpu.t if first else comm_start), False
-                sender.put(layer, grads[layer])
+                push(layer)
         if not overlap:
             comm_start = gpu.t
             for layer in reversed(range(n)):
-                sender.put(layer, grads[layer])
-            for layer in range(n):
-                arrivals.wait(layer, it + 1, timeout)
-            gpu.idle_until(max(arrivals.at[(it, t)] for t in range(n)))
+                push(layer)
+            for s in range(len(slices)):
+                arrivals.wait(s, it + 1, timeout)
+            gpu.idle_until(max(arrivals.at[(it, s)] for s in range(len(slices))))
     sender.close()
     sock.close()
     return params
@@ -655,14 +674,17 @@ def ps_worker_tcp(server: tuple[str, int], cc: str | None, wl: Workload, rank: i
 
 def ps_server_tcp(bind: tuple[str, int], cc: str | None, wl: Workload, n_workers: int, iterations: int,
                   timeout: float, emit: Callable[[int, CommStats], None],
-                  on_listening: Callable[[tuple[str, int]], None] | None = None, start_timeout: float = 30.0) -> None:
-    """Accepts the workers; per layer, sums once all workers' frames arrived and sends it to each.
+                  on_listening: Callable[[tuple[str, int]], None] | None = None, start_timeout: float = 30.0,
+                  mtu: int = 1500, slice_packets: int | None = None) -> None:
+    """Accepts the workers; per slice (the DLCP server's ``ps_slices``), sums once all workers' frames
+    of it arrived and sends it to each.
 
     Workers may start late on a loaded machine (each retries for its own ``start_timeout``), so the
     server waits ``timeout + start_timeout`` for all of them to connect."""
     shapes = wl.shapes
-    n = len(shapes)
-    update = wl.server_update(n_workers)
+    slices = ps_slices(shapes, mtu, ps_slice_packets() if slice_packets is None else slice_packets)
+    n = len(slices)
+    updated = slice_updater(wl.server_update(n_workers), shapes, slices)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     set_congestion_control(listener, cc)
@@ -687,12 +709,12 @@ def ps_server_tcp(bind: tuple[str, int], cc: str | None, wl: Workload, n_workers
     sums: dict[tuple[int, int], np.ndarray] = {}
     counts: dict[tuple[int, int], int] = {}
     seen = [[0] * n for _ in conns]
-    layers_done = [0] * max(iterations, 1)
+    slices_done = [0] * max(iterations, 1)
     errors: list[BaseException] = []
 
     def reader(ci: int) -> None:
         head = bytearray(FRAME.size)
-        buf = [np.empty(s, np.float32) for s in shapes]
+        buf = [np.empty(b - a, np.float32) for _lay, a, b in slices]
         try:
             for _ in range(iterations * n):
                 recv_exact(conns[ci], memoryview(head))
@@ -709,10 +731,10 @@ def ps_server_tcp(bind: tuple[str, int], cc: str | None, wl: Workload, n_workers
                         sums[key] = buf[tid].copy()
                     counts[key] = counts.get(key, 0) + 1
                     if counts[key] == n_workers:
-                        p = np.ascontiguousarray(update(tid, sums.pop(key)), np.float32).copy()
+                        p = updated(tid, sums.pop(key)).copy()
                         for s in senders:
                             s.put(tid, p)
-                        layers_done[key[0]] += 1
+                        slices_done[key[0]] += 1
                         lock.notify_all()
         except BaseException as exc:  # noqa: BLE001
             with lock:
@@ -724,7 +746,7 @@ def ps_server_tcp(bind: tuple[str, int], cc: str | None, wl: Workload, n_workers
     for it in range(iterations):
         t0 = time.perf_counter()
         with lock:
-            if not lock.wait_for(lambda: layers_done[it] == n or errors, timeout):  # noqa: B023
+            if not lock.wait_for(lambda: slices_done[it] == n or errors, timeout):  # noqa: B023
                 raise TransportError(f"timed out after {timeout:.0f}s in iteration {it}")
             if errors:
                 raise TransportError(f"TCP parameter server: {errors[0]}")

@@ -13,6 +13,7 @@ from host_agent.endpoint import Endpoint, EndpointConfig
 from host_agent.errors import UserError
 from host_agent.outgoing import PROBE_FREE_MAX_PACKETS
 from host_agent.policy import TagPolicy
+from host_agent.tcp_baseline import FRAME
 from host_agent.workloads import make_workload
 
 
@@ -53,7 +54,7 @@ def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio:
         try:
             if mode == "tcp":
                 overlap.ps_server_tcp(("127.0.0.1", 0), "cubic", wl, n, iterations, 30, lambda it, st: None,
-                                      on_listening=lambda a: (addr.append(a), ready.set()))
+                                      on_listening=lambda a: (addr.append(a), ready.set()), slice_packets=slice_packets)
             else:
                 ep = Endpoint(EndpointConfig(job_id=1, worker_id=0xFFFF))
                 addr.append(ep.address)
@@ -70,7 +71,8 @@ def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio:
             ready.wait(10)
             emit = lambda rec, params: records[r].append(rec)  # noqa: E731
             if mode == "tcp":
-                finals[r] = overlap.ps_worker_tcp(addr[0], "cubic", wl, r, iterations, compute, overlapped, 30, 5, emit)
+                finals[r] = overlap.ps_worker_tcp(addr[0], "cubic", wl, r, iterations, compute, overlapped, 30, 5, emit,
+                                                  slice_packets=slice_packets)
             else:
                 ep = Endpoint(EndpointConfig(job_id=1, worker_id=r))
                 finals[r] = overlap.ps_worker_udp(ep, addr[0], wl, r, iterations, compute, overlapped, TagPolicy(),
@@ -151,17 +153,25 @@ def test_slice_size_from_the_environment(monkeypatch):
             overlap.ps_slice_packets()
 
 
-def test_sliced_ps_trains_exactly_as_whole_layers():
+@pytest.mark.parametrize("mode", ["dlcp", "tcp"])
+def test_sliced_ps_trains_exactly_as_whole_layers(mode):
     """Slices are summed and updated on their own (SGD is elementwise): the same parameters come back,
-    and each layer's record still has one push time, arrival and PROBE count."""
-    whole, finals_w, _ = _run_ps("dlcp", overlapped=True, slice_packets=0)
-    sliced, finals_s, _ = _run_ps("dlcp", overlapped=True, slice_packets=100)
+    and each layer's record still has one push time, arrival and PROBE count. The TCP PS moves the
+    same slices (one frame each: the bytes it sends say how many frames), so a comparison of the two
+    is one of transports, not of PS designs."""
+    whole, finals_w, _ = _run_ps(mode, overlapped=True, slice_packets=0)
+    sliced, finals_s, _ = _run_ps(mode, overlapped=True, slice_packets=100)
     n_layers = len(finals_w[0])
-    for recs in sliced:
-        for r in recs:
+    shapes = make_workload("digits-wide", 2, 1.0, 0).shapes
+    payload = 4 * sum(int(np.prod(s)) for s in shapes)
+    for records, k in ((whole, 0), (sliced, 100)):
+        for r in (r for recs in records for r in recs):
             rec = r.as_record()
-            assert len(rec["push_done_s"]) == len(rec["layer_arrival_s"]) == len(rec["push_probes"]) == n_layers
-            assert rec["push_probes"][2] >= 4          # the hidden layer: 5 slices of <= 100 packets, each probed
+            if mode == "tcp":                          # a frame header per slice
+                assert rec["bytes_sent"] == payload + len(overlap.ps_slices(shapes, 1500, k)) * FRAME.size
+            elif k:
+                assert len(rec["push_done_s"]) == len(rec["layer_arrival_s"]) == len(rec["push_probes"]) == n_layers
+                assert rec["push_probes"][2] >= 4      # the hidden layer: 5 slices of <= 100 packets, each probed
     for a, b in zip(finals_w[0], finals_s[0], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
     for a, b in zip(finals_s[0], finals_s[1], strict=True):
