@@ -17,6 +17,7 @@ import select
 import socket
 import sys
 import time
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +26,8 @@ from host_agent import protocol as P
 from host_agent.errors import TransportError, UserError
 from host_agent.outgoing import OutgoingTensor, SendState, SendStats
 from host_agent.packetizer import PacketizedTensor
-from host_agent.ratecontrol import AimdPacer, GrantPacer, RateConfig
+from host_agent.policy import TagPolicy
+from host_agent.ratecontrol import CRITICAL_CLASS, AimdPacer, GrantPacer, RateConfig
 from host_agent.receiver import ReceiveSide, RecvHandle
 
 __all__ = ["Endpoint", "EndpointConfig", "RecvHandle", "SendHandle"]
@@ -93,6 +95,12 @@ class EndpointConfig:
     # AF_PACKET software switch (p4sim, BMv2) as one 64 KB frame unless the veth segments it.
     # "on": GSO to every destination (NICs and veths with tx-udp-segmentation off); "off": neither.
     offload: str = "auto"
+    # As a receiver that grants: the first magnitude class the switches never drop (the tag policy's
+    # protected_mag_class, matching the switch policy). Our ACKs (format 2) count the packets below it
+    # that are not CRITICAL separately, so their senders window only the protected ones (packets
+    # dropped by design are never acknowledged; ratecontrol.GrantPacer). ack_split False: format 1.
+    protected_mag_class: int = TagPolicy.protected_mag_class
+    ack_split: bool = True
 
 
 class SendHandle:
@@ -119,6 +127,8 @@ class Endpoint:
 
     def __init__(self, cfg: EndpointConfig | None = None) -> None:
         self.cfg = cfg or EndpointConfig()
+        if not 1 <= self.cfg.protected_mag_class <= P.MAG_CLASS_MAX:
+            raise ValueError(f"protected_mag_class {self.cfg.protected_mag_class} outside 1..{P.MAG_CLASS_MAX}")
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._size_buffers()
         if self.cfg.ecn:
@@ -143,7 +153,11 @@ class Endpoint:
         self.outgoing: dict[tuple[tuple[str, int], int], OutgoingTensor] = {}
         self._active: list[OutgoingTensor] = []    # sending order (see send_by_class)
         self.send_by_class = send_by_class()
+        # per tensor being sent: (round, class code of each packet: magnitude class, CRITICAL_CLASS
+        # when CRITICAL) for the window's split (GrantPacer.on_sent); refreshed per retransmit round
+        self._classes: weakref.WeakKeyDictionary[OutgoingTensor, tuple[int, list[int]]] = weakref.WeakKeyDictionary()
         self.rx = ReceiveSide(self.cfg, self._sendto, self.drops)
+        self._protected = self.cfg.protected_mag_class   # DATA below it (not CRITICAL): droppable by design
         self._buf = bytearray(65536)
         self._mv = memoryview(self._buf)
         self.ecn_echoes_received = 0
@@ -339,7 +353,7 @@ class Endpoint:
         """Cumulative transport counters for the per-iteration records (why time went where)."""
         g = self.grants
         return {"send_blocked_s": {k: round(v, 4) for k, v in sorted(self.send_blocked.items())},
-                "window_stalls": g.window_stalls, "standby_grants_sent": self.rx.standby_grants_sent,
+                "window_stalls": g.window_stalls, "unwindowed_sent": g.unwindowed_sent(), "standby_grants_sent": self.rx.standby_grants_sent,
                 "grants_received": g.grants_received, "grants_sent": self.rx.grants_sent,
                 "acks_sent": self.rx.acks_sent, "ce_not_echoed": self.rx.ce_own_port, "aimd_cuts": sum(p.decreases for p in self.pacers.values()),
                 "aimd_cuts_by_peer": {f"{a}:{p}": v.decreases for (a, p), v in self.pacers.items() if v.decreases},
@@ -400,6 +414,7 @@ class Endpoint:
         if burst is not None:                  # a granted rate: no GSO batch beyond its bucket
             gso_k = min(gso_k, int(burst // stride))
         write_off = self._write_off(dest)
+        classes = self._packet_classes(tx)
         window = grants.window_limit(dest)
         if window is not None:                 # ... nor beyond the window
             gso_k = min(gso_k, window)
@@ -445,12 +460,23 @@ class Endpoint:
             except OSError as exc:
                 log.debug("sendto %s failed: %s", dest, exc)
             grants.charge(dest, nbytes)
-            grants.on_sent(dest, k)
+            grants.on_sent(dest, k, classes[i:i + k])
             tx.stats.packets += k
             tx.stats.bytes += nbytes
             pos += k
         tx.pos = pos
         return stopped
+
+    def _packet_classes(self, tx: OutgoingTensor) -> list[int]:
+        """Class code of each of ``tx``'s packets as its header now says (a retransmission promoted
+        to CRITICAL is protected): the magnitude class, or CRITICAL_CLASS when CRITICAL."""
+        got = self._classes.get(tx)
+        if got is not None and got[0] == tx.round:
+            return got[1]
+        rec = tx.pt.records
+        codes = np.where(rec["flags"] & P.FLAG_CRITICAL, CRITICAL_CLASS, rec["b1"] & P.MAG_CLASS_MAX).tolist()
+        self._classes[tx] = (tx.round, codes)
+        return codes
 
     def _timers(self) -> float:
         now = time.monotonic()
@@ -560,7 +586,8 @@ class Endpoint:
             return
         msg = b0 & 0xF
         if msg == P.MSG_DATA:
-            self.rx.count_data(addr, 1, worker, it, tid, b3 >> 4)
+            self.rx.count_data(addr, 1, worker, it, tid, b3 >> 4,
+                               not flags & P.FLAG_CRITICAL and (b1 & P.MAG_CLASS_MAX) < self._protected)
             self.rx.data(mv, flags, b3, worker, it, tid, count, off, ce, seq, addr)
         else:
             self._control(msg, b1 >> 5, flags, b3 >> 4, worker, it, tid, seq,
@@ -580,10 +607,12 @@ class Endpoint:
             elif sub == P.CTRL_OPEN_ACK:
                 self._peer_ready(addr)
             elif sub == P.CTRL_ACK:
-                if len(rest) < P.ACK_BODY.size:
+                try:
+                    received, droppable, protected = P.unpack_ack(rest)
+                except ValueError:
                     self.drops["bad_control"] += 1
                     return
-                self.grants.on_ack(addr, P.ACK_BODY.unpack_from(rest)[0])
+                self.grants.on_ack(addr, received, droppable, protected)
             elif sub == P.CTRL_GRANT:
                 if len(rest) < P.GRANT_BODY.size:
                     self.drops["bad_control"] += 1

@@ -191,6 +191,44 @@ CTRL_GRANT = 4      # body: GRANT_BODY; receiver-driven rate and window for this
 GRANT_BODY = struct.Struct("!III")   # granted bytes/s, senders active towards the receiver, window (packets)
 CTRL_ACK = 5        # body: ACK_BODY; DATA packets received from this sender so far (all tensors)
 ACK_BODY = struct.Struct("!I")
+# ACK format 2 extends the body (the first field unchanged, so a reader of ACK_BODY still works):
+# DATA received from this sender (all), of them droppable by design (not CRITICAL and magnitude
+# class below the receiver's protected class), the format (ACK_FORMAT_SPLIT) and that protected
+# class. The sender windows only the protected packets (ratecontrol.GrantPacer): a packet the
+# switch drops by design is never acknowledged and must not hold a window slot.
+ACK_BODY_SPLIT = struct.Struct("!IIBB2x")
+ACK_FORMAT_SPLIT = 2
+
+
+def droppable_by_design(flags: int, b1: int, protected_mag_class: int) -> bool:
+    """Whether a DATA packet (its flags and header byte 1) may be dropped by the switch's policy:
+    not CRITICAL and its magnitude class below ``protected_mag_class``."""
+    return not flags & FLAG_CRITICAL and (b1 & MAG_CLASS_MAX) < protected_mag_class
+
+
+def pack_ack(received: int, droppable: int | None = None, protected_mag_class: int = 0) -> bytes:
+    """CONTROL/ACK body: format 1 (``droppable`` None) or format 2 (the split, see ACK_BODY_SPLIT)."""
+    if droppable is None:
+        return ACK_BODY.pack(received & 0xFFFFFFFF)
+    return ACK_BODY_SPLIT.pack(received & 0xFFFFFFFF, droppable & 0xFFFFFFFF, ACK_FORMAT_SPLIT,
+                               protected_mag_class)
+
+
+def unpack_ack(body: bytes | memoryview) -> tuple[int, int | None, int]:
+    """(received, droppable received or None, protected class) of a CONTROL/ACK body.
+
+    Format 1 (4 bytes) and bodies of another format give no split (None, 0); ValueError when the
+    body is shorter than 4 bytes or a format-2 body is inconsistent (more droppable packets than
+    packets, a protected class outside 1..15).
+    """
+    if len(body) < ACK_BODY.size:
+        raise ValueError(f"ACK body needs {ACK_BODY.size} bytes, got {len(body)}")
+    if len(body) < ACK_BODY_SPLIT.size or body[ACK_BODY.size + 4] != ACK_FORMAT_SPLIT:
+        return ACK_BODY.unpack_from(body)[0], None, 0
+    received, droppable, _fmt, protected = ACK_BODY_SPLIT.unpack_from(body)
+    if droppable > received or not 1 <= protected <= MAG_CLASS_MAX:
+        raise ValueError(f"inconsistent ACK: {droppable} droppable of {received}, protected class {protected}")
+    return received, droppable, protected
 
 # Kind of payload a tensor carries (decides loss semantics at the receiver).
 KIND_GRADIENT = 0    # missing elements are zero-filled

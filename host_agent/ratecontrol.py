@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -148,6 +149,7 @@ PATH_SHARE_MAX = 0.0
 # The round trip the path term covers: the smallest ACK round trip of the last 2-4 s (False), or the
 # smoothed one (True): on software switches the ACKs' round trip swings with the switches' CPU.
 PATH_RTT_SMOOTHED = False
+CRITICAL_CLASS = 16          # ``on_sent``'s class code of a CRITICAL packet (never droppable by design)
 
 
 class GrantPacer:
@@ -168,6 +170,14 @@ class GrantPacer:
     The receiver's window is its share of a queue; ``PATH_SHARE_MAX`` > 0 adds the packets the grant
     keeps on the path for one round trip without queueing (grant x the smallest ACK round trip of
     the last 2-4 s, at most ``PATH_SHARE_MAX`` of the window).
+
+    Only protected packets are windowed once the receiver's ACKs say which of ours it counted as
+    droppable by design (ACK format 2, ``protocol.ACK_BODY_SPLIT``): a packet the switch drops by
+    design (not CRITICAL, magnitude class below the receiver's protected class) is never
+    acknowledged, and counted in flight it held a window slot until a write-off (``max(0.1 s, 2
+    RTO)``; a 442-packet layer with 41 such drops stalled once per tensor). Those packets are paced
+    by the grant only; the loss budget bounds them (the packetizer tags at most floor(p * n_nc) of a
+    tensor droppable). Against a receiver that sends ACK format 1 every packet is windowed.
     """
 
     def __init__(self, default_rate: float | None = None, clock=time.monotonic) -> None:
@@ -181,7 +191,13 @@ class GrantPacer:
         self.windows: dict = {}        # dest -> packets it lets us have in flight
         self._sent: dict = {}          # dest -> DATA packets sent to it (all tensors)
         self._acked: dict = {}         # dest -> DATA packets it reported received (CONTROL/ACK)
-        self._written_off: dict = {}   # dest -> packets presumed lost (no ACK for them in time)
+        self._written_off: dict = {}   # dest -> windowed packets presumed lost (no ACK for them in time)
+        # the split (ACK format 2): per destination, our non-critical packets sent by magnitude class,
+        # the receiver's protected class, and of the packets sent / acknowledged the droppable ones
+        self._sent_by_class: dict = {}  # dest -> count per class code (0..15, CRITICAL_CLASS)
+        self._protected: dict = {}     # dest -> protected class of its last format-2 ACK (absent: no split)
+        self._sent_droppable: dict = {}   # dest -> sent packets with a class below it (not windowed)
+        self._acked_droppable: dict = {}  # dest -> droppable packets it reported received
         self._lost_before: dict = {}   # dest -> packets lost before the last round's answer (exact)
         self._progress: dict = {}      # dest -> when the in-flight count last went down
         self.window_stalls = 0         # times a window was written off for want of ACKs
@@ -206,21 +222,37 @@ class GrantPacer:
     def set_window(self, dest, packets: int) -> None:
         self.windows[dest] = max(1, int(packets))
 
-    def on_sent(self, dest, packets: int) -> None:
+    def on_sent(self, dest, packets: int, classes: Sequence[int] = ()) -> None:
+        """``packets`` DATA packets left for ``dest``; ``classes``: each one's magnitude class, or
+        ``CRITICAL_CLASS`` for a CRITICAL one (empty: not known, all count as protected)."""
         if dest in self.windows:
             now = self.clock()
             if self.in_flight(dest) == 0:
                 self._progress[dest] = now            # the write-off timer runs from here
+            if classes:
+                by_class = self._sent_by_class.get(dest)
+                if by_class is None:
+                    by_class = self._sent_by_class[dest] = [0] * (CRITICAL_CLASS + 1)
+                protected = self._protected.get(dest, 0)
+                for c in classes:
+                    by_class[c] += 1
+                    if c < protected:
+                        self._sent_droppable[dest] = self._sent_droppable.get(dest, 0) + 1
             self._sent[dest] = self._sent.get(dest, 0) + packets
             marks = self._sent_at.setdefault(dest, collections.deque(maxlen=4096))
             marks.append((self._sent[dest], now))
 
-    def on_ack(self, dest, received: int) -> None:
-        """The receiver's cumulative DATA count from us (monotonic; older ACKs are ignored)."""
+    def on_ack(self, dest, received: int, droppable: int | None = None, protected: int = 0) -> None:
+        """The receiver's cumulative DATA count from us (monotonic; older ACKs are ignored); with ACK
+        format 2 also the droppable packets among them and the protected class it counted with."""
         if received > self._acked.get(dest, 0):
             now = self.clock()
+            before = self._windowed_acked(dest)
             self._acked[dest] = received
-            self._progress[dest] = now
+            self._acked_droppable[dest] = droppable or 0
+            self._set_split(dest, protected if droppable is not None else 0)
+            if self._windowed_acked(dest) > before:
+                self._progress[dest] = now
             sent = self._sent.get(dest, 0)
             lost = self._lost_before.get(dest, 0)
             if received + lost > sent:            # packets counted lost turned up after all
@@ -260,8 +292,32 @@ class GrantPacer:
             self.window_peak[dest] = window
         return window
 
+    def _set_split(self, dest, protected: int) -> None:
+        """Window only packets of class >= ``protected`` from now on (0: every packet)."""
+        if self._protected.get(dest, 0) == protected:
+            return
+        if protected:
+            self._protected[dest] = protected
+        else:
+            self._protected.pop(dest, None)
+        self._sent_droppable[dest] = sum(self._sent_by_class.get(dest, [])[:protected])
+        # what was written off counted on the old basis: never more than is in flight on the new one
+        self._written_off[dest] = max(0, min(self._written_off.get(dest, 0),
+                                             self._windowed_sent(dest) - self._windowed_acked(dest)))
+
+    def _windowed_sent(self, dest) -> int:
+        return self._sent.get(dest, 0) - self._sent_droppable.get(dest, 0)
+
+    def _windowed_acked(self, dest) -> int:
+        return self._acked.get(dest, 0) - (self._acked_droppable.get(dest, 0) if dest in self._protected else 0)
+
+    def unwindowed_sent(self) -> int:
+        """Packets sent (all destinations) that no window counted: droppable by design."""
+        return sum(self._sent_droppable.values())
+
     def in_flight(self, dest) -> int:
-        return max(0, self._sent.get(dest, 0) - self._acked.get(dest, 0) - self._written_off.get(dest, 0))
+        """Windowed packets sent to ``dest`` and neither acknowledged nor written off."""
+        return max(0, self._windowed_sent(dest) - self._windowed_acked(dest) - self._written_off.get(dest, 0))
 
     def window_open(self, dest, write_off_after: float) -> bool:
         """True when one more packet may go to ``dest`` without exceeding its window.
@@ -286,8 +342,8 @@ class GrantPacer:
     def write_off(self, dest) -> None:
         """Nothing is in flight to ``dest`` any more (a round's answer came): forget the rest."""
         if dest in self.windows:
-            self._written_off[dest] = self._sent.get(dest, 0) - self._acked.get(dest, 0)
-            self._lost_before[dest] = self._written_off[dest]
+            self._written_off[dest] = self._windowed_sent(dest) - self._windowed_acked(dest)
+            self._lost_before[dest] = self._sent.get(dest, 0) - self._acked.get(dest, 0)
             self._progress[dest] = self.clock()
 
     def window_wait(self, dest, write_off_after: float) -> float:

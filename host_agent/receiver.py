@@ -123,6 +123,7 @@ class ReceiveSide:
         self.grants_sent = 0
         self.active_senders_max = 0   # most senders granted at once (all-time)
         self._rx_from: collections.Counter[Address] = collections.Counter()   # DATA packets per sender
+        self._rx_droppable: collections.Counter[Address] = collections.Counter()   # ... droppable by design
         self._acked_at: dict[Address, int] = {}
         self.acks_sent = 0
         # DATA arrival rate (packets/s) over the last ARRIVAL_WINDOW of busy time, and the one being counted
@@ -213,9 +214,9 @@ class ReceiveSide:
         dt = self._rec_dtypes.get(seg)
         if dt is None:
             dt = self._rec_dtypes[seg] = np.dtype({
-                "names": ["b0", "flags", "b3", "jwi", "tc", "off", "seq"],
-                "formats": ["u1", "u1", "u1", "<u8", "<u4", ">u4", ">u4"],
-                "offsets": [0, 2, 3, 4, 12, 16, 20], "itemsize": seg})
+                "names": ["b0", "b1", "flags", "b3", "jwi", "tc", "off", "seq"],
+                "formats": ["u1", "u1", "u1", "u1", "<u8", "<u4", ">u4", ">u4"],
+                "offsets": [0, 1, 2, 3, 4, 12, 16, 20], "itemsize": seg})
         v = np.frombuffer(buf, dtype=dt, count=k)
         h = v[0]
         if h["b0"] != (P.VERSION << 4 | P.MSG_DATA):
@@ -245,7 +246,8 @@ class ReceiveSide:
         if not asm.accept_run(b3 >> 4, count, off, payload, n_crit, ce):
             return 0
         self.packets_received += k
-        self.count_data(addr, k, worker, it, tid, b3 >> 4)
+        droppable = ~crit & ((v["b1"] & P.MAG_CLASS_MAX) < self.cfg.protected_mag_class)
+        self.count_data(addr, k, worker, it, tid, b3 >> 4, int(np.count_nonzero(droppable)))
         asm.note_arrival(time.monotonic(), off // asm.epp, k)
         if ce:
             self._echo_ce(asm)
@@ -332,10 +334,13 @@ class ReceiveSide:
                     active[peer] = asm
         return active
 
-    def count_data(self, addr: Address, k: int, worker: int, it: int, tid: int, dtype: int) -> None:
-        """``k`` DATA packets arrived from ``addr``: acknowledge every ``ACK_EVERY`` (window clock).
+    def count_data(self, addr: Address, k: int, worker: int, it: int, tid: int, dtype: int,
+                   droppable: int = 0) -> None:
+        """``k`` DATA packets arrived from ``addr``, ``droppable`` of them droppable by design (not
+        CRITICAL, magnitude class below ``protected_mag_class``): acknowledge every ``ACK_EVERY``
+        (window clock).
 
-        The count is cumulative over all tensors from that address, whatever became of the packets
+        The counts are cumulative over all tensors from that address, whatever became of the packets
         (accepted, duplicate, refused): the sender's window counts packets that left the network.
         """
         if self.cfg.link_rate is None:
@@ -354,6 +359,8 @@ class ReceiveSide:
             self._arrival_busy, self._arrival_count = 0.0, 0
         n = self._rx_from[addr] + k
         self._rx_from[addr] = n
+        if droppable:
+            self._rx_droppable[addr] += droppable
         if n - self._acked_at.get(addr, 0) >= ACK_EVERY:
             self._ack(addr, worker, it, tid, dtype)
 
@@ -363,7 +370,9 @@ class ReceiveSide:
         self.acks_sent += 1
         hdr = P.DlcpHeader(msg_type=P.MSG_CONTROL, flags=P.FLAG_CRITICAL, dtype=dtype, job_id=self.cfg.job_id,
                            worker_id=worker, iteration=it, tensor_id=tid)
-        self._send(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_ACK) + P.ACK_BODY.pack(n & 0xFFFFFFFF), addr)
+        body = P.pack_ack(n, self._rx_droppable[addr], self.cfg.protected_mag_class) if self.cfg.ack_split \
+            else P.pack_ack(n)
+        self._send(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_ACK) + body, addr)
 
     def _regrant(self, now: float, opener: Address | None = None) -> None:
         """Grant every active sender an equal share of our link (CONTROL/GRANT, bytes/s), and every
