@@ -169,15 +169,20 @@ class EventLoop:
         return all(h.done for h in waiting)
 
     def _advance(self) -> None:
-        now = time.perf_counter()
-        if self._watched:
-            still = []
-            for h in self._watched:
-                if h.done:
-                    self.done_at[id(h)] = now
-                else:
-                    still.append(h)
-            self._watched = still
+        watched = self._watched
+        for h in watched:               # the list is rebuilt only when a handle finished
+            if h.done:
+                now = time.perf_counter()
+                still = []
+                for w in watched:
+                    if w.done:
+                        self.done_at[id(w)] = now
+                    else:
+                        still.append(w)
+                self._watched = still
+                break
+        if not self.tasks:
+            return
         for task in list(self.tasks):
             while self._ready(task[1]):
                 try:
@@ -196,7 +201,16 @@ class EventLoop:
             self._advance()
 
     def wait_handles(self, handles: Sequence, what: str) -> None:
-        self.wait(lambda: self._ready(list(handles)), what)
+        pending = list(handles)
+
+        def done() -> bool:             # as _ready(handles), shrinking the list as handles finish
+            pending[:] = [h for h in pending if not h.done]
+            for h in pending:
+                if getattr(h, "failed", False):
+                    raise TransportError(self.ep._failure(h))
+            return not pending
+
+        self.wait(done, what)
 
     def spin_until(self, end: float) -> None:
         """Emulated compute until ``end`` (perf_counter) while the transport keeps working."""
@@ -376,19 +390,24 @@ def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, p
         if it - 2 in sends_of:                  # wire ids repeat every two iterations
             _finish_push(loop, it - 2, sends_of.pop(it - 2), done_stats.pop(it - 2), emit)
         got = pending.pop(it)
-        pushed = [False] * len(slices)
+        # each slice's receive handles, and the slices not summed yet (model order): the wait below
+        # looks at these after every turn of the loop, so it touches no dict and builds no list
+        of_slice = [tuple(got[(w, s)][0] for w in range(n_workers)) for s in range(len(slices))]
+        waiting = list(range(len(slices)))
         sends = []
         stats = CommStats()
 
-        def ready(s: int, got: dict = got) -> bool:
-            return all(got[(w, s)][0].done for w in range(n_workers))
+        def ready(s: int, of_slice: list = of_slice) -> bool:
+            for h in of_slice[s]:
+                if not h.done:
+                    return False
+            return True
 
-        while not all(pushed):
-            loop.wait(lambda: any(not pushed[s] and ready(s) for s in range(len(slices))),  # noqa: B023
+        while waiting:
+            loop.wait(lambda: any(ready(s) for s in waiting),  # noqa: B023
                       f"gradients of iteration {it}")
-            for s in range(len(slices)):        # front layers first when several are ready
-                if pushed[s] or not ready(s):
-                    continue
+            for s in [s for s in waiting if ready(s)]:     # front layers first when several are ready
+                waiting.remove(s)
                 total = np.zeros(slices[s][2] - slices[s][1], np.float32)
                 for w in range(n_workers):
                     h, buf = got[(w, s)]
@@ -400,7 +419,6 @@ def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, p
                     assert peer is not None
                     sends.append(ep.send(_pack(p, wire_tid(it, s), slices[s][0], n, policy, ep, it, P.KIND_PARAMETER,
                                                mtu), peer))
-                pushed[s] = True
         sends_of[it] = sends
         done_stats[it] = stats
         stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0
