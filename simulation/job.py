@@ -101,6 +101,7 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
     ns, sim = net.ns, net.sim
     simnet = sim.Net()
     simnet.Reset()
+    sim.TcpSocketStaleDupAck.staleCleared = 0     # per process: count this run's only (tcp_path.h)
     cfg = simnet.cfg
     cfg.holdoff = spec.holdoff_s
     floor = fabric_timer_floor_s(topo, policy)     # TCP's MinRto on this fabric too (build_network)
@@ -200,7 +201,8 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
     counters = switch_counters(mode, net.qdiscs, net.routers)
     if dlcp:
         counters["tail_drops_by_kind"] = _tail_drops_by_kind(net.qdiscs)
-    counters |= {"dlcp_data_packets": int(simnet.dataPackets), "dlcp_control_packets": int(simnet.ctrlPackets)}
+    counters |= {"dlcp_data_packets": int(simnet.dataPackets), "dlcp_control_packets": int(simnet.ctrlPackets),
+                 "tcp_stale_dupacks_cleared": int(sim.TcpSocketStaleDupAck.staleCleared)}
     if "transport" in counters:                 # DLCP: standby grants (dlcp_transport.h Regrant)
         counters["transport"] |= {"standby_grants": bool(simnet.cfg.standbyGrants),
                                   "standby_grants_sent": int(simnet.standbyGrantsSent),
