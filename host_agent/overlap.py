@@ -414,11 +414,13 @@ def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, p
                     total += buf
                     stats.add_recv(h)
                 p = updated(s, total)
+                # the same packets to every worker: packetized once, each send its own copy of the headers
+                pt = _pack(p, wire_tid(it, s), slices[s][0], n, policy, ep, it, P.KIND_PARAMETER, mtu)
+                copies = [pt] + [pt.copy() for _ in range(n_workers - 1)]
                 for w in range(n_workers):
                     peer = got[(w, s)][0].peer
                     assert peer is not None
-                    sends.append(ep.send(_pack(p, wire_tid(it, s), slices[s][0], n, policy, ep, it, P.KIND_PARAMETER,
-                                               mtu), peer))
+                    sends.append(ep.send(copies[w], peer))
         sends_of[it] = sends
         done_stats[it] = stats
         stats.spurious_retransmissions = ep.spurious_retransmissions - spurious0

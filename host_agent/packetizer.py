@@ -14,7 +14,7 @@ until the transfer is done, since retransmissions read it again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -203,6 +203,15 @@ class PacketizedTensor:
             flags |= P.FLAG_CRITICAL
         rec["flags"] = flags
         rec["seq"] = P.retx_seq(seq, orig_critical) ^ self.token
+
+    def copy(self) -> PacketizedTensor:
+        """The same packets as a separate transfer: own header records (``seal`` and
+        ``mark_retransmit`` of one leave the other alone), the arrays no transfer changes shared.
+
+        One copy of the records instead of ``packetize``'s magnitude pass, tagging and payload copy:
+        a parameter server sends each summed slice to every worker as the same packets.
+        """
+        return replace(self, records=self.records.copy())
 
     def seal(self, token: int) -> None:
         """Carry transfer ``token`` in every packet's ``seq`` (the receiver checks it)."""

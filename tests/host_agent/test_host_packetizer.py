@@ -102,3 +102,18 @@ def test_packetize_into_a_reused_buffer_builds_the_same_packets():
     other = packetize(x, tensor_id=3, policy=TagPolicy(), mtu=1500, buffer=small)
     assert not np.shares_memory(other.records, small)
     assert bytes(other.packet(ref.n_packets - 1)) == bytes(ref.packet(ref.n_packets - 1))
+
+
+def test_copy_is_the_same_packets_as_a_separate_transfer():
+    x = np.random.default_rng(6).standard_normal(5_000).astype(np.float32)
+    ref = packetize(x, tensor_id=4, policy=TagPolicy(), pull=True, kind=P.KIND_PARAMETER, iteration=3)
+    a = packetize(x, tensor_id=4, policy=TagPolicy(), pull=True, kind=P.KIND_PARAMETER, iteration=3)
+    b = a.copy()
+    assert not np.shares_memory(a.records, b.records)
+    assert all(bytes(b.packet(i)) == bytes(ref.packet(i)) for i in range(ref.n_packets))
+    assert b.descriptor() == ref.descriptor() and b.layer_class == ref.layer_class
+    a.seal(0x1234)                                    # one transfer's token and retransmission ...
+    a.mark_retransmit(1, a.n_packets, promote=True)
+    assert all(bytes(b.packet(i)) == bytes(ref.packet(i)) for i in range(ref.n_packets))   # ... not the other's
+    b.seal(0x99)
+    assert int(b.records["seq"][2]) == 2 ^ 0x99 and int(a.records["seq"][2]) == 2 ^ 0x1234
