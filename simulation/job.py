@@ -17,14 +17,14 @@ packet, timer and completion is handled in C++. Modes:
 
 from __future__ import annotations
 
-import multiprocessing
+import os
 import resource
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from controller.netconfig import Policy
+from simulation.fresh import run_fresh
 from simulation.scenario import (
     _longest_host_path_links,
     build_network,
@@ -207,7 +207,8 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
         counters["transport"] |= {"standby_grants": bool(simnet.cfg.standbyGrants),
                                   "standby_grants_sent": int(simnet.standbyGrantsSent),
                                   "open_retries": int(simnet.openRetries)}
-    extra = {"background_started": int(bg.Started()) if bg is not None else 0}
+    extra = {"background_started": int(bg.Started()) if bg is not None else 0,
+             "ld_preload": os.environ.get("LD_PRELOAD", "")}       # the malloc it ran with (simulation.fresh)
     ns.Simulator.Destroy()
     collect = time.perf_counter() - t2
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -276,7 +277,5 @@ def _closed_iterations(job, worker: int) -> int:
 
 
 def run_job_fresh(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResult:
-    """``run_job`` in a fresh process (ns-3 keeps state across runs in one process)."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                             max_tasks_per_child=1) as pool:
-        return pool.submit(run_job, topo, policy, mode, spec).result()
+    """``run_job`` in a fresh process (ns-3 keeps state across runs in one process; simulation.fresh)."""
+    return run_fresh(run_job, topo, policy, mode, spec)

@@ -21,15 +21,13 @@ Background flows are TCP in every mode (the mode's TCP variant; NewReno for ``dl
 
 from __future__ import annotations
 
-import multiprocessing
 import random
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from controller.netconfig import Policy
-from simulation import switch_model
+from simulation import fresh, switch_model
 from simulation.policy import thresholds_for_rate
 from simulation.topology import Link, Topology, next_hops
 
@@ -390,9 +388,7 @@ def run(topo: Topology, policy: Policy, mode: str, flows: list[Flow], sim_time_s
 def run_fresh(topo: Topology, policy: Policy, mode: str, flows: list[Flow], sim_time_s: float) -> RunResult:
     """``run`` in a fresh process: ns-3 keeps state across runs in one process (its random streams
     are numbered process-wide), so a mode's result would depend on the modes run before it."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                             max_tasks_per_child=1) as pool:
-        return pool.submit(run, topo, policy, mode, flows, sim_time_s).result()
+    return fresh.run_fresh(run, topo, policy, mode, flows, sim_time_s)
 
 
 def _install_switch_qdisc(ns, sim, dev, policy: Policy, mode: str, rate_bps: int, total_buffer: int):

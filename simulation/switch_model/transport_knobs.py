@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import re
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from controller.netconfig import Policy
+from simulation.fresh import run_fresh
 from simulation.topology import Topology
 
 
@@ -52,9 +51,7 @@ def run_jobs(runs: list[tuple[dict, Topology, Policy, str, Any]]) -> list:
 
 def run_jobs_fresh(runs: list[tuple[dict, Topology, Policy, str, Any]]) -> list:
     """``run_jobs`` in one fresh process (ns-3 keeps state across processes' runs otherwise)."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                             max_tasks_per_child=1) as pool:
-        return pool.submit(run_jobs, runs).result()
+    return run_fresh(run_jobs, runs)
 
 
 def parse_knobs(text: str) -> dict[str, Any]:
