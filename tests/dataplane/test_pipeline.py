@@ -114,6 +114,27 @@ def test_group_without_spray_keeps_dlcp_per_flow(target) -> None:
     assert len(hits) == 1
 
 
+def test_without_spray_each_dlcp_tensor_keeps_one_path_and_tensors_spread(target) -> None:
+    """Every DLCP endpoint uses one UDP port, so a 5-tuple hash put all DLCP traffic between two
+    hosts on one member (ecmp-collision: all of a leaf's DLCP data of two jobs on one uplink, the
+    other idle, in every seed; H10b session 7). The hash takes the tensor (job, worker, iteration,
+    tensor id) as DLCP's flow: one tensor's DATA and PROBE keep one member (no reordering), many
+    tensors between the same hosts use all members, and TCP stays per flow."""
+    tables = target.tables
+    tables.group(1, [3, 4, 5, 6], spray=False)
+    tables.route_group(ip_int("10.0.9.0"), 24, 1)
+    for tid in (1, 2, 3):
+        one = members_hit(target, [dlcp_packet(dst_port=9, tensor_id=tid, seq=i, offset=i * 256) for i in range(40)]
+                          + [dlcp_packet(dst_port=9, tensor_id=tid, msg_type=1, seq=40, payload=b"")])
+        assert len(one) == 1, (tid, one)
+    n = 400
+    spread = members_hit(target, [dlcp_packet(dst_port=9, tensor_id=t % 256, job_id=1 + t // 256, seq=0)
+                                  for t in range(n)])
+    assert set(spread) == {3, 4, 5, 6}
+    assert chi_square([spread[p] for p in (3, 4, 5, 6)]) < CHI2_3DOF_P001, spread
+    assert len(members_hit(target, [tcp_packet(dst_port=9, seq=1000 + i * 1460) for i in range(50)])) == 1
+
+
 def test_group_membership_changes_apply_to_the_next_packet(target) -> None:
     tables = target.tables
     tables.group(1, [3, 4, 5, 6], spray=True)

@@ -138,6 +138,20 @@ control Routing(inout dlcp_headers_t hdr,
                            meta.l4_src_port, meta.l4_dst_port,
                            hdr.dlcp.seq, hdr.dlcp.offset },
                          (bit<16>)meta.ecmp_num_members);
+                } else if (meta.is_dlcp == 1 && hdr.dlcp.isValid()) {
+                    /* Per message: every DLCP endpoint uses the same UDP
+                     * port, so the 5-tuple of all DLCP traffic between two
+                     * hosts is one "flow" and per-flow ECMP has no entropy
+                     * (ecmp-collision: all of a leaf's DLCP data on one
+                     * uplink). A tensor (job, worker, iteration, tensor id)
+                     * is DLCP's connection: its packets (and its PROBE) keep
+                     * one path and their order, as a TCP flow's do. */
+                    hash(meta.ecmp_member_index, HashAlgorithm.crc32, (bit<8>)0,
+                         { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                           meta.l4_src_port, meta.l4_dst_port,
+                           hdr.dlcp.job_id, hdr.dlcp.worker_id,
+                           hdr.dlcp.iteration, hdr.dlcp.tensor_id },
+                         (bit<16>)meta.ecmp_num_members);
                 } else {
                     /* Per flow (5-tuple): TCP never sees reordering. */
                     hash(meta.ecmp_member_index, HashAlgorithm.crc16, (bit<8>)0,

@@ -23,6 +23,7 @@ control Routing(inout dlcp_tna_headers_t hdr,
                 inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
 
     Hash<bit<16>>(HashAlgorithm_t.CRC16) flow_hash;
+    Hash<bit<16>>(HashAlgorithm_t.CRC32) msg_hash;     /* DLCP per message (tensor) */
 #ifdef DLCP_SPRAY_RANDOM
     Random<bit<16>>() spray_random;
 #else
@@ -162,6 +163,15 @@ control Routing(inout dlcp_tna_headers_t hdr,
                                                meta.l4_src_port, meta.l4_dst_port,
                                                hdr.dlcp.seq, hdr.dlcp.offset });
 #endif
+            } else if (meta.is_dlcp == 1 && hdr.dlcp.isValid()) {
+                /* Per message, as on BMv2: all DLCP endpoints share one UDP
+                 * port, so the 5-tuple gives per-flow ECMP no entropy; a
+                 * tensor (job, worker, iteration, tensor id) keeps one path. */
+                member_hash = msg_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
+                                             hdr.ipv4.protocol,
+                                             meta.l4_src_port, meta.l4_dst_port,
+                                             hdr.dlcp.job_id, hdr.dlcp.worker_id,
+                                             hdr.dlcp.iteration, hdr.dlcp.tensor_id });
             } else {
                 member_hash = flow_hash.get({ hdr.ipv4.src_addr, hdr.ipv4.dst_addr,
                                               hdr.ipv4.protocol,
