@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.dlcp-installed
-APT_PACKAGES := mininet python3-venv iproute2 iputils-ping tcpdump ethtool psmisc g++ python3-dev
+APT_PACKAGES := mininet python3-venv iproute2 iputils-ping tcpdump ethtool psmisc g++ python3-dev libjemalloc2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The reference p4c/BMv2 build sits beside the project on developers' machines and in CI (never copied
 # into it). Where it exists, `make test` installs its libraries and puts it on PATH so the BMv2-marked

@@ -172,6 +172,7 @@ def make_policy(args: argparse.Namespace) -> TagPolicy:
 
 
 def make_endpoint(args: argparse.Namespace, worker_id: int) -> Endpoint:
+    """The agent's endpoint; as a receiver it counts droppable packets by its tag policy's protected class."""
     rate = RateConfig(initial_rate=args.rate * 1e6 / 8) if args.rate else RateConfig()
     link_mbps = getattr(args, "link_mbps", None)
     link_rate = link_mbps * 1e6 / 8 if link_mbps else None
@@ -179,7 +180,8 @@ def make_endpoint(args: argparse.Namespace, worker_id: int) -> Endpoint:
         return Endpoint(EndpointConfig(job_id=args.job, worker_id=worker_id, bind=args.bind, rate=rate,
                                        link_rate=link_rate,
                                        give_up_after=min(args.timeout, 30.0), offload=args.offload,
-                                       receive_deadline=args.receive_deadline))
+                                       receive_deadline=args.receive_deadline,
+                                       protected_mag_class=make_policy(args).protected_mag_class))
     except OSError as exc:
         raise UserError(f"--bind {args.bind[0]}:{args.bind[1]}: {exc.strerror}") from None
 
