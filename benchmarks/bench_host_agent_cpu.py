@@ -188,7 +188,8 @@ def main() -> None:
     ap.add_argument("--py-spy", metavar="PATH", help="record the DLCP agents with this py-spy binary")
     ap.add_argument("--cprofile", action="store_true",
                     help="first round under cProfile (CPU clock): cprofile-MODE-HOST.pstats in --keep's directory")
-    ap.add_argument("--keep", help="directory for the agents' records and logs (default: a temporary one)")
+    ap.add_argument("--keep", help="keep the agents' records and logs in this directory (default: a temporary "
+                                   "one, deleted at the end)")
     add_quick_flag(ap)
     args = ap.parse_args()
     announce(args.quick)
@@ -236,7 +237,10 @@ def main() -> None:
         for role in ("server", "worker"):
             print(f"ratio dlcp / tcp-cubic steady CPU per iteration, {role}: "
                   f"{per_it['dlcp'][role] / per_it['tcp-cubic'][role]:.2f}x")
-    print(f"records and logs: {work}")
+    if args.keep:
+        print(f"records and logs: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
