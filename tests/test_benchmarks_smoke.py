@@ -29,7 +29,7 @@ BENCHMARKS = sorted((ROOT / "benchmarks").glob("bench_*.py"))
 QUICK_LINE = "quick mode:"            # benchmode.announce's line
 TIME_LIMIT_S = 150                    # per benchmark, on a loaded machine; quick runs take 2-25 s
 NETNS_LOCK = "/tmp/dlcp-mininet.lock"  # held by everything creating network namespaces
-NEEDS_NETNS = {"bench_switch_forwarding.py"}
+NEEDS_NETNS = {"bench_switch_forwarding.py", "bench_host_agent_cpu.py"}
 
 
 @contextmanager
