@@ -113,6 +113,8 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
     for name, value in spec.transport.items():
         if not hasattr(cfg, name):
             raise ValueError(f"JobSpec.transport: TransportConfig has no field '{name}'")
+        if name == "hostPriority":          # the host ports are built by then (scenario.build_links)
+            raise ValueError("JobSpec.transport: set hostPriority as a default (transport_knobs), not per run")
         setattr(cfg, name, value)
     rate = {lk.a: lk.rate_bps for lk in topo.links if lk.a in net.host_ip}
     rate |= {lk.b: lk.rate_bps for lk in topo.links if lk.b in net.host_ip}

@@ -219,6 +219,7 @@ def build_links(ns, topo: Topology, nodes: dict, switch_port: Port) -> tuple[dic
     ends: dict[tuple[str, str], tuple[int, int]] = {}
     host_ip: dict[str, int] = {}
     switches = set(topo.switches)
+    host_prio = bool(switch_model.ns3()[1].TransportDefaults().hostPriority)
     for i, link in enumerate(topo.links):
         p2p.SetDeviceAttribute("DataRate", ns.StringValue(_rate(link.rate_bps)))
         p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(link.delay_ns)))
@@ -236,6 +237,9 @@ def build_links(ns, topo: Topology, nodes: dict, switch_port: Port) -> tuple[dic
                 switch_port(dev, link)
             else:
                 host_ip[name] = ifaces.GetAddress(side).Get()
+                if host_prio:                   # sim_net.h TransportConfig::hostPriority
+                    switch_model.ns3()[1].InstallHostPrio(dev, HOST_QUEUE_PACKETS)
+                    continue
                 fifo = ns.TrafficControlHelper()
                 fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
                                       ns.QueueSizeValue(ns.QueueSize(f"{HOST_QUEUE_PACKETS}p")))

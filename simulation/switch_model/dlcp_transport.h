@@ -114,6 +114,7 @@ class DlcpHost : public ns3::Application {
     m_udp = ns3::Socket::CreateSocket(GetNode(), ns3::UdpSocketFactory::GetTypeId());
     m_udp->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), kDlcpPortDefault));
     m_udp->SetIpRecvTos(true);
+    if (net.cfg.hostPriority) m_udp->SetPriority(6);   // band 0 of the host's PrioQueueDisc (sim_net.h)
     m_udp->SetRecvCallback(ns3::MakeCallback(&DlcpHost::OnUdp, this));
     m_tcp.Start(GetNode());
     if (net.cfg.pfabric) m_pfabric.Start(GetNode());

@@ -19,6 +19,7 @@
 #include "ns3/core-module.h"
 #include "ns3/network-module.h"
 #include "ns3/internet-module.h"
+#include "ns3/traffic-control-module.h"
 
 namespace dlcpsim {
 
@@ -153,7 +154,27 @@ struct TransportConfig {
   uint32_t pfWindow = 12;                     // packets: initial window = one bandwidth-delay product
   double pfRto = 45e-6;                       // s: fixed retransmission timeout (about 3 RTTs)
   uint32_t pfProbeAfter = 5;                  // consecutive timeouts before probe mode (one packet per RTO)
+  // Host egress priority (off: one FIFO of HOST_QUEUE_PACKETS per host port, every packet in arrival
+  // order). On: DLCP's UDP socket sends at socket priority 6 and every host port is a 2-band
+  // PrioQueueDisc (InstallHostPrio), so DLCP's DATA and control leave ahead of the host's own TCP
+  // (as SO_PRIORITY with a prio/mqprio qdisc on Linux). Why: with background at load 0.6 a host's TCP
+  // windows fill its FIFO (up to 4 MiB, 335 us at 100 Gbit/s) ahead of its GRANTs and DATA before the
+  // switches' priorities apply (docs/simulation.md "Load 0.6"). Read by scenario.build_links too.
+  bool hostPriority = false;
 };
+
+// A host port as ``hostPriority`` wants it: band 0 for socket priority 6 (DLCP), band 1 for the
+// rest, each a FIFO of ``packets``.
+inline void InstallHostPrio(ns3::Ptr<ns3::NetDevice> dev, uint32_t packets) {
+  ns3::TrafficControlHelper tch;
+  uint16_t root = tch.SetRootQueueDisc("ns3::PrioQueueDisc", "Priomap",
+                                       ns3::StringValue("1 1 1 1 1 1 0 1 1 1 1 1 1 1 1 1"));
+  auto classes = tch.AddQueueDiscClasses(root, 2, "ns3::QueueDiscClass");
+  for (auto c : classes)
+    tch.AddChildQueueDisc(root, c, "ns3::FifoQueueDisc", "MaxSize",
+                          ns3::QueueSizeValue(ns3::QueueSize(ns3::QueueSizeUnit::PACKETS, packets)));
+  tch.Install(dev);
+}
 
 // Defaults every run of this process starts from (as ns-3's Config::SetDefault): ablations change
 // them before a run (simulation/switch_model/transport_knobs.py), SimNet::Reset copies them.
