@@ -473,7 +473,7 @@ def allreduce_worker_udp(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int
     n = len(elems)
     groups = buckets_of(elems, n_buckets)
     bucket_of = {layer: b for b, g in enumerate(groups) for layer in g}
-    need = bucket_need_positions(elems, groups)     # each bucket's layer class: when the forward pass needs it
+    need = bucket_need_positions(elems, groups, in_flight)   # each bucket's layer class: when the forward pass needs it
     steps = 2 * (len(addrs) - 1)
     loop = EventLoop(ep, timeout)
     gpu = Gpu(loop.spin_until)

@@ -20,8 +20,12 @@ whole bucket is needed then (the forward pass waits for the reduced bucket, not 
 every chunk of it carries that class. By index, ResNet-50's second bucket (its first layer is
 number 112 of 161, but only 26 % of the compute comes before it) got class 2 and sat in queue 1
 under a PS job's classes 5-7 at a shared leaf (pcaps, docs/experiments.md, ecmp-collision).
-Priority inheritance (``in_flight``) is available but not used by the scenarios: it made the ring
-tie TCP and the PS job's p99 significantly worse than TCP's (H10b, session 5).
+With one bucket in flight (the default) the buckets are reduced 3, 2, 1, 0, so every bucket holds
+up bucket 0, which the next pass needs first: each bucket carries the most urgent class waiting
+behind it in its slot (priority inheritance, ``in_flight``; ``overlap.allreduce_worker_udp`` passes
+its own). Its need-time class alone (7/5/3/1) put buckets 1-3 under another job's bulk at shared
+leaves: in ``ecmp-collision`` 67 % of what left a port while ring packets waited > 50 ms was the PS
+job's, and a chain is gated by its slowest part (pcaps, H10b session 7).
 """
 
 from __future__ import annotations
@@ -52,9 +56,11 @@ def bucket_need_positions(layer_elements: Sequence[int], groups: Sequence[Sequen
     A bucket then holds up every later bucket of its slot, the front one included, so it inherits the
     most urgent position among them (priority inheritance): with one in flight the whole ring travels
     at its front bucket's class. Without it a back bucket, tagged low, waits under another job's
-    front layers while the front bucket waits behind it (pcaps in ecmp-collision, H10b). Measured
-    there it moved the loss to the other job (the PS job's p99 1.24-1.35x TCP's, significant), so
-    ``overlap.allreduce_worker_udp`` does not pass ``in_flight``.
+    front layers while the front bucket waits behind it (pcaps in ecmp-collision, H10b).
+    ``overlap.allreduce_worker_udp`` passes its ``in_flight``. Measured in ecmp-collision (5 seeds,
+    per-tensor ECMP, H10b session 7): the ring 0.94x -> 1.21x TCP cubic (significant), the PS job
+    1.34x -> 1.12x (p99 0.85x TCP's, significant); with the per-flow hash of before, the PS's p99
+    paid (1.24-1.35x TCP's, sessions 5 and 7). ``None``: need time alone.
     """
     total = int(sum(layer_elements))
     if total <= 0:
