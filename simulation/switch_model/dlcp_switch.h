@@ -68,6 +68,7 @@ struct Tags {
   uint8_t msgType = 0, layerClass = 0, magClass = 0, flags = 0;
   uint32_t seq = 0, offset = 0;
   uint16_t sport = 0, dport = 0;
+  uint8_t tensor[10] = {};           // job_id, worker_id, iteration, tensor_id as on the wire (per-tensor ECMP)
 };
 
 struct Decision {
@@ -96,6 +97,7 @@ inline Tags ParseL4(const uint8_t* l4, uint32_t len, uint8_t proto, const DlcpPo
   t.flags = h[2];
   t.offset = ((uint32_t)h[16] << 24) | ((uint32_t)h[17] << 16) | ((uint32_t)h[18] << 8) | h[19];
   t.seq = ((uint32_t)h[20] << 24) | ((uint32_t)h[21] << 16) | ((uint32_t)h[22] << 8) | h[23];
+  for (int i = 0; i < 10; ++i) t.tensor[i] = h[4 + i];
   return t;
 }
 
@@ -142,17 +144,21 @@ inline void Put(uint8_t*& p, uint32_t v, int bytes) {
 }
 
 // routing.p4: spray DLCP DATA of a spraying group per packet (crc32 over 5-tuple, seq, offset),
-// everything else per flow (crc16 over the 5-tuple); member = hash % members.
+// other DLCP per tensor (crc32 over 5-tuple, job, worker, iteration, tensor id), everything else per
+// flow (crc16 over the 5-tuple); member = hash % members.
 inline void PickMember(const Tags& t, uint32_t src, uint32_t dst, uint8_t proto, bool groupSpray,
                        uint32_t members, Decision& d) {
   d.sprayed = groupSpray && t.isDlcp && t.msgType == kMsgData;
   if (members <= 1) { d.member = 0; return; }
-  uint8_t buf[21];
+  uint8_t buf[23];
   uint8_t* p = buf;
   Put(p, src, 4); Put(p, dst, 4); Put(p, proto, 1); Put(p, t.sport, 2); Put(p, t.dport, 2);
   if (d.sprayed) {
     Put(p, t.seq, 4); Put(p, t.offset, 4);
     d.member = Crc32(buf, 21) % members;
+  } else if (t.isDlcp) {             // routing.p4 since 689ff0d: per tensor (crc32 over 5-tuple + tensor key)
+    for (int i = 0; i < 10; ++i) *p++ = t.tensor[i];
+    d.member = Crc32(buf, 23) % members;
   } else {
     d.member = Crc16(buf, 13) % members;
   }
