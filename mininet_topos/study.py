@@ -392,8 +392,8 @@ def calibration_decision(run: dict, link_mbps: float, attempt: int, max_scale_do
     if not run["cpu_bound_switches"] and not run["starved_switches"]:
         return None, None
     if not run["cpu_bound_switches"] and keep_if_starved:
-        return None, (f"CPU-starved, kept {link_mbps:g} Mbit/s: {keep_if_starved}; the runs below are CPU-starved "
-                      "too (see the CPU table)")
+        return None, (f"CPU-starved, kept {link_mbps:g} Mbit/s: {keep_if_starved}; the runs below may be "
+                      "CPU-starved too (the note on the runs and the CPU table say whether they were)")
     if attempt >= max_scale_downs:
         return None, (f"still CPU-bound or CPU-starved after {attempt} scale-down(s): results are limited by the "
                       "emulation's CPU, not only by the network")
@@ -401,7 +401,7 @@ def calibration_decision(run: dict, link_mbps: float, attempt: int, max_scale_do
     if budget_s is not None and estimate_s > budget_s:
         return None, (f"not scaled down to {slower:g} Mbit/s: the study would take about {estimate_s / 60:.0f} min "
                       f"there, over its budget of {budget_s / 60:.0f} min; kept {link_mbps:g} Mbit/s, so the runs "
-                      "below are CPU-starved too (see the CPU table)")
+                      "below may be CPU-starved too (the note on the runs and the CPU table say whether they were)")
     return slower, (f"scaled the links down to {slower:g} Mbit/s (and the emulated compute with them); the study "
                     f"should take about {estimate_s / 60:.0f} min")
 
