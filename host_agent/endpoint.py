@@ -586,8 +586,7 @@ class Endpoint:
             return
         msg = b0 & 0xF
         if msg == P.MSG_DATA:
-            self.rx.count_data(addr, 1, worker, it, tid, b3 >> 4,
-                               not flags & P.FLAG_CRITICAL and (b1 & P.MAG_CLASS_MAX) < self._protected)
+            self.rx.count_data(addr, 1, worker, it, tid, b3 >> 4, P.droppable_by_design(flags, b1, self._protected))
             self.rx.data(mv, flags, b3, worker, it, tid, count, off, ce, seq, addr)
         else:
             self._control(msg, b1 >> 5, flags, b3 >> 4, worker, it, tid, seq,

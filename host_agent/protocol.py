@@ -200,10 +200,11 @@ ACK_BODY_SPLIT = struct.Struct("!IIBB2x")
 ACK_FORMAT_SPLIT = 2
 
 
-def droppable_by_design(flags: int, b1: int, protected_mag_class: int) -> bool:
+def droppable_by_design(flags, b1, protected_mag_class: int):
     """Whether a DATA packet (its flags and header byte 1) may be dropped by the switch's policy:
-    not CRITICAL and its magnitude class below ``protected_mag_class``."""
-    return not flags & FLAG_CRITICAL and (b1 & MAG_CLASS_MAX) < protected_mag_class
+    not CRITICAL and its magnitude class below ``protected_mag_class``. Takes ints (a bool back) or
+    numpy arrays of the two header bytes (a boolean array back: the receiver's GSO batches)."""
+    return ((flags & FLAG_CRITICAL) == 0) & ((b1 & MAG_CLASS_MAX) < protected_mag_class)
 
 
 def pack_ack(received: int, droppable: int | None = None, protected_mag_class: int = 0) -> bytes:

@@ -246,7 +246,7 @@ class ReceiveSide:
         if not asm.accept_run(b3 >> 4, count, off, payload, n_crit, ce):
             return 0
         self.packets_received += k
-        droppable = ~crit & ((v["b1"] & P.MAG_CLASS_MAX) < self.cfg.protected_mag_class)
+        droppable = P.droppable_by_design(fl, v["b1"], self.cfg.protected_mag_class)
         self.count_data(addr, k, worker, it, tid, b3 >> 4, int(np.count_nonzero(droppable)))
         asm.note_arrival(time.monotonic(), off // asm.epp, k)
         if ce:
