@@ -204,10 +204,10 @@ class EventLoop:
         pending = list(handles)
 
         def done() -> bool:             # as _ready(handles), shrinking the list as handles finish
-            pending[:] = [h for h in pending if not h.done]
-            for h in pending:
+            for h in pending:           # before the shrink: a delivery can fail as its handle is done
                 if getattr(h, "failed", False):
                     raise TransportError(self.ep._failure(h))
+            pending[:] = [h for h in pending if not h.done]
             return not pending
 
         self.wait(done, what)

@@ -176,3 +176,31 @@ def test_sliced_ps_trains_exactly_as_whole_layers(mode):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
     for a, b in zip(finals_s[0], finals_s[1], strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+
+def test_waiting_on_a_received_tensor_whose_delivery_failed_raises():
+    """A tensor staged before anyone expected it completes (done); binding it to an array of the
+    wrong size then fails its delivery, so the handle is done *and* failed. Waiting on it must raise
+    the failure, not count the handle as finished (real endpoints on loopback)."""
+    from host_agent.errors import TransportError
+    from host_agent.packetizer import packetize
+
+    rx = Endpoint(EndpointConfig(job_id=3, bind=("127.0.0.1", 0)))
+    tx = Endpoint(EndpointConfig(job_id=3, worker_id=1, bind=("127.0.0.1", 0)))
+    try:
+        grad = np.arange(600, dtype=np.float32)
+        sent = tx.send(packetize(grad, tensor_id=5, policy=TagPolicy(), job_id=3, worker_id=1), rx.address)
+        for _ in range(1000):
+            if sent.done:
+                break
+            rx.poll(0.005)
+            tx.poll(0.005)
+        assert sent.done
+        h = rx.expect(1, 0, 5, np.zeros(10, np.float32))        # 10 elements, 600 arrived
+        assert h.done and h.failed
+        with pytest.raises(TransportError, match="tensor 5 from worker 1 failed"):
+            overlap.EventLoop(rx, 10.0).wait_handles([h], "the staged tensor")
+    finally:
+        tx.close()
+        rx.close()
