@@ -4,11 +4,20 @@
 ``P4RuntimeSwitch`` nodes, configures host addresses, gateways and static ARP, and on exit stops
 every switch process and deletes every interface it made. ``leftovers()`` is the check the tests
 and the experiment runner use to prove nothing was left behind.
+
+A run killed outright (SIGKILL, a machine's session ending) cannot tear down: its host namespaces
+die with their shells, taking the host links along, but switch-to-switch veths live in the root
+namespace and stay (``leaf1-eth3``), and the next build fails with "RTNETLINK answers: File
+exists". ``start()`` holds the machine-wide Mininet lock from build to ``stop()``, so whatever
+``leftovers()`` finds then belongs to a run that is gone: it is removed, each item logged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import signal
 import subprocess
 from pathlib import Path
 from types import TracebackType
@@ -18,6 +27,7 @@ from mininet.net import Mininet
 from mininet.node import Host
 from mininet.topo import Topo
 
+from mininet_topos.mininet_lock import mininet_lock
 from mininet_topos.p4switch import OFFLOADS_OFF, P4RuntimeSwitch
 from mininet_topos.topologies import Topology
 
@@ -52,6 +62,7 @@ class EmulatedNetwork:
         self.pcap = pcap
         self.queue_depth = queue_depth
         self.net: Mininet | None = None
+        self._lock = contextlib.ExitStack()
 
     def switch_params(self) -> dict[str, dict]:
         params: dict[str, dict] = {}
@@ -68,10 +79,14 @@ class EmulatedNetwork:
 
     def start(self) -> EmulatedNetwork:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        topo = _MininetTopo(spec=self.topo, switch_params=self.switch_params())
-        self.net = Mininet(topo=topo, host=Host, link=Link, controller=None, build=False,
-                           autoSetMacs=False, waitConnected=False)
+        # Re-entrant: a no-op where the caller (dlcp-exp, a test module) already holds it.
+        self._lock.enter_context(mininet_lock(log=log.warning))
         try:
+            for item in clear_leftovers(self.topo):
+                log.warning("removed what a killed run left behind: %s", item)
+            topo = _MininetTopo(spec=self.topo, switch_params=self.switch_params())
+            self.net = Mininet(topo=topo, host=Host, link=Link, controller=None, build=False,
+                               autoSetMacs=False, waitConnected=False)
             self.net.build()
             for name, spec in self.topo.hosts.items():
                 self._configure_host(self.net[name], spec.gateway,
@@ -81,6 +96,7 @@ class EmulatedNetwork:
                 self.net[name].wait_ready()
         except BaseException:
             self.stop()
+            self._lock.close()
             raise
         return self
 
@@ -113,13 +129,16 @@ class EmulatedNetwork:
         try:
             net.stop()
         finally:
-            # Whatever Mininet could not stop (a half-built network) is removed here.
-            for name in self.topo.switches:
-                node = net.nameToNode.get(name)
-                if isinstance(node, P4RuntimeSwitch) and node.process is not None:
-                    node.stop()
-            for intf in _our_interfaces(self.topo):
-                subprocess.run(["ip", "link", "del", intf], capture_output=True, check=False)
+            try:
+                # Whatever Mininet could not stop (a half-built network) is removed here.
+                for name in self.topo.switches:
+                    node = net.nameToNode.get(name)
+                    if isinstance(node, P4RuntimeSwitch) and node.process is not None:
+                        node.stop()
+                for intf in _our_interfaces(self.topo):
+                    subprocess.run(["ip", "link", "del", intf], capture_output=True, check=False)
+            finally:
+                self._lock.close()
 
     def __enter__(self) -> EmulatedNetwork:
         return self.start()
@@ -142,16 +161,36 @@ def _our_interfaces(topo: Topology) -> list[str]:
     return names
 
 
-def leftovers(topo: Topology) -> list[str]:
-    """What an emulation of ``topo`` left behind: interfaces, host shells, switch processes."""
-    found = [f"interface {name}" for name in _our_interfaces(topo)]
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=False).stdout
+def _leftover_items(topo: Topology) -> list[tuple[str, str | int, str]]:
+    """(kind, interface name or pid, description) of what an emulation of ``topo`` left behind."""
+    found: list[tuple[str, str | int, str]] = [
+        ("interface", name, f"interface {name}") for name in _our_interfaces(topo)]
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=False).stdout
     hosts = {f"mininet:{name}" for name in topo.hosts}
     for line in ps.splitlines()[1:]:
         pid, _, args = line.strip().partition(" ")
         if any(args.endswith(h) for h in hosts):
-            found.append(f"host shell {pid}: {args}")
+            found.append(("process", int(pid), f"host shell {pid}: {args}"))
         if ("p4sim.cli switch" in args or "simple_switch_grpc" in args) and any(
                 f"@{s}-eth" in args for s in topo.switches):
-            found.append(f"switch process {pid}: {args[:80]}")
+            found.append(("process", int(pid), f"switch process {pid}: {args[:80]}"))
     return found
+
+
+def leftovers(topo: Topology) -> list[str]:
+    """What an emulation of ``topo`` left behind: interfaces, host shells, switch processes."""
+    return [text for _, _, text in _leftover_items(topo)]
+
+
+def clear_leftovers(topo: Topology) -> list[str]:
+    """Remove what ``leftovers(topo)`` finds and say what it was. Call only under the Mininet lock:
+    then no live run owns any of it."""
+    items = _leftover_items(topo)
+    for kind, what, _ in items:
+        if kind == "process":
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(what), signal.SIGKILL)
+    for kind, what, _ in items:
+        if kind == "interface":
+            subprocess.run(["ip", "link", "del", str(what)], capture_output=True, check=False)
+    return [text for _, _, text in items]

@@ -1,6 +1,7 @@
 """Each topology in real Mininet namespaces through p4sim switches: reachability and clean teardown."""
 
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -49,6 +50,28 @@ def test_topology_builds_routes_every_pair_and_tears_down(name, params, pipeline
         assert _reachable_pairs(net, topo) == []
         assert net.dead_switches() == []
     assert leftovers(topo) == []
+
+
+def test_what_a_killed_run_left_behind_is_cleared_before_the_build(tmp_path):
+    """A SIGKILLed run leaves its root-namespace switch-to-switch veths and its switch processes;
+    the next build used to stop at "RTNETLINK answers: File exists" (CI, 2026-12-02)."""
+    topo = build("leaf-spine", spines=2, leaves=2, hosts_per_leaf=1)
+    subprocess.run(["ip", "link", "add", "leaf1-eth2", "type", "veth", "peer", "name", "spine1-eth1"],
+                   check=True)
+    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "p4sim.cli switch",
+                               "--interface", "1@leaf2-eth1"])
+    try:
+        found = leftovers(topo)
+        assert {"interface leaf1-eth2", "interface spine1-eth1"} <= set(found)
+        assert any(item.startswith(f"switch process {orphan.pid}:") for item in found), found
+        with EmulatedNetwork(topo, tmp_path) as net:
+            assert orphan.wait(timeout=10) == -9
+            assert "leaf1-eth2" in net.switch("leaf1").intfNames()
+            assert net.dead_switches() == []
+        assert leftovers(topo) == []
+    finally:
+        orphan.kill()
+        subprocess.run(["ip", "link", "del", "leaf1-eth2"], capture_output=True, check=False)
 
 
 def test_teardown_after_a_failure_inside_the_network(tmp_path):

@@ -69,6 +69,9 @@ class VethTopology:
         self.macs = [f"02:77:00:00:00:{i + 1:02x}" for i in range(n)]
 
     def __enter__(self) -> VethTopology:
+        # A run killed before close() leaves its named namespaces and root-namespace veths behind
+        # (fixed tags such as p4q repeat across runs); these modules run alone, so remove them.
+        self.close()
         try:
             for host, sw, ip, mac in zip(self.hosts, self.switch_ifaces, self.ips, self.macs, strict=True):
                 sh("ip", "netns", "add", host)
