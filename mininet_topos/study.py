@@ -13,6 +13,13 @@ down by 0.6x and the network restarted, at most ``max_scale_downs`` times and on
 study's estimated duration stays within ``time_budget_s``; otherwise it keeps the speed and the
 report flags the starvation. The Notes say what was measured and chosen.
 
+A stated CPU load (``cpu_load``, in cores) makes a starved emulation reproducible instead of
+accidental: during every run of every mode alike (and the calibration), busy-loop processes outside
+the network (``CpuLoad``: one per started core, each busy ``duty`` of every ``CPU_LOAD_PERIOD_S``,
+at the switches' nice level) compete with the switches and agents for the cores; each run's record
+keeps the load asked for and the CPU the loaders actually got (``cpu_load``), and the report's Notes
+say so.
+
 Output ``results/<stamp>-<scenario>/``: ``config.json``, ``iterations.jsonl`` (one record per worker
 per iteration, fields in docs/experiments.md), ``runs.jsonl`` (one record per run: mode, seed,
 counters, CPU and CPU wait, failure), ``calibration.jsonl`` (the calibration runs), ``report.md`` and plots, and ``<seed>-<mode>/`` with every process's log.
@@ -21,6 +28,7 @@ counters, CPU and CPU wait, failure), ``calibration.jsonl`` (the calibration run
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -30,7 +38,14 @@ from pathlib import Path
 import yaml
 
 from mininet_topos import agents, scenarios
-from mininet_topos.cpu import STARVED_WAIT_SHARE, CpuSampler, cpu_bound_switches, starved_switches
+from mininet_topos.cpu import (
+    STARVED_WAIT_SHARE,
+    TICKS,
+    CpuSampler,
+    cpu_bound_switches,
+    cpu_ticks,
+    starved_switches,
+)
 from mininet_topos.mininet_lock import mininet_lock
 from mininet_topos.network import EmulatedNetwork
 from mininet_topos.scenarios import MODES, Job, Scenario
@@ -45,6 +60,20 @@ OTHER_MODES_MARGIN = 1.5
 # (this project's VMs) default to bbr, and the scenarios' status quo is cubic.
 BULK_TCP_CC = "cubic"
 ALLOWED_CC = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+CPU_LOAD_PERIOD_S = 0.01    # a loader's busy/idle cycle (busy duty x this, then idle the rest)
+# One loader: busy-loops for DUTY x PERIOD seconds, sleeps the rest of the period, until killed.
+_LOADER = ("import sys, time\n"
+           "duty, period = float(sys.argv[1]), float(sys.argv[2])\n"
+           "busy, t = duty * period, time.monotonic()\n"
+           "while True:\n"
+           "    while time.monotonic() - t < busy:\n"
+           "        pass\n"
+           "    t += period\n"
+           "    pause = t - time.monotonic()\n"
+           "    if pause > 0:\n"
+           "        time.sleep(pause)\n"
+           "    else:\n"
+           "        t = time.monotonic()\n")
 
 
 class StudyError(RuntimeError):
@@ -72,6 +101,7 @@ class StudyConfig:
     time_budget_s: float | None = None   # calibration does not slow the links down past this (None: no limit)
     keep_speed_if_starved: str | None = None   # set (to the reason): starvation alone never slows the links
     dlcp_pull: bool = True               # PS workers listen on the DLCP port: parameters are DLCP too
+    cpu_load: float = 0.0                # cores of busy-loop load kept on the machine during every run (0: none)
     notes: list[str] = field(default_factory=list)
 
 
@@ -101,6 +131,52 @@ def allow_congestion_controls(needed: set[str]) -> str | None:
         return None
     ALLOWED_CC.write_text(" ".join(old + missing))
     return " ".join(old)
+
+
+def cpu_load_plan(cores: float) -> tuple[int, float]:
+    """(loader processes, duty cycle of each) that together keep ``cores`` cores busy: one loader
+    per started core, the load split evenly (0.6 -> 1 at 0.6; 1.5 -> 2 at 0.75)."""
+    if cores < 0 or not math.isfinite(cores):
+        raise ValueError(f"cpu load {cores}: must be a finite number of cores >= 0")
+    if cores == 0:
+        return 0, 0.0
+    n = math.ceil(cores - 1e-9)
+    return n, cores / n
+
+
+class CpuLoad:
+    """``cores`` cores of busy-loop load (``cpu_load_plan``) while in use; ``result()`` afterwards
+    says what was asked and what the loaders got (CPU seconds per wall second, all loaders)."""
+
+    def __init__(self, cores: float, period_s: float = CPU_LOAD_PERIOD_S) -> None:
+        self.cores = cores
+        self.period_s = period_s
+        self.procs, self.duty = cpu_load_plan(cores)
+        self._popen: list[subprocess.Popen] = []
+        self._ticks: list[int] = []
+        self._t0 = self._t1 = 0.0
+
+    def start(self) -> CpuLoad:
+        for _ in range(self.procs):
+            self._popen.append(subprocess.Popen([sys.executable, "-c", _LOADER, str(self.duty), str(self.period_s)],
+                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self._t0 = time.monotonic()
+        return self
+
+    def stop(self) -> None:
+        self._ticks = [cpu_ticks(p.pid) or 0 for p in self._popen]
+        self._t1 = time.monotonic()
+        for p in self._popen:
+            p.kill()
+        for p in self._popen:
+            p.wait(timeout=5)
+        self._popen = []
+
+    def result(self) -> dict:
+        span = self._t1 - self._t0
+        got = sum(self._ticks) / TICKS / span if span > 0 else 0.0
+        return {"cores": self.cores, "procs": self.procs, "duty": round(self.duty, 4), "period_s": self.period_s,
+                "measured_cores": round(got, 3)}
 
 
 def _sh(cmd: list[str], what: str, timeout: float = 120.0) -> str:
@@ -225,6 +301,7 @@ class Study:
             if proc is not None:
                 sampler.add(f"switch:{name}", proc.pid)
         sampler.start()
+        load = CpuLoad(self.cfg.cpu_load).start()
         flows: list[subprocess.Popen] = []
         agents_running: dict[str, subprocess.Popen] = {}
         exit_at: dict[str, float] = {}
@@ -270,6 +347,7 @@ class Study:
                 except subprocess.TimeoutExpired:
                     p.kill()
             cpu = sampler.stop()
+            load.stop()
         failed = sorted((t, k) for k, t in exit_at.items() if agents_running[k].returncode)
         if failed:
             key = failed[0][1]
@@ -285,7 +363,7 @@ class Study:
         return {"mode": mode, "seed": seed, "iterations": iterations, "seconds": round(time.monotonic() - t_start, 1),
                 "failure": failure, "cpu": cpu, "cpu_bound_switches": cpu_bound_switches(cpu),
                 "starved_switches": starved_switches(cpu), "machine_cpu": sampler.machine(), **counters,
-                "bulk_tcp_mbps": bulk,
+                "bulk_tcp_mbps": bulk, "cpu_load": load.result() if load.procs else None,
                 "dir": str(out_dir)}
 
     def _popen(self, host: str, cmd: list[str], log: Path) -> subprocess.Popen:

@@ -168,7 +168,7 @@ def write_study_report(run_dir: Path) -> Path:
     hot = sorted({f"{s} ({r['mode']}, seed {r['seed']})" for r in runs for s in r.get("cpu_bound_switches", [])})
     if hot:
         notes.append(f"switch processes above {SWITCH_LIMIT:.0%} of a core during a run: {', '.join(hot)}")
-    notes += starvation_notes(runs)
+    notes += cpu_load_notes(runs) + starvation_notes(runs)
     if notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     plots = []
@@ -291,6 +291,19 @@ def plot_accuracy(run_dir: Path, records: list[dict]) -> str | None:
     ax.set(xlabel="iteration", ylabel="test accuracy (mean over workers and seeds)", title="Accuracy")
     ax.legend(fontsize=8)
     return _save(fig, run_dir / "accuracy.png").name
+
+
+def cpu_load_notes(runs: list[dict]) -> list[str]:
+    """The Notes' line on the stated CPU load (study.CpuLoad) kept on the machine during the runs:
+    what was asked and what the busy loops got (lowest-highest over the runs)."""
+    loads = [r["cpu_load"] for r in runs if r.get("cpu_load")]
+    if not loads:
+        return []
+    asked = sorted({(ld["cores"], ld["procs"], ld["duty"], ld["period_s"]) for ld in loads})
+    got = [ld["measured_cores"] for ld in loads]
+    stated = "; ".join(f"{c:g} core(s): {n} process(es) busy {d:.0%} of every {p * 1e3:g} ms" for c, n, d, p in asked)
+    return [f"**stated CPU load** during {len(loads)} of {len(runs)} runs (every mode alike): busy loops outside the "
+            f"network, {stated}; they got {min(got):.2f}-{max(got):.2f} cores (CPU time per wall second, all loaders)"]
 
 
 def starvation_notes(runs: list[dict]) -> list[str]:

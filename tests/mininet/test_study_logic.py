@@ -1,13 +1,22 @@
 """The study's pure parts: run order, statistics, ablation policies, the report (synthetic records)."""
 
 import json
+import os
+import time
 
 import numpy as np
 import pytest
 
 from mininet_topos import scenarios, stats
-from mininet_topos.study import StudyConfig, run_order
-from mininet_topos.study_report import comparisons, per_iteration, summarise_study, write_study_report
+from mininet_topos.cpu import cpu_ticks
+from mininet_topos.study import CpuLoad, StudyConfig, cpu_load_plan, run_order
+from mininet_topos.study_report import (
+    comparisons,
+    cpu_load_notes,
+    per_iteration,
+    summarise_study,
+    write_study_report,
+)
 
 
 def test_runs_are_interleaved_seed_by_seed_with_rotating_mode_order():
@@ -161,3 +170,40 @@ def test_unmeasured_communication_times_print_as_a_dash_not_zero(tmp_path):
            and line.count("|") > 12}
     assert row["tcp-cubic"][6:8] == ["-", "-"]                  # comm p50, exposed comm: not measured
     assert row["dlcp"][6] == "1.000" and row["dlcp"][7] == "-"  # measured comm time kept
+
+
+def test_cpu_load_is_split_into_one_busy_loop_per_started_core():
+    assert cpu_load_plan(0) == (0, 0.0)
+    assert cpu_load_plan(0.6) == (1, 0.6)
+    assert cpu_load_plan(1.0) == (1, 1.0)
+    assert cpu_load_plan(1.5) == (2, 0.75)
+    for bad in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(ValueError):
+            cpu_load_plan(bad)
+
+
+def test_cpu_load_runs_real_busy_loops_and_reports_the_cpu_they_got():
+    """Real loader processes: they use CPU while the load is on, are gone after stop(), and the run
+    record says what was asked and what they got."""
+    load = CpuLoad(0.5, period_s=0.01).start()
+    pids = [p.pid for p in load._popen]
+    assert len(pids) == 1
+    while not cpu_ticks(pids[0]):          # until the loop has used at least one clock tick of CPU
+        time.sleep(0.05)
+    load.stop()
+    assert not os.path.exists(f"/proc/{pids[0]}")          # killed and reaped
+    got = load.result()
+    assert (got["cores"], got["procs"], got["duty"], got["period_s"]) == (0.5, 1, 0.5, 0.01)
+    assert got["measured_cores"] > 0
+
+
+def test_report_states_the_cpu_load_kept_during_the_runs(tmp_path):
+    _, runs, _ = _synthetic(tmp_path)
+    for k, r in enumerate(runs):
+        r["cpu_load"] = {"cores": 0.6, "procs": 1, "duty": 0.6, "period_s": 0.01, "measured_cores": 0.5 + k / 100}
+    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    text = write_study_report(tmp_path).read_text()
+    line = next(x for x in text.splitlines() if "stated CPU load" in x)
+    assert "during 9 of 9 runs" in line and "1 process(es) busy 60% of every 10 ms" in line
+    assert "0.50-0.58 cores" in line
+    assert cpu_load_notes([{"mode": "dlcp"}]) == []      # no load: no note
