@@ -248,18 +248,24 @@ PS_SLICE_PACKETS = 128
 PS_SEND_BY_CLASS = True
 
 
-def ps_slice_packets() -> int:
-    """The slice size in packets the PS job uses (``PS_SLICE_PACKETS`` or its environment override)."""
-    raw = os.environ.get("DLCP_PS_SLICE_PACKETS")
+def _env_packets(name: str, default: int, zero: str) -> int:
+    """A packet count from the environment variable ``name`` (``default`` when unset); UserError unless
+    it is a whole number >= 0 (``zero``: what 0 means)."""
+    raw = os.environ.get(name)
     if raw is None:
-        return PS_SLICE_PACKETS
+        return default
     try:
         value = int(raw)
     except ValueError:
-        raise UserError(f"DLCP_PS_SLICE_PACKETS={raw!r}: not a whole number of packets") from None
+        raise UserError(f"{name}={raw!r}: not a whole number of packets") from None
     if value < 0:
-        raise UserError(f"DLCP_PS_SLICE_PACKETS={raw!r}: must be >= 0 (0 = whole layers)")
+        raise UserError(f"{name}={raw!r}: must be >= 0 (0 = {zero})")
     return value
+
+
+def ps_slice_packets() -> int:
+    """The slice size in packets the PS job uses (``PS_SLICE_PACKETS`` or its environment override)."""
+    return _env_packets("DLCP_PS_SLICE_PACKETS", PS_SLICE_PACKETS, "whole layers")
 
 
 def ps_slices(shapes: Sequence[tuple[int, ...]], mtu: int, slice_packets: int) -> list[tuple[int, int, int]]:
@@ -291,15 +297,109 @@ def slice_updater(update: Callable[[int, np.ndarray], np.ndarray], shapes: Seque
     return updated
 
 
+# Small tensors cost the DLCP PS per tensor, not per byte: each one is an OPEN, a DONE, the receiver's
+# OPEN_ACK and GRANT, a partial last packet, a send() and its state on both sides. The PS therefore
+# moves consecutive slices (model order) that together fit in this many packets as one tensor (PS_MERGE,
+# as DDP's gradient buckets do): the digits MLP's b1, W2 and b2 (1 + 2 + 1 packets) go as one tensor of
+# 2 packets, so a worker moves 2 tensors each way per iteration instead of 4. Only tensors this small
+# merge (digits-wide's layers and slices stay as they are). 0 = no merging. The environment variable
+# DLCP_PS_MERGE_PACKETS overrides it (every agent of a job must agree; measurements only). Measured in
+# `accuracy`: H10b session 8, docs/experiments.md.
+PS_MERGE_PACKETS = 4
+
+
+def ps_merge_packets() -> int:
+    """The merge size in packets the PS job uses (``PS_MERGE_PACKETS`` or its environment override)."""
+    return _env_packets("DLCP_PS_MERGE_PACKETS", PS_MERGE_PACKETS, "no merging")
+
+
+@dataclass(frozen=True)
+class PsPlan:
+    """The tensors a PS job moves each iteration, over the model's parameters concatenated in model order.
+
+    ``tensors[s] = (first layer, start, end)``: elements [start, end) of the flat parameters; the first
+    (front-most) layer gives the tensor its layer class, and backprop completes the tensor when it
+    reaches that layer. A tensor is a slice of one layer (``ps_slices``) or several consecutive small
+    slices merged (``PS_MERGE_PACKETS``). Workers keep their parameters in one flat buffer (the layers
+    are views of it), so every tensor is received in place.
+    """
+
+    shapes: tuple[tuple[int, ...], ...]
+    offsets: tuple[int, ...]                      # layer l is flat[offsets[l]:offsets[l + 1]]
+    tensors: tuple[tuple[int, int, int], ...]
+
+    @classmethod
+    def build(cls, shapes: Sequence[tuple[int, ...]], mtu: int, slice_packets: int | None = None,
+              merge_packets: int | None = None) -> PsPlan:
+        slice_packets = ps_slice_packets() if slice_packets is None else slice_packets
+        merge_packets = ps_merge_packets() if merge_packets is None else merge_packets
+        epp = P.max_elements_per_packet(mtu, P.DTYPE_FLOAT32)
+        sizes = [int(np.prod(s)) for s in shapes]
+        offsets = tuple(int(x) for x in np.concatenate([[0], np.cumsum(sizes)]))
+        # never merge past the slice size either (slices of a big layer stay apart)
+        limit = min(merge_packets, slice_packets) if slice_packets > 0 else merge_packets
+        out: list[list[int]] = []
+        for layer, a, b in ps_slices(shapes, mtu, slice_packets):
+            start, end = offsets[layer] + a, offsets[layer] + b
+            if out and out[-1][2] == start and -(-(end - out[-1][1]) // epp) <= limit:
+                out[-1][2] = end
+            else:
+                out.append([layer, start, end])
+        return cls(tuple(tuple(int(x) for x in s) for s in shapes), offsets,
+                   tuple((lay, a, b) for lay, a, b in out))
+
+    def of_layer(self) -> list[list[int]]:
+        """The tensors holding part of each layer (the forward pass of a layer waits for all of them)."""
+        return [[s for s, (_f, a, b) in enumerate(self.tensors) if a < self.offsets[lay + 1] and b > self.offsets[lay]]
+                for lay in range(len(self.shapes))]
+
+    def pushed_at(self) -> list[list[int]]:
+        """The tensors backprop completes at each layer (those whose first layer it is)."""
+        return [[s for s, (first, _a, _b) in enumerate(self.tensors) if first == lay] for lay in range(len(self.shapes))]
+
+    def bind(self, params: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """One flat float32 buffer holding ``params`` and the layers as views of it."""
+        flat = np.concatenate([np.asarray(p, np.float32).reshape(-1) for p in params]) if params else \
+            np.zeros(0, np.float32)
+        return flat, [flat[self.offsets[i]:self.offsets[i + 1]].reshape(s) for i, s in enumerate(self.shapes)]
+
+    def flatten(self, arrays: Sequence[np.ndarray]) -> np.ndarray:
+        """The layers' arrays (gradients) concatenated in model order, as float32."""
+        return np.concatenate([np.asarray(a, np.float32).reshape(-1) for a in arrays])
+
+    def updater(self, update: Callable[[int, np.ndarray], np.ndarray]) -> Callable[[int, np.ndarray], np.ndarray]:
+        """The server's update of tensor ``s`` from its summed gradients: ``slice_updater`` on every layer
+        part of it (the same rule: elementwise, a zero gradient changes nothing)."""
+        parts: list[list[tuple[int, int, int]]] = []   # per tensor: (its layer slice, start, end in it)
+        layer_slices: list[tuple[int, int, int]] = []
+        for _first, a, b in self.tensors:
+            mine = []
+            for lay in range(len(self.shapes)):
+                lo, hi = max(a, self.offsets[lay]), min(b, self.offsets[lay + 1])
+                if lo < hi:
+                    mine.append((len(layer_slices), lo - a, hi - a))
+                    layer_slices.append((lay, lo - self.offsets[lay], hi - self.offsets[lay]))
+            parts.append(mine)
+        per_layer = slice_updater(update, self.shapes, layer_slices)
+
+        def updated(s: int, total: np.ndarray) -> np.ndarray:
+            mine = parts[s]
+            if len(mine) == 1:
+                return per_layer(mine[0][0], total)
+            return np.concatenate([per_layer(k, total[ta:tb]) for k, ta, tb in mine])
+        return updated
+
+
 def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int, iterations: int,
                   compute: ComputeModel, overlap: bool, policy: TagPolicy, mtu: int, timeout: float,
                   emit: Callable[[IterationRecord, list[np.ndarray]], None],
-                  slice_packets: int | None = None) -> list[np.ndarray]:
-    params = wl.initial_params()
+                  slice_packets: int | None = None, merge_packets: int | None = None) -> list[np.ndarray]:
+    plan = PsPlan.build(wl.shapes, mtu, slice_packets, merge_packets)
+    flat, params = plan.bind(wl.initial_params())     # each tensor is received in place into ``flat``
     n = len(params)
-    slices = ps_slices(wl.shapes, mtu, ps_slice_packets() if slice_packets is None else slice_packets)
+    slices = plan.tensors
     ep.send_by_class = send_by_class(PS_SEND_BY_CLASS)
-    of_layer = [[s for s, (lay, _a, _b) in enumerate(slices) if lay == layer] for layer in range(n)]
+    of_layer, pushed_at = plan.of_layer(), plan.pushed_at()
     loop = EventLoop(ep, timeout)
     gpu = Gpu(loop.spin_until)
     recvs: list | None = None
@@ -334,18 +434,16 @@ def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int
         if it == iterations:
             break
         prev_done = fwd_done
-        grads = wl.gradients(rank, it, params)
-        flat = [p.reshape(-1) for p in params]
-        recvs = [ep.expect(PS_SERVER_ID, it, wire_tid(it, s), flat[lay][a:b]) for s, (lay, a, b) in enumerate(slices)]
+        grads = plan.flatten(wl.gradients(rank, it, params))
+        recvs = [ep.expect(PS_SERVER_ID, it, wire_tid(it, s), flat[a:b]) for s, (_lay, a, b) in enumerate(slices)]
         loop.watch(recvs)
         loop.wait_handles(older_sends, f"acknowledgement of iteration {it - 2}'s gradients")  # wire ids repeat
         older_sends, sends = list(sends.values()), {}
 
-        def push(layer: int, it: int = it, grads: list = grads, sends: dict = sends) -> None:
-            g = grads[layer].reshape(-1)
-            for s in of_layer[layer]:
-                _lay, a, b = slices[s]
-                sends[s] = ep.send(_pack(g[a:b], wire_tid(it, s), layer, n, policy, ep, it, mtu=mtu), server)
+        def push(layer: int, it: int = it, g: np.ndarray = grads, sends: dict = sends) -> None:
+            for s in pushed_at[layer]:         # the tensors backprop has just completed
+                first, a, b = slices[s]
+                sends[s] = ep.send(_pack(g[a:b], wire_tid(it, s), first, n, policy, ep, it, mtu=mtu), server)
                 loop.watch([sends[s]])
 
         for layer in reversed(range(n)):
@@ -364,14 +462,15 @@ def ps_worker_udp(ep: Endpoint, server: tuple[str, int], wl: Workload, rank: int
 
 
 def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, policy: TagPolicy, mtu: int,
-                  timeout: float, emit: Callable[[int, CommStats], None], slice_packets: int | None = None) -> None:
-    """Sums each slice as soon as every worker's gradients of it arrived and pushes it back at once
-    (``slice_updater``)."""
-    shapes = wl.shapes
-    n = len(shapes)
-    slices = ps_slices(shapes, mtu, ps_slice_packets() if slice_packets is None else slice_packets)
+                  timeout: float, emit: Callable[[int, CommStats], None], slice_packets: int | None = None,
+                  merge_packets: int | None = None) -> None:
+    """Sums each tensor of the plan (``PsPlan``) as soon as every worker's gradients of it arrived and
+    pushes it back at once (``PsPlan.updater``)."""
+    plan = PsPlan.build(wl.shapes, mtu, slice_packets, merge_packets)
+    n = len(plan.shapes)
+    slices = plan.tensors
     ep.send_by_class = send_by_class(PS_SEND_BY_CLASS)
-    updated = slice_updater(wl.server_update(n_workers), shapes, slices)
+    updated = plan.updater(wl.server_update(n_workers))
     loop = EventLoop(ep, timeout)
 
     def expect(it: int) -> dict:
@@ -406,7 +505,11 @@ def ps_server_udp(ep: Endpoint, wl: Workload, n_workers: int, iterations: int, p
         while waiting:
             loop.wait(lambda: any(ready(s) for s in waiting),  # noqa: B023
                       f"gradients of iteration {it}")
-            for s in [s for s in waiting if ready(s)]:     # front layers first when several are ready
+            for k, s in enumerate([s for s in waiting if ready(s)]):     # front layers first when several are ready
+                if k:
+                    # the fan-out just started leaves before the next tensor is summed and packed (the
+                    # most urgent one first: the endpoint serves the highest class first)
+                    ep.poll(0.0)
                 waiting.remove(s)
                 total = np.zeros(slices[s][2] - slices[s][1], np.float32)
                 for w in range(n_workers):
@@ -617,15 +720,16 @@ class _Arrivals:
 def ps_worker_tcp(server: tuple[str, int], cc: str | None, wl: Workload, rank: int, iterations: int,
                   compute: ComputeModel, overlap: bool, timeout: float, start_timeout: float,
                   emit: Callable[[IterationRecord, list[np.ndarray]], None], mtu: int = 1500,
-                  slice_packets: int | None = None) -> list[np.ndarray]:
-    """The TCP worker moves the same slices as the DLCP one (``ps_slices``: one frame per slice, the
-    frame's tensor id is the slice's index), so both parameter servers overlap a big layer's fan-out
+                  slice_packets: int | None = None, merge_packets: int | None = None) -> list[np.ndarray]:
+    """The TCP worker moves the same tensors as the DLCP one (``PsPlan``: one frame per tensor, the
+    frame's tensor id is the tensor's index), so both parameter servers overlap a big layer's fan-out
     with its gradient stream alike and the comparison is of transports, not of PS designs."""
-    params = wl.initial_params()
+    plan = PsPlan.build(wl.shapes, mtu, slice_packets, merge_packets)
+    flat, params = plan.bind(wl.initial_params())
     n = len(params)
-    slices = ps_slices(wl.shapes, mtu, ps_slice_packets() if slice_packets is None else slice_packets)
-    of_layer = [[s for s, (lay, _a, _b) in enumerate(slices) if lay == layer] for layer in range(n)]
-    views = [params[lay].reshape(-1)[a:b] for lay, a, b in slices]     # where each slice's frame lands
+    slices = plan.tensors
+    of_layer, pushed_at = plan.of_layer(), plan.pushed_at()
+    views = [flat[a:b] for _lay, a, b in slices]     # where each tensor's frame lands
     sock = connect_retry(server, cc, start_timeout)
     sender = _Sender(sock, rank)
     arrivals = _Arrivals(len(slices))
@@ -666,19 +770,19 @@ def ps_worker_tcp(server: tuple[str, int], cc: str | None, wl: Workload, rank: i
         if it == iterations:
             break
         prev_done = fwd_done
-        grads = wl.gradients(rank, it, params)
+        grads = plan.flatten(wl.gradients(rank, it, params))
         first = True
 
-        def push(layer: int, grads: list = grads) -> None:
-            g = grads[layer].reshape(-1)
-            for s in of_layer[layer]:
-                _lay, a, b = slices[s]
+        def push(layer: int, g: np.ndarray = grads) -> None:
+            for s in pushed_at[layer]:
+                _first, a, b = slices[s]
                 sender.put(s, g[a:b])
 
         for layer in reversed(range(n)):
             gpu.run(compute.backward[layer])
             if overlap:
-                comm_start, first = (gpu.t if first else comm_start), False
+                if first and pushed_at[layer]:       # communication starts with the first push
+                    comm_start, first = gpu.t, False
                 push(layer)
         if not overlap:
             comm_start = gpu.t
@@ -695,16 +799,16 @@ def ps_worker_tcp(server: tuple[str, int], cc: str | None, wl: Workload, rank: i
 def ps_server_tcp(bind: tuple[str, int], cc: str | None, wl: Workload, n_workers: int, iterations: int,
                   timeout: float, emit: Callable[[int, CommStats], None],
                   on_listening: Callable[[tuple[str, int]], None] | None = None, start_timeout: float = 30.0,
-                  mtu: int = 1500, slice_packets: int | None = None) -> None:
-    """Accepts the workers; per slice (the DLCP server's ``ps_slices``), sums once all workers' frames
+                  mtu: int = 1500, slice_packets: int | None = None, merge_packets: int | None = None) -> None:
+    """Accepts the workers; per tensor (the DLCP server's ``PsPlan``), sums once all workers' frames
     of it arrived and sends it to each.
 
     Workers may start late on a loaded machine (each retries for its own ``start_timeout``), so the
     server waits ``timeout + start_timeout`` for all of them to connect."""
-    shapes = wl.shapes
-    slices = ps_slices(shapes, mtu, ps_slice_packets() if slice_packets is None else slice_packets)
+    plan = PsPlan.build(wl.shapes, mtu, slice_packets, merge_packets)
+    slices = plan.tensors
     n = len(slices)
-    updated = slice_updater(wl.server_update(n_workers), shapes, slices)
+    updated = plan.updater(wl.server_update(n_workers))
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     set_congestion_control(listener, cc)

@@ -41,8 +41,8 @@ def test_wire_ids_of_consecutive_iterations_differ():
 
 
 def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio: float = 2.0,
-            slice_packets: int | None = None):
-    wl = make_workload("digits-wide", n, 1.0, 0)
+            slice_packets: int | None = None, merge_packets: int | None = None, workload: str = "digits-wide"):
+    wl = make_workload(workload, n, 1.0, 0)
     compute = overlap.ComputeModel.scaled([int(np.prod(s)) for s in wl.shapes], 20.0, ratio)
     records: list[list] = [[] for _ in range(n)]
     finals: list = [None] * n
@@ -54,13 +54,14 @@ def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio:
         try:
             if mode == "tcp":
                 overlap.ps_server_tcp(("127.0.0.1", 0), "cubic", wl, n, iterations, 30, lambda it, st: None,
-                                      on_listening=lambda a: (addr.append(a), ready.set()), slice_packets=slice_packets)
+                                      on_listening=lambda a: (addr.append(a), ready.set()), slice_packets=slice_packets,
+                                      merge_packets=merge_packets)
             else:
                 ep = Endpoint(EndpointConfig(job_id=1, worker_id=0xFFFF))
                 addr.append(ep.address)
                 ready.set()
                 overlap.ps_server_udp(ep, wl, n, iterations, TagPolicy(), 1500, 30, lambda it, st: None,
-                                      slice_packets=slice_packets)
+                                      slice_packets=slice_packets, merge_packets=merge_packets)
                 ep.close(0.3)
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
@@ -72,11 +73,11 @@ def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio:
             emit = lambda rec, params: records[r].append(rec)  # noqa: E731
             if mode == "tcp":
                 finals[r] = overlap.ps_worker_tcp(addr[0], "cubic", wl, r, iterations, compute, overlapped, 30, 5, emit,
-                                                  slice_packets=slice_packets)
+                                                  slice_packets=slice_packets, merge_packets=merge_packets)
             else:
                 ep = Endpoint(EndpointConfig(job_id=1, worker_id=r))
                 finals[r] = overlap.ps_worker_udp(ep, addr[0], wl, r, iterations, compute, overlapped, TagPolicy(),
-                                                  1500, 30, emit, slice_packets=slice_packets)
+                                                  1500, 30, emit, slice_packets=slice_packets, merge_packets=merge_packets)
                 ep.close(0.3)
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
@@ -144,13 +145,15 @@ def test_slices_cut_every_layer_into_whole_packets_of_at_most_the_slice_size():
     assert [b - a for lay, a, b in overlap.ps_slices(shapes, 1500, 128) if lay == 2] == [39820, 40182, 39820, 40178]
 
 
-def test_slice_size_from_the_environment(monkeypatch):
-    monkeypatch.setenv("DLCP_PS_SLICE_PACKETS", "64")
-    assert overlap.ps_slice_packets() == 64
+@pytest.mark.parametrize(("var", "read"), [("DLCP_PS_SLICE_PACKETS", overlap.ps_slice_packets),
+                                           ("DLCP_PS_MERGE_PACKETS", overlap.ps_merge_packets)])
+def test_slice_and_merge_sizes_from_the_environment(monkeypatch, var, read):
+    monkeypatch.setenv(var, "64")
+    assert read() == 64
     for bad in ("-1", "many"):
-        monkeypatch.setenv("DLCP_PS_SLICE_PACKETS", bad)
-        with pytest.raises(UserError, match="DLCP_PS_SLICE_PACKETS"):
-            overlap.ps_slice_packets()
+        monkeypatch.setenv(var, bad)
+        with pytest.raises(UserError, match=var):
+            read()
 
 
 @pytest.mark.parametrize("mode", ["dlcp", "tcp"])
@@ -177,6 +180,78 @@ def test_sliced_ps_trains_exactly_as_whole_layers(mode):
     for a, b in zip(finals_s[0], finals_s[1], strict=True):
         np.testing.assert_array_equal(a, b)
 
+
+
+def test_plan_merges_consecutive_small_slices_and_nothing_else():
+    """PsPlan: the tensors cover the flat parameters once, in model order; consecutive slices merge only
+    while the merged tensor fits in the merge size (and the slice size), so the digits MLP's b1, W2, b2
+    (1 + 2 + 1 packets) become one tensor of 2 packets, while digits-wide's layers and slices stay apart."""
+    epp = 362
+    digits = make_workload("digits", 2, 1.0, 0).shapes          # W1 64x64, b1 64, W2 64x10, b2 10
+    assert overlap.PsPlan.build(digits, 1500, 128, 4).tensors == ((0, 0, 4096), (1, 4096, 4810))
+    assert overlap.PsPlan.build(digits, 1500, 128, 0).tensors == ((0, 0, 4096), (1, 4096, 4160), (2, 4160, 4800),
+                                                                   (3, 4800, 4810))
+    plan = overlap.PsPlan.build(digits, 1500, 128, 4)
+    assert plan.of_layer() == [[0], [1], [1], [1]] and plan.pushed_at() == [[0], [1], [], []]
+    wide = make_workload("digits-wide", 2, 1.0, 0).shapes
+    for k, m in ((0, 0), (128, 0), (128, 4), (1, 4), (3, 100), (10_000, 4)):
+        plan = overlap.PsPlan.build(wide, 1500, k, m)
+        t = plan.tensors
+        assert t[0][1] == 0 and t[-1][2] == plan.offsets[-1]                      # every element once, in order
+        assert all(b0 == a1 for (_f, _a, b0), (_g, a1, _b) in zip(t, t[1:], strict=False))
+        assert all(plan.offsets[f] <= a < plan.offsets[f + 1] for f, a, _b in t)  # first layer = where it starts
+        merged = [s for s in t if plan.offsets[s[0] + 1] < s[2]]                  # tensors spanning layers
+        limit = min(m, k) if k else m
+        assert all(-(-(b - a) // epp) <= limit for _f, a, b in merged)
+        if m == 0 or (k in (128, 10_000) and m == 4):   # no two such slices of digits-wide fit in 4 packets
+            assert [(f, a - plan.offsets[f], b - plan.offsets[f]) for f, a, b in t] == overlap.ps_slices(wide, 1500, k)
+
+
+def test_plan_binds_parameters_into_one_buffer_and_updates_merged_tensors_per_layer():
+    wl = make_workload("digits", 2, 1.0, 0)
+    plan = overlap.PsPlan.build(wl.shapes, 1500, 128, 4)
+    flat, params = plan.bind(wl.initial_params())
+    for p, q in zip(params, wl.initial_params(), strict=True):
+        np.testing.assert_array_equal(p, q)
+        assert np.shares_memory(p, flat)                       # a tensor received into flat updates the layers
+    flat[4096:4810] = 1.0
+    assert all((p == 1.0).all() for p in params[1:])
+    grads = [np.full(s, i + 1, np.float32) for i, s in enumerate(wl.shapes)]
+    upd_merged = plan.updater(wl.server_update(2))
+    per_layer = wl.server_update(2)
+    g = plan.flatten(grads)
+    got = np.concatenate([upd_merged(s, g[a:b]) for s, (_f, a, b) in enumerate(plan.tensors)])
+    want = np.concatenate([np.asarray(per_layer(i, gi), np.float32).reshape(-1) for i, gi in enumerate(grads)])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_no_merging_from_the_environment(monkeypatch):
+    monkeypatch.setenv("DLCP_PS_MERGE_PACKETS", "0")
+    assert len(overlap.PsPlan.build(make_workload("digits", 2, 1.0, 0).shapes, 1500).tensors) == 4
+
+
+@pytest.mark.parametrize("mode", ["dlcp", "tcp"])
+def test_merged_ps_trains_exactly_as_per_layer_and_moves_fewer_tensors(mode):
+    """The digits MLP over real sockets with its small layers merged (2 tensors each way) and without
+    (4): the same parameters come back; a DLCP worker sends 14 packets per iteration instead of 16 (the
+    merged tensor's partial packets combine), TCP 2 frame headers instead of 4; each layer keeps its
+    record fields."""
+    merged, finals_m, _ = _run_ps(mode, overlapped=True, merge_packets=4, workload="digits")
+    apart, finals_a, _ = _run_ps(mode, overlapped=True, merge_packets=0, workload="digits")
+    payload = 4 * 4810
+    for records, tensors, packets in ((merged, 2, 14), (apart, 4, 16)):
+        for r in (r for recs in records for r in recs):
+            rec = r.as_record()
+            if mode == "tcp":
+                assert rec["bytes_sent"] == payload + tensors * FRAME.size
+            else:
+                assert rec["packets_sent"] == packets
+                assert len(rec["push_done_s"]) == len(rec["layer_arrival_s"]) == len(rec["push_probes"]) == 4
+                assert all(t is not None for t in rec["push_done_s"])
+    for a, b in zip(finals_m[0], finals_a[0], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    for a, b in zip(finals_m[0], finals_m[1], strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_waiting_on_a_received_tensor_whose_delivery_failed_raises():
