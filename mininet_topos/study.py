@@ -18,7 +18,10 @@ accidental: during every run of every mode alike (and the calibration), busy-loo
 the network (``CpuLoad``: one per started core, each busy ``duty`` of every ``CPU_LOAD_PERIOD_S``,
 at the switches' nice level) compete with the switches and agents for the cores; each run's record
 keeps the load asked for and the CPU the loaders actually got (``cpu_load``), and the report's Notes
-say so.
+say so. ``switch_nice`` (e.g. -10) runs every thread of every switch process at that nice level
+before each run, above the agents, bulk flows and load (nice 0): on real hardware the network does
+not share CPUs with the hosts, and in the emulation a switch that waits for a CPU delivers less than
+its link rate (cpu.py). Off by default; the run records and the Notes say when it was used.
 
 Output ``results/<stamp>-<scenario>/``: ``config.json``, ``iterations.jsonl`` (one record per worker
 per iteration, fields in docs/experiments.md), ``runs.jsonl`` (one record per run: mode, seed,
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -102,6 +106,7 @@ class StudyConfig:
     keep_speed_if_starved: str | None = None   # set (to the reason): starvation alone never slows the links
     dlcp_pull: bool = True               # PS workers listen on the DLCP port: parameters are DLCP too
     cpu_load: float = 0.0                # cores of busy-loop load kept on the machine during every run (0: none)
+    switch_nice: int | None = None       # nice level of every switch thread during the runs (None: as started)
     notes: list[str] = field(default_factory=list)
 
 
@@ -177,6 +182,23 @@ class CpuLoad:
         got = sum(self._ticks) / TICKS / span if span > 0 else 0.0
         return {"cores": self.cores, "procs": self.procs, "duty": round(self.duty, 4), "period_s": self.period_s,
                 "measured_cores": round(got, 3)}
+
+
+def renice_threads(pid: int, nice: int) -> int:
+    """Set the nice level of every thread of ``pid`` (Linux's setpriority on a pid changes one
+    thread only); returns how many threads were set (0 once the process is gone)."""
+    try:
+        tids = [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir() if t.name.isdigit()]
+    except OSError:
+        return 0
+    done = 0
+    for tid in tids:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+            done += 1
+        except ProcessLookupError:
+            continue
+    return done
 
 
 def _sh(cmd: list[str], what: str, timeout: float = 120.0) -> str:
@@ -300,6 +322,8 @@ class Study:
             proc = self.net.switch(name).process
             if proc is not None:
                 sampler.add(f"switch:{name}", proc.pid)
+                if self.cfg.switch_nice is not None:
+                    renice_threads(proc.pid, self.cfg.switch_nice)
         sampler.start()
         load = CpuLoad(self.cfg.cpu_load).start()
         flows: list[subprocess.Popen] = []
@@ -364,6 +388,7 @@ class Study:
                 "failure": failure, "cpu": cpu, "cpu_bound_switches": cpu_bound_switches(cpu),
                 "starved_switches": starved_switches(cpu), "machine_cpu": sampler.machine(), **counters,
                 "bulk_tcp_mbps": bulk, "cpu_load": load.result() if load.procs else None,
+                "switch_nice": self.cfg.switch_nice,
                 "dir": str(out_dir)}
 
     def _popen(self, host: str, cmd: list[str], log: Path) -> subprocess.Popen:

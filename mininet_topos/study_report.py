@@ -168,7 +168,7 @@ def write_study_report(run_dir: Path) -> Path:
     hot = sorted({f"{s} ({r['mode']}, seed {r['seed']})" for r in runs for s in r.get("cpu_bound_switches", [])})
     if hot:
         notes.append(f"switch processes above {SWITCH_LIMIT:.0%} of a core during a run: {', '.join(hot)}")
-    notes += cpu_load_notes(runs) + starvation_notes(runs)
+    notes += cpu_load_notes(runs) + switch_nice_notes(runs) + starvation_notes(runs)
     if notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     plots = []
@@ -304,6 +304,17 @@ def cpu_load_notes(runs: list[dict]) -> list[str]:
     stated = "; ".join(f"{c:g} core(s): {n} process(es) busy {d:.0%} of every {p * 1e3:g} ms" for c, n, d, p in asked)
     return [f"**stated CPU load** during {len(loads)} of {len(runs)} runs (every mode alike): busy loops outside the "
             f"network, {stated}; they got {min(got):.2f}-{max(got):.2f} cores (CPU time per wall second, all loaders)"]
+
+
+def switch_nice_notes(runs: list[dict]) -> list[str]:
+    """The Notes' line on the switches' CPU priority (study.StudyConfig.switch_nice), when it was set."""
+    levels = sorted({r["switch_nice"] for r in runs if r.get("switch_nice") is not None})
+    if not levels:
+        return []
+    n = sum(1 for r in runs if r.get("switch_nice") is not None)
+    return [f"**switch priority**: every switch thread ran at nice {', '.join(str(x) for x in levels)} during {n} of "
+            f"{len(runs)} runs (agents, bulk flows and any stated load at nice 0): the emulated network got its CPU "
+            "first"]
 
 
 def starvation_notes(runs: list[dict]) -> list[str]:

@@ -2,19 +2,23 @@
 
 import json
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mininet_topos import scenarios, stats
 from mininet_topos.cpu import cpu_ticks
-from mininet_topos.study import CpuLoad, StudyConfig, cpu_load_plan, run_order
+from mininet_topos.study import CpuLoad, StudyConfig, cpu_load_plan, renice_threads, run_order
 from mininet_topos.study_report import (
     comparisons,
     cpu_load_notes,
     per_iteration,
     summarise_study,
+    switch_nice_notes,
     write_study_report,
 )
 
@@ -207,3 +211,34 @@ def test_report_states_the_cpu_load_kept_during_the_runs(tmp_path):
     assert "during 9 of 9 runs" in line and "1 process(es) busy 60% of every 10 ms" in line
     assert "0.50-0.58 cores" in line
     assert cpu_load_notes([{"mode": "dlcp"}]) == []      # no load: no note
+
+
+def _nice_of(tid_stat: str) -> int:
+    return int(tid_stat.rsplit(")", 1)[1].split()[16])     # field 19 of /proc/<pid>/task/<tid>/stat
+
+
+def test_switch_priority_sets_every_thread_of_a_process():
+    """Linux's setpriority on a pid changes one thread; a switch's packet thread is not its main
+    thread, so renice_threads sets each (a real process with three threads)."""
+    code = "import threading, time\nfor _ in range(2): threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n" \
+           "print('up', flush=True)\ntime.sleep(60)\n"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+        assert renice_threads(proc.pid, 7) == 3
+        tasks = sorted(Path(f"/proc/{proc.pid}/task").iterdir())
+        assert [_nice_of((t / "stat").read_text()) for t in tasks] == [7, 7, 7]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert renice_threads(proc.pid, 7) == 0                 # gone: nothing to set
+
+
+def test_report_states_the_switch_priority(tmp_path):
+    _, runs, _ = _synthetic(tmp_path)
+    for r in runs:
+        r["switch_nice"] = -10
+    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    text = write_study_report(tmp_path).read_text()
+    assert "every switch thread ran at nice -10 during 9 of 9 runs" in text
+    assert switch_nice_notes([{"mode": "dlcp", "switch_nice": None}]) == []
