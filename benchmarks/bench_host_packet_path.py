@@ -1,20 +1,22 @@
 """Benchmark: CPU per DATA packet of the agent's send and receive paths, against a bare-socket floor.
 
 The per-packet Python cost of the DLCP host agent, in the shape the Mininet runs have it: a sender
-paced by a receiver's grant (one wake-up per packet at 20 Mbit/s), and a receiver that grants and
-acknowledges every few packets. Real sockets on 127.0.0.1, one process, CPU time (user + system)
+paced by a receiver's grant (one wake-up per ``pace_packets`` packets: 2 by default, 1 before),
+and a receiver that grants and acknowledges every few packets. Real sockets on 127.0.0.1, one process, CPU time (user + system)
 of this process only.
 
 - send: ``Endpoint.send`` of a digits-wide-sized layer (442 packets) to a UDP sink, the grant at
-  ``--mbps``, the loop turned by ``Endpoint.poll`` as the agents turn it; floor: a bare loop that
-  sleeps (select) until each packet's pacing time and ``sendto``s the same datagrams.
+  ``--mbps``, the loop turned by ``Endpoint.poll`` as the agents turn it, once per pace of
+  ``--pace`` (packets per paced wake-up, the paces alternating layer by layer so machine noise hits
+  each alike); floor: a bare loop that sleeps (select) until each packet's pacing time and
+  ``sendto``s the same datagrams (one wake-up per packet).
 - receive: the same packets handed to a granting ``Endpoint`` (``_datagram``, after the OPEN) as
   its socket loop hands them over; its ACKs, GRANTs and DONE go to a real socket; floor: header
   unpack + payload copy into the destination per packet.
 
 Figure: microseconds of CPU per packet for each and the ratio to its floor.
 
-    .venv/bin/python benchmarks/bench_host_packet_path.py [--mbps 20] [--tensors 6] [--quick]
+    .venv/bin/python benchmarks/bench_host_packet_path.py [--mbps 20] [--tensors 6] [--pace 1,2] [--quick]
 """
 
 from __future__ import annotations
@@ -62,8 +64,9 @@ def layer(seed: int, iteration: int = 0, worker: int = 1):
                      iteration=iteration)
 
 
-def send_path(mbps: float, tensors: int) -> tuple[float, float, int]:
-    """CPU s of the endpoint and of the bare paced loop, and packets sent by each."""
+def send_path(mbps: float, tensors: int, paces: list[int]) -> tuple[dict[int, float], float, int]:
+    """CPU s of the endpoint per pace (packets per paced wake-up) and of the bare paced loop, and
+    packets sent by each (the same for every pace: each sends ``tensors`` layers)."""
     rate = mbps * 1e6 / 8
     dst = sink()
     ep = Endpoint(EndpointConfig(worker_id=1, link_rate=rate, offload="off"))
@@ -71,18 +74,20 @@ def send_path(mbps: float, tensors: int) -> tuple[float, float, int]:
     ep.ready_peers.add(dest)              # first contact done (no OPEN_ACK round trip here)
     ep.grants.grant(dest, rate)
     packets = 0
-    used = 0.0
+    used = dict.fromkeys(paces, 0.0)
     for t in range(tensors):
         pt = layer(t, iteration=t)
-        c0 = cpu()
-        h = ep.send(pt, dest)
-        while h.tx.pos < h.tx.queue.size:
-            ep.poll(0.05)
-        used += cpu() - c0
+        for pace in paces:
+            ep.grants.pace_packets = pace
+            c0 = cpu()
+            h = ep.send(pt, dest)
+            while h.tx.pos < h.tx.queue.size:
+                ep.poll(0.05)
+            used[pace] += cpu() - c0
+            drain(dst)
+            ep.outgoing.clear()
+            ep._active.clear()
         packets += pt.n_packets
-        drain(dst)
-        ep.outgoing.clear()
-        ep._active.clear()
     ep.sock.close()
     # the floor: the same datagrams, each at its pacing time, from a bare socket
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -145,13 +150,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mbps", type=float, default=20.0, help="grant (pacing rate) of the send path")
     ap.add_argument("--tensors", type=int, default=None, help="442-packet layers per path (default 6)")
+    ap.add_argument("--pace", default="1,2", help="packets per paced wake-up of the send path, comma-separated "
+                    "(default 1,2: before and since pacing in pairs; the agents use ratecontrol.PACE_PACKETS)")
     add_quick_flag(ap)
     args = ap.parse_args()
     announce(args.quick)
     tensors = args.tensors or (1 if args.quick else 6)
-    used, bare, n = send_path(args.mbps, tensors)
-    print(f"send, paced at {args.mbps:g} Mbit/s: {used / n * 1e6:6.1f} us CPU per packet "
-          f"(bare paced sendto loop {bare / n * 1e6:5.1f} us; ratio {used / bare:.2f}x; {n} packets)")
+    paces = [int(x) for x in args.pace.split(",")]
+    if any(k < 1 for k in paces):
+        ap.error(f"--pace {args.pace}: each pace must be >= 1 packet")
+    used, bare, n = send_path(args.mbps, tensors, paces)
+    for pace in paces:
+        print(f"send, paced at {args.mbps:g} Mbit/s, {pace} per wake-up: {used[pace] / n * 1e6:6.1f} us CPU per "
+              f"packet (bare paced sendto loop {bare / n * 1e6:5.1f} us; ratio {used[pace] / bare:.2f}x; {n} packets)")
+    if len(paces) > 1:
+        print(f"send, pace {paces[-1]} / pace {paces[0]}: {used[paces[-1]] / used[paces[0]]:.2f}x CPU per packet")
     used, bare, n = receive_path(tensors)
     print(f"receive, granting:        {used / n * 1e6:6.1f} us CPU per packet "
           f"(bare unpack + copy {bare / n * 1e6:5.1f} us; ratio {used / bare:.2f}x; {n} packets)")

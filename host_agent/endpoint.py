@@ -484,7 +484,8 @@ class Endpoint:
         keep = []
         for tx in self._active:
             if tx.state is SendState.SENDING:
-                grant_wait = self.grants.wait_time(tx.dest)   # 0: not grant-bound (pacer, socket)
+                # 0: not grant-bound (pacer, socket); else until a pair (pace_packets) may go, or the rest
+                grant_wait = self.grants.wait_time(tx.dest, min(self.grants.pace_packets, tx.queue.size - tx.pos))
                 grant_wait = max(grant_wait, self.grants.window_wait(tx.dest, self._write_off(tx.dest)))
                 if grant_wait > 0:
                     wait = min(wait, grant_wait)
