@@ -42,6 +42,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--background-bytes", type=int, default=100_000)
     p.add_argument("--sim-ms", type=float, default=5.0, help="simulated time per mode (ms)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--transport", default="", metavar="KNOB=VALUE[,KNOB=VALUE]",
+                   help="ps-train, ps-incast, ring-train: DLCP transport knobs (sim_net.h TransportConfig) for every "
+                        "run, set as per-process defaults (e.g. hostPriority=true)")
     p.add_argument("--parallel", type=int, default=1,
                    help="ps-train, ring-train, ps-incast: runs (mode x load) at a time, each its own process "
                         "(2 on a 2-core machine; results are the same as one at a time)")
@@ -145,6 +148,7 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
     from simulation import job_report
     from simulation.job import JobSpec, run_job_fresh
     from simulation.scenario import ps_incast
+    from simulation.switch_model.transport_knobs import parse_knobs, run_jobs_fresh
     from simulation.workload import WorkloadError, load_cdf, ps_workload
 
     try:
@@ -157,6 +161,11 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
         return 2
     if not 0 <= a.loss_bound < 1:
         print(f"dlcp-sim: --loss-bound: {a.loss_bound} outside [0, 1)", file=sys.stderr)
+        return 2
+    try:
+        knobs = parse_knobs(a.transport) if a.transport.strip() else {}
+    except ValueError as e:
+        print(f"dlcp-sim: --transport: {e}", file=sys.stderr)
         return 2
     host_bps = max(lk.rate_bps for lk in topo.links if lk.a in topo.hosts or lk.b in topo.hosts)
     try:
@@ -184,7 +193,11 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
                        flows=flows, collective="ring" if a.workload == "ring-train" else "ps",
                        progress=a.parallel == 1)
         print(f"dlcp-sim: {a.preset} {a.workload} {mode} load {load} ...\n", end="", flush=True)  # one write: threads
-        r = run_job_fresh(topo, policy, mode, spec)
+        if knobs:                               # as defaults in the fresh process, before the network is built
+            (r,) = run_jobs_fresh([(knobs, topo, policy, mode, spec)])
+            r.extra["transport_knobs"] = knobs
+        else:
+            r = run_job_fresh(topo, policy, mode, spec)
         r.extra["load"] = load
         s = job_report.summary(r)
         print(f"dlcp-sim: {mode} load {load}: iteration mean {s['iteration']['mean_ms']} ms "
@@ -203,7 +216,7 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
     header = (f"# dlcp-sim {a.preset}: {a.workload}\n\n{topo.description}. Policy: {policy.source}. {what}; "
               f"background {a.background_cdf} at loads {loads} of each host link"
               f"{f' for the first {a.background_ms} ms' if a.background_ms is not None else ''}; DLCP loss bound "
-              f"{a.loss_bound}; seed {a.seed}. Whole command {time.perf_counter() - t0:.0f} s wall, {a.parallel} run(s) "
+              f"{a.loss_bound}; seed {a.seed}{f'; DLCP transport knobs {knobs}' if knobs else ''}. Whole command {time.perf_counter() - t0:.0f} s wall, {a.parallel} run(s) "
               f"at a time.")
     report = job_report.write(out, runs, header)
     _append_crosscheck(report, a.crosscheck_source)

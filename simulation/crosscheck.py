@@ -118,8 +118,8 @@ def run_scenario(name: str, out: Path, rate_share: dict[str, float] | None = Non
     ``rate_share[mode]`` < 1: in that mode's run every switch port sends at that share of its 20 Mbit/s
     (Topology.switch_rate_share)."""
     from simulation import job_report
-    from simulation.job import run_job_fresh
     from simulation.policy import policy_for
+    from simulation.switch_model.transport_knobs import run_jobs_fresh
     from simulation.topology import preset
 
     pname, jobs, bulk, _ = scenario(name)
@@ -134,7 +134,8 @@ def run_scenario(name: str, out: Path, rate_share: dict[str, float] | None = Non
                        holdoff_s=0.5e-3, rto_min_s=20e-3, transport=HOST_AGENT_TIMING)
         print(f"crosscheck: {name} {mode} ...", flush=True)
         topo.switch_rate_share = shares[mode]
-        r = run_job_fresh(topo, pol, mode, spec)
+        # host_agent has no host egress priority: the Mininet hosts' DLCP and TCP share one queue
+        (r,) = run_jobs_fresh([({"hostPriority": False}, topo, pol, mode, spec)])
         r.extra["load"] = 0.0
         runs.append(r)
     share = "".join(f" In the {m} run switch ports send at {f:g} x their link rate." for m, f in shares.items() if f != 1.0)

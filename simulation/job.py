@@ -126,6 +126,7 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
                       ns.TypeIdValue(ns.TypeId.LookupByName(f"ns3::{spec.bulk_tcp}")))
     for i, h in enumerate(topo.hosts):
         sim.NewHost(net.nodes[h], i)
+        sim.WatchHostQueue(net.nodes[h], i)      # waits in the host's egress queue (counters "host_queue")
     dlcp = mode == "dlcp"
     # PS jobs first: PsJob takes SimNet's completion hook, a RingJob chains to whoever had it
     defs = sorted(_job_defs(spec, len(topo.hosts)), key=lambda d: d.collective == "ring")
@@ -209,6 +210,7 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
         counters["transport"] |= {"standby_grants": bool(simnet.cfg.standbyGrants),
                                   "standby_grants_sent": int(simnet.standbyGrantsSent),
                                   "open_retries": int(simnet.openRetries)}
+    counters["host_queue"] = host_queue_waits(simnet, topo)
     extra = {"background_started": int(bg.Started()) if bg is not None else 0,
              "ld_preload": os.environ.get("LD_PRELOAD", "")}       # the malloc it ran with (simulation.fresh)
     ns.Simulator.Destroy()
@@ -216,6 +218,27 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return JobResult(mode, transfers, iterations, counters, now, events, run_wall, build, collect, rss,
                      finished, extra)
+
+
+HOST_QUEUE_KINDS = ("dlcp_data", "dlcp_control", "other")    # sim_net.h SimNet::hostQueueWait's order
+
+
+def host_queue_waits(simnet, topo: Topology) -> dict:
+    """How long packets waited in the hosts' egress queue discs (sim_net.h OnHostDequeue), by kind
+    (DLCP DATA, DLCP control messages, other: TCP), summed over every host ("all") and for the
+    first host alone (h0: a PS job's server): packets, mean and max wait in µs, packets over 10 µs."""
+    def one(ws: list) -> dict:
+        out = {}
+        for k, kind in enumerate(HOST_QUEUE_KINDS):
+            n = sum(int(w[k].n) for w in ws)
+            total = sum(float(w[k].sum) for w in ws)
+            out[kind] = {"packets": n, "mean_us": round(1e6 * total / n, 3) if n else None,
+                         "max_us": round(1e6 * max((float(w[k].max) for w in ws), default=0.0), 3),
+                         "over_10us": sum(int(w[k].over10us) for w in ws), "drops": sum(int(w[k].drops) for w in ws)}
+        return out
+
+    waits = [simnet.hostQueueWait[i] for i in range(int(simnet.hostQueueWait.size()))]
+    return {"all": one(waits), topo.hosts[0]: one(waits[:1])}
 
 
 # dlcp_switch.h MsgKind, in order: what a tail-dropped DLCP packet was

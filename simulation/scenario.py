@@ -204,10 +204,12 @@ def _rate(bps: int) -> str:
 Port = Callable[[object, Link], None]
 
 
-def build_links(ns, topo: Topology, nodes: dict, switch_port: Port) -> tuple[dict[tuple[str, str], tuple[int, int]], dict[str, int]]:
+def build_links(ns, topo: Topology, nodes: dict, switch_port: Port,
+                host_priority: bool = False) -> tuple[dict[tuple[str, str], tuple[int, int]], dict[str, int]]:
     """Install the internet stack on ``nodes`` and every link of ``topo`` (point-to-point, a /24
     per link, a 1-packet device queue so the queue discs hold the buffer); host ports get a
-    HOST_QUEUE_PACKETS FIFO, each switch port ``switch_port(device, link)``. Returns the ends
+    HOST_QUEUE_PACKETS FIFO (``host_priority``: two such bands, DLCP's first, sim_net.h
+    InstallHostPrio), each switch port ``switch_port(device, link)``. Returns the ends
     ((node, neighbour) -> (interface, neighbour's address)) and every host's address. The one
     place links are built: dlcp-sim's fabric and the benchmark's stock-ns-3 baseline share it."""
     stack = ns.InternetStackHelper()
@@ -219,7 +221,6 @@ def build_links(ns, topo: Topology, nodes: dict, switch_port: Port) -> tuple[dic
     ends: dict[tuple[str, str], tuple[int, int]] = {}
     host_ip: dict[str, int] = {}
     switches = set(topo.switches)
-    host_prio = bool(switch_model.ns3()[1].TransportDefaults().hostPriority)
     for i, link in enumerate(topo.links):
         p2p.SetDeviceAttribute("DataRate", ns.StringValue(_rate(link.rate_bps)))
         p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(link.delay_ns)))
@@ -237,7 +238,7 @@ def build_links(ns, topo: Topology, nodes: dict, switch_port: Port) -> tuple[dic
                 switch_port(dev, link)
             else:
                 host_ip[name] = ifaces.GetAddress(side).Get()
-                if host_prio:                   # sim_net.h TransportConfig::hostPriority
+                if host_priority:               # sim_net.h TransportConfig::hostPriority
                     switch_model.ns3()[1].InstallHostPrio(dev, HOST_QUEUE_PACKETS)
                     continue
                 fifo = ns.TrafficControlHelper()
@@ -313,7 +314,10 @@ def build_network(topo: Topology, policy: Policy, mode: str, scheduler: str | No
         buffer = pf.buffer_packets if mode == "pfabric" else total_buffer
         qdiscs.append(_install_switch_qdisc(ns, sim, dev, policy, mode, link.rate_bps, buffer))
 
-    ends, host_ip = build_links(ns, topo, nodes, switch_port)
+    # DLCP ahead of the host's own TCP at the host ports (TransportConfig::hostPriority); the TCP and
+    # pFabric baselines keep one FIFO per host port (none of their packets is DLCP's)
+    host_priority = mode == "dlcp" and bool(defaults.hostPriority)
+    ends, host_ip = build_links(ns, topo, nodes, switch_port, host_priority)
 
     static = ns.Ipv4StaticRoutingHelper()
     for host in topo.hosts:

@@ -114,7 +114,6 @@ class DlcpHost : public ns3::Application {
     m_udp = ns3::Socket::CreateSocket(GetNode(), ns3::UdpSocketFactory::GetTypeId());
     m_udp->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), kDlcpPortDefault));
     m_udp->SetIpRecvTos(true);
-    if (net.cfg.hostPriority) m_udp->SetPriority(6);   // band 0 of the host's PrioQueueDisc (sim_net.h)
     m_udp->SetRecvCallback(ns3::MakeCallback(&DlcpHost::OnUdp, this));
     m_tcp.Start(GetNode());
     if (net.cfg.pfabric) m_pfabric.Start(GetNode());
@@ -216,8 +215,15 @@ class DlcpHost : public ns3::Application {
       net.ctrlBytesIn[host] += buf.size();
     }
     m_udp->SetIpTos(ect ? 0x02 : 0x00);
-    m_udp->SendTo(ns3::Create<ns3::Packet>(buf.data(), buf.size()), 0,
-                  ns3::InetSocketAddress(ns3::Ipv4Address(net.addr[host]), kDlcpPortDefault));
+    ns3::Ptr<ns3::Packet> pkt = ns3::Create<ns3::Packet>(buf.data(), buf.size());
+    if (net.cfg.hostPriority) {
+      // the packet's own priority tag: the socket's priority (SetPriority) does not reach the queue
+      // disc, as ns-3's SetIpTos resets it and UdpSocketImpl replaces it by the TOS's (0) for ECT
+      ns3::SocketPriorityTag prio;
+      prio.SetPriority(6);
+      pkt->ReplacePacketTag(prio);
+    }
+    m_udp->SendTo(pkt, 0, ns3::InetSocketAddress(ns3::Ipv4Address(net.addr[host]), kDlcpPortDefault));
   }
   // OPEN (CONTROL subtype 1) with the descriptor: n_packets, n_critical, loss bound (ppm).
   void SendControlOpen(OutTransfer& o) {

@@ -8,6 +8,7 @@
 // (simulation/switch_model/__init__.py), after dlcp_switch.h and pfabric_queue.h.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -154,13 +155,18 @@ struct TransportConfig {
   uint32_t pfWindow = 12;                     // packets: initial window = one bandwidth-delay product
   double pfRto = 45e-6;                       // s: fixed retransmission timeout (about 3 RTTs)
   uint32_t pfProbeAfter = 5;                  // consecutive timeouts before probe mode (one packet per RTO)
-  // Host egress priority (off: one FIFO of HOST_QUEUE_PACKETS per host port, every packet in arrival
-  // order). On: DLCP's UDP socket sends at socket priority 6 and every host port is a 2-band
-  // PrioQueueDisc (InstallHostPrio), so DLCP's DATA and control leave ahead of the host's own TCP
-  // (as SO_PRIORITY with a prio/mqprio qdisc on Linux). Why: with background at load 0.6 a host's TCP
-  // windows fill its FIFO (up to 4 MiB, 335 us at 100 Gbit/s) ahead of its GRANTs and DATA before the
-  // switches' priorities apply (docs/simulation.md "Load 0.6"). Read by scenario.build_links too.
-  bool hostPriority = false;
+  // Host egress priority (not in host_agent; on since session 8): every host port is a 2-band
+  // PrioQueueDisc (InstallHostPrio) and DLCP's packets carry socket priority 6 (DlcpHost::SendTo tags
+  // each packet), so DLCP's DATA and control leave ahead of the host's own TCP (SO_PRIORITY with a
+  // prio/mqprio qdisc on Linux), as the switches' priority map puts DLCP ahead of non-DLCP traffic.
+  // Why: with background at load 0.6 a host's TCP windows sit in its egress queue (up to the 4 MiB
+  // send buffer, 348 us at 100 Gbit/s; ns-3 has no TCP small queues) ahead of its DLCP DATA and
+  // GRANTs; a granted sender's window, sized for the fabric's RTT, then took that long to clear, so the
+  // receiver's granted senders crawled and the held ones waited. paper-144, load 0.6, seed 1: job
+  // iteration 3.068 -> 1.219 ms, gradient FCT mean 816 -> 345 us (docs/simulation.md "Load 0.6").
+  // Off: one FIFO of HOST_QUEUE_PACKETS per host port, every packet in arrival order. Read by
+  // scenario.build_links too (so it is a per-process default, never a per-run override)
+  bool hostPriority = true;
 };
 
 // A host port as ``hostPriority`` wants it: band 0 for socket priority 6 (DLCP), band 1 for the
@@ -201,6 +207,10 @@ class SimNet {
   std::vector<uint64_t> ctrlBytesIn, ctrlBytesOut;   // host index -> DLCP control bytes (UDP payload) received / sent
   uint64_t pfData = 0, pfRetx = 0, pfTimeouts = 0;
   uint32_t activeSendersMax = 0;
+  // How long packets waited in each host's egress queue disc (WatchHostQueue), by what they were:
+  // host index -> [DLCP DATA, DLCP control/PROBE/BITMAP/DONE, anything else (TCP)]
+  struct QueueWait { uint64_t n = 0, over10us = 0, drops = 0; double sum = 0, max = 0; };
+  std::vector<std::array<QueueWait, 3>> hostQueueWait;
 
   uint32_t Add(uint32_t src, uint32_t dst, uint64_t bytes, uint8_t layer, uint8_t kind, bool dlcp, double p) {
     TransferRec r;
@@ -219,6 +229,44 @@ class SimNet {
     return UINT32_MAX;
   }
 };
+
+// A packet left host ``host``'s egress queue disc: count its wait there (SimNet::hostQueueWait).
+// UDP to or from the DLCP port is DLCP (its first payload byte names DATA or a control message).
+inline int HostQueueKind(ns3::Ptr<const ns3::QueueDiscItem> item) {
+  int kind = 2;
+  auto ip = ns3::DynamicCast<const ns3::Ipv4QueueDiscItem>(item);
+  if (ip && ip->GetHeader().GetProtocol() == 17 && item->GetPacket()->GetSize() > 8) {
+    uint8_t b[9];
+    item->GetPacket()->CopyData(b, 9);
+    uint16_t sport = (uint16_t)((b[0] << 8) | b[1]), dport = (uint16_t)((b[2] << 8) | b[3]);
+    if (sport == kDlcpPortDefault || dport == kDlcpPortDefault) kind = (b[8] & 0x0F) == kMsgData ? 0 : 1;
+  }
+  return kind;
+}
+inline void OnHostDequeue(uint32_t host, ns3::Ptr<const ns3::QueueDiscItem> item) {
+  auto& all = SimNet::Get().hostQueueWait;
+  if (all.size() <= host) all.resize(host + 1);
+  int kind = HostQueueKind(item);
+  double wait = (ns3::Simulator::Now() - item->GetTimeStamp()).GetSeconds();
+  SimNet::QueueWait& w = all[host][kind];
+  w.n++;
+  w.sum += wait;
+  w.max = std::max(w.max, wait);
+  if (wait > 10e-6) w.over10us++;
+}
+inline void OnHostDrop(uint32_t host, ns3::Ptr<const ns3::QueueDiscItem> item) {
+  auto& all = SimNet::Get().hostQueueWait;
+  if (all.size() <= host) all.resize(host + 1);
+  all[host][HostQueueKind(item)].drops++;
+}
+// Count the waits in the egress queue disc of ``node``'s host port (device 1) as host ``host``.
+// Tracing adds no event: a watched run is the same run.
+inline void WatchHostQueue(ns3::Ptr<ns3::Node> node, uint32_t host) {
+  auto q = node->GetObject<ns3::TrafficControlLayer>()->GetRootQueueDiscOnDevice(node->GetDevice(1));
+  if (!q) return;
+  q->TraceConnectWithoutContext("Dequeue", ns3::MakeBoundCallback(&OnHostDequeue, host));
+  q->TraceConnectWithoutContext("Drop", ns3::MakeBoundCallback(&OnHostDrop, host));
+}
 
 inline uint64_t Rng64(uint64_t& s) {          // splitmix64: deterministic per transfer
   uint64_t z = (s += 0x9E3779B97F4A7C15ull);

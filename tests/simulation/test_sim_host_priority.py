@@ -1,10 +1,12 @@
 """The hostPriority knob: DLCP ahead of the host's own TCP at the host port (issue 13).
 
-Why this exists: the knob (sim_net.h TransportConfig::hostPriority) is the experiment behind
-docs/simulation.md's "Load 0.6" finding that the hosts' FIFO is not where DLCP's gradients wait at
-load 0.6; a knob that silently built the plain FIFO would have produced that finding by itself.
+Why this exists: the knob (sim_net.h TransportConfig::hostPriority) was the experiment behind
+session 7's finding that the hosts' FIFO is not where DLCP's gradients wait at load 0.6; a knob that
+silently built the plain FIFO would produce such a finding by itself. One did, differently: the
+ports were built, but DLCP's packets never carried the priority, and the finding was wrong
+(tests/simulation/test_sim_host_queue.py checks where the packets wait). On by default since session 8.
 The test builds scale-16 with the knob set as a default (as transport_knobs --set does) and checks
-the host ports' queue discs, and that a per-run override, which would come too late for the host
+the host ports' queue discs (the TCP baselines' stay FIFOs), and that a per-run override, which would come too late for the host
 ports, is refused. Real ns-3, in the test process. Budget: about 40 s (the ns-3 import).
 """
 
@@ -25,16 +27,21 @@ def _root(net, host: str):
     return node.GetObject[ns.TrafficControlLayer]().GetRootQueueDiscOnDevice(node.GetDevice(1))
 
 
-def test_host_ports_get_two_bands_only_with_the_knob(ns3_model) -> None:
+def test_host_ports_get_two_bands_with_the_knob_and_by_default(ns3_model) -> None:
     topo = preset("scale-16")
     try:
         set_transport_defaults(hostPriority=True)
         net = build_network(topo, load_policy(FABRIC_POLICY), "dlcp")
         q = _root(net, topo.hosts[3])
         assert q.GetInstanceTypeId().GetName() == "ns3::PrioQueueDisc" and q.GetNQueueDiscClasses() == 2
+        set_transport_defaults(hostPriority=False)
+        net = build_network(topo, load_policy(FABRIC_POLICY), "dlcp")
+        assert _root(net, topo.hosts[3]).GetInstanceTypeId().GetName() == "ns3::FifoQueueDisc"
     finally:
         set_transport_defaults()
-    net = build_network(topo, load_policy(FABRIC_POLICY), "dlcp")
+    net = build_network(topo, load_policy(FABRIC_POLICY), "dlcp")      # the default since session 8: on
+    assert _root(net, topo.hosts[3]).GetInstanceTypeId().GetName() == "ns3::PrioQueueDisc"
+    net = build_network(topo, load_policy(FABRIC_POLICY), "tcp-cubic")  # the baselines keep the FIFO
     assert _root(net, topo.hosts[3]).GetInstanceTypeId().GetName() == "ns3::FifoQueueDisc"
 
 

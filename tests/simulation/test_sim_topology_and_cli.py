@@ -70,6 +70,10 @@ def test_cli_bad_input_is_one_line(capsys, tmp_path) -> None:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pfabric runs only with the job workloads" in err
     assert not out.exists()                                  # nothing written
+    assert cli.main(["--workload", "ps-train", "--transport", "hostPriority", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--transport: expected KNOB=VALUE, got 'hostPriority'" in err
+    assert not out.exists()
 
 
 def test_workload_bad_input_is_one_line(capsys, tmp_path) -> None:
