@@ -391,6 +391,12 @@ def study_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-budget", type=float, metavar="MIN",
                    help="calibration slows the links down only while the study's estimated duration stays "
                         "under MIN minutes (default: no limit)")
+    p.add_argument("--cpu-load", type=float, default=0.0, metavar="CORES",
+                   help="keep this many cores of busy-loop load on the machine during every run of every mode "
+                        "alike (a reproducible CPU-starved emulation; default 0: none)")
+    p.add_argument("--switch-nice", type=int, metavar="N",
+                   help="run every switch thread at nice N (e.g. -10) during the runs, above agents, bulk flows "
+                        "and load, so the emulated network gets its CPU first (default: as started)")
     p.add_argument("--out", default="results")
     p.add_argument("--pcap", action="store_true")
     return p
@@ -415,10 +421,15 @@ def study_main(argv: list[str]) -> int:
         p.error(f"--loss-bound {a.loss_bound}: must be in [0, 1)")
     if a.time_budget is not None and a.time_budget <= 0:
         p.error(f"--time-budget {a.time_budget:g}: must be > 0 minutes")
+    if not 0 <= a.cpu_load <= 16:
+        p.error(f"--cpu-load {a.cpu_load:g}: must be between 0 and 16 cores")
+    if a.switch_nice is not None and not -20 <= a.switch_nice <= 19:
+        p.error(f"--switch-nice {a.switch_nice}: must be between -20 and 19")
     cfg = StudyConfig(scenario=a.scenario, modes=modes, seeds=a.seeds, first_seed=a.first_seed,
                       iterations=a.iterations, link_mbps=a.link_mbps, compute_ratio=a.compute_ratio,
                       overlap=a.overlap, loss_bound=a.loss_bound, timeout_s=a.timeout, out=a.out, pcap=a.pcap,
-                      calibrate=a.calibrate, time_budget_s=None if a.time_budget is None else 60 * a.time_budget)
+                      calibrate=a.calibrate, time_budget_s=None if a.time_budget is None else 60 * a.time_budget,
+                      cpu_load=a.cpu_load, switch_nice=a.switch_nice)
     ok, why = target_available(cfg.target)
     if not ok:
         print(f"dlcp-exp: {why}", file=sys.stderr)

@@ -68,3 +68,13 @@ def test_study_time_budget_must_be_positive(capsys):
     with pytest.raises(SystemExit):
         main(["--scenario", "tcp-bulk", "--time-budget", "0"])
     assert "--time-budget 0: must be > 0 minutes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--cpu-load", "-1"], "--cpu-load -1: must be between 0 and 16 cores"),
+    (["--switch-nice", "30"], "--switch-nice 30: must be between -20 and 19"),
+])
+def test_study_load_and_switch_nice_are_checked(args, message, capsys):
+    with pytest.raises(SystemExit):
+        main(["--scenario", "tcp-bulk", *args])
+    assert message in capsys.readouterr().err
