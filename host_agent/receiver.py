@@ -42,6 +42,7 @@ STAGING_MIN_CHARGE = 1024     # elements a staged tensor costs at least (bounds 
 GRANT_SHARE = 0.93            # share of the link granted (headers, control and pacing jitter: the rest)
 GRANT_IDLE = 0.5              # s without DATA after which a sender no longer counts as active
 GRANT_TICK = 0.02             # s between checks for senders that went quiet (grants to the others)
+GRANT_REFRESH = 0.5           # s: an opener whose share is unchanged gets its grant again after this long
 GRANT_MEMORY = 2.0            # s: a sender active this recently may start its next tensor at any moment
 WINDOW_PACKETS = 40           # DATA packets all granted senders together may have in flight towards us
 WINDOW_MIN = 4                # ... but each at least this many
@@ -132,6 +133,8 @@ class ReceiveSide:
         self._arrival_busy = 0.0
         self._arrival_count = 0
         self.ce_own_port = 0          # CE-marked packets not echoed: our own link was full (all-time)
+        self._open_acked: set[Address] = set()   # addresses whose first OPEN we acknowledged
+        self._granted_at: dict[Address, float] = {}   # when each sender last got a grant
 
     # -- public API ----------------------------------------------------------------------------
     def expect(self, worker_id: int, iteration: int, tensor_id: int, out: np.ndarray,
@@ -285,8 +288,17 @@ class ReceiveSide:
                 self.data(memoryview(data), flags, b3, worker, it, tid, count, off, ce, seq, addr)
 
     def on_open(self, layer: int, dtype: int, worker: int, it: int, tid: int, body: bytes, addr: Address) -> None:
-        """CONTROL/OPEN: set up the tensor and acknowledge it (no ACK when refused)."""
-        if self._open(layer, dtype, worker, it, tid, body, addr) is not None:
+        """CONTROL/OPEN: set up the tensor and acknowledge it (no ACK when refused).
+
+        Only a sender at first contact waits for the OPEN_ACK (endpoint.send): the first OPEN from an
+        address is acknowledged, and an OPEN repeated for a tensor already open (its sender is still
+        waiting: the OPEN_ACK was lost, or it restarted), never the OPEN of each further tensor.
+        """
+        old = self.assemblies.get((worker, tid))
+        repeated = old is not None and old.iteration == it
+        opened = self._open(layer, dtype, worker, it, tid, body, addr) is not None
+        if opened and (repeated or addr not in self._open_acked):
+            self._open_acked.add(addr)
             hdr = P.DlcpHeader(msg_type=P.MSG_CONTROL, flags=P.FLAG_CRITICAL, dtype=dtype,
                                job_id=self.cfg.job_id, worker_id=worker, iteration=it, tensor_id=tid)
             self._send(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_OPEN_ACK), addr)
@@ -378,14 +390,15 @@ class ReceiveSide:
         """Grant every active sender an equal share of our link (CONTROL/GRANT, bytes/s), and every
         sender that was active lately a standby share it may start its next tensor with.
 
-        Active: sent to a sender that opens a tensor (before its OPEN_ACK, so its first DATA is
-        already paced) and to every active sender whose share changed since its last grant (a
-        sender joined, finished or went quiet). Standby: a sender that was active in the last
-        ``GRANT_MEMORY`` s but is not now (between a training job's tensors and iterations) holds
-        the share it would get if every recent sender were back (link / n recent), so when they
-        all start the next iteration together they fill the link without overrunning the queue,
-        and none waits a round trip for a fresh grant; one that returns alone gets the whole link
-        with the grant its OPEN triggers. Senders pace each destination at its grant
+        Active: sent to every active sender whose share changed since its last grant (a sender
+        joined, finished or went quiet), the opener of a tensor included (before its OPEN_ACK, so
+        its first DATA is already paced); an opener whose share is unchanged holds its grant and
+        gets it again only when it is older than ``GRANT_REFRESH`` (a lost grant is repaired).
+        Standby: a sender that was active in the last ``GRANT_MEMORY`` s but is not now (between a
+        training job's tensors and iterations) holds the share it would get if every recent sender
+        were back (link / n recent), so when they all start the next iteration together they fill
+        the link without overrunning the queue, and none waits a round trip for a fresh grant; one
+        that returns alone gets the whole link with the grant its OPEN triggers (its share changed). Senders pace each destination at its grant
         (ratecontrol.GrantPacer). No link rate configured: no grants.
         """
         if self.cfg.link_rate is None:
@@ -400,7 +413,10 @@ class ReceiveSide:
             self.active_senders_max = max(self.active_senders_max, len(active))
             share = self._share(len(active))
             for peer in active:
-                if peer == opener or self._granted.get(peer) != share:
+                # the opener holds its grant already unless its share changed (or the grant is old: it
+                # may have been lost); one GRANT per OPEN was a third of the PS server's control packets
+                stale = peer == opener and now - self._granted_at.get(peer, -1e9) > GRANT_REFRESH
+                if self._granted.get(peer) != share or stale:
                     self._grant(peer, self._recent[peer][1], share, len(active))
         standby = self._share(len(self._recent)) if self._recent else None   # none left: nobody to grant
         for peer, (_seen, hdr) in self._recent.items():
@@ -409,6 +425,7 @@ class ReceiveSide:
                 self._grant(peer, hdr, standby, len(self._recent))
         for peer in [p for p in self._granted if p not in self._recent]:
             del self._granted[peer]
+            self._granted_at.pop(peer, None)
 
     def _share(self, senders: int) -> tuple[int, int]:
         """(bytes/s, window in packets) for each of ``senders`` senders sharing our link."""
@@ -422,6 +439,7 @@ class ReceiveSide:
 
     def _grant(self, peer: Address, hdr: P.DlcpHeader, share: tuple[int, int], senders: int) -> None:
         self._granted[peer] = share
+        self._granted_at[peer] = time.monotonic()
         self.grants_sent += 1
         self._send(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_GRANT) + P.GRANT_BODY.pack(share[0], senders, share[1]),
                    peer)
