@@ -363,8 +363,12 @@ def test_marks_while_our_own_link_is_full_are_not_echoed(endpoints):
     marks at each worker's own port)."""
     tx, rx, pacer, port = _marked_transfer(endpoints, LINK, stall=(0.15, 0.04))   # a descheduled switch
     assert port.ce_marked > 20 and rx.rx.ce_own_port >= 0.75 * port.ce_marked
-    # (a stall in the transfer's first arrival window may still read as a slow path: an echo or two)
-    assert tx.ecn_echoes_received <= 2, f"{tx.ecn_echoes_received} echoes for {port.ce_marked} marks"
+    # A stall in the transfer's first arrival window may still read as a slow path, and so may a sender
+    # the machine's load holds below OWN_PORT_FULL of its grant for a moment (measured: 8 echoes for 205
+    # marks, 1 run in 6 on a loaded machine): a few echoes. Echoing every mark, as before H10-3, gives
+    # one echo per ECN_ECHO_GAP while marks come: far above a twentieth of them.
+    assert tx.ecn_echoes_received <= max(2, port.ce_marked // 20), \
+        f"{tx.ecn_echoes_received} echoes for {port.ce_marked} marks"
 
 
 @pytest.mark.timeout(60)
