@@ -222,12 +222,16 @@ def test_switch_priority_sets_every_thread_of_a_process():
     thread, so renice_threads sets each (a real process with three threads)."""
     code = "import threading, time\nfor _ in range(2): threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n" \
            "print('up', flush=True)\ntime.sleep(60)\n"
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)     # its own autogroup, as a switch has
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
         assert renice_threads(proc.pid, 7) == 3
         tasks = sorted(Path(f"/proc/{proc.pid}/task").iterdir())
         assert [_nice_of((t / "stat").read_text()) for t in tasks] == [7, 7, 7]
+        group = Path(f"/proc/{proc.pid}/autogroup")
+        if group.exists():          # autogroup scheduling: the session's group gets the level too
+            assert group.read_text().split()[-1] == "7"
     finally:
         proc.kill()
         proc.wait()
