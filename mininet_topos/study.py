@@ -382,8 +382,10 @@ class Study:
                     p.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     p.kill()
-            cpu = sampler.stop()
-            load.stop()
+            try:
+                cpu = sampler.stop()
+            finally:
+                load.stop()             # busy loops never outlive the run, whatever the sampler did
         failed = sorted((t, k) for k, t in exit_at.items() if agents_running[k].returncode)
         if failed:
             key = failed[0][1]
