@@ -27,6 +27,10 @@ TARGETS = ("p4sim", "bmv2")
 READY_TIMEOUT_S = 30.0
 # A user-space switch must see real frames: no partial checksums, no GSO/TSO super-frames.
 OFFLOADS_OFF = ("tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off")
+# Ingress order of every p4sim switch of every mode alike (``p4sim switch --ingress-priority``):
+# "fifo" runs ingress in ring order (BMv2's behaviour), "dscp" highest DSCP class first (see
+# docs/p4sim.md, "Ingress order"). BMv2 has no such option and ignores it.
+INGRESS_PRIORITY = "fifo"
 
 
 class SwitchStartError(RuntimeError):
@@ -66,7 +70,7 @@ class P4RuntimeSwitch(Switch):
                  target: str = "p4sim", run_dir: str = "/tmp", pcap: bool = False,
                  priority_queues: int = 8, port_rates: dict[int, int] | None = None,
                  queue_depth: int | None = None, cpu_port: int | None = None,
-                 ctl_port: int | None = None, **params) -> None:
+                 ctl_port: int | None = None, ingress_priority: str | None = None, **params) -> None:
         super().__init__(name, **params)
         ok, why = target_available(target)
         if not ok:
@@ -81,6 +85,7 @@ class P4RuntimeSwitch(Switch):
         self.port_rates = port_rates or {}
         self.queue_depth = queue_depth
         self.cpu_port = cpu_port
+        self.ingress_priority = ingress_priority or INGRESS_PRIORITY
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = self.run_dir / f"{name}.log"
 
@@ -127,6 +132,7 @@ class P4RuntimeSwitch(Switch):
                "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}",
                "--ctl-addr", f"127.0.0.1:{self.ctl_port}",
                "--priority-queues", str(self.priority_queues), "--log-console", "--log-level", "info"]
+        cmd += ["--ingress-priority", self.ingress_priority]
         if self.queue_depth is not None:
             cmd += ["--queue-depth", str(self.queue_depth)]
         for port, bps in sorted(self.port_rates.items()):

@@ -24,7 +24,7 @@ import threading
 from p4sim.errors import UserError
 from p4sim.switch import gcpause
 from p4sim.switch.ctl_server import CtlServer
-from p4sim.switch.device import SwitchDevice
+from p4sim.switch.device import INGRESS_ORDERS, SwitchDevice
 from p4sim.switch.ports import parse_interface_spec
 from p4sim.switch.tm import DEFAULT_PRIORITY_QUEUES
 
@@ -97,6 +97,10 @@ def register(subparsers) -> None:
                    help=f"strict-priority queues per egress port (default {DEFAULT_PRIORITY_QUEUES}, as "
                         "simple_switch; a packet with priority >= N is dropped)")
     p.add_argument("--queue-depth", type=_int_arg(1), default=64, help="packets per queue (default 64)")
+    p.add_argument("--ingress-priority", choices=INGRESS_ORDERS, default="fifo",
+                   help="order of ingress within a loop turn: fifo (as the rings hold the frames, as BMv2; "
+                        "default) or dscp (highest DSCP class selector first, stable within a class: a "
+                        "line-rate parser's per-priority ingress buffers; p4sim only)")
     p.add_argument("--queue-rate", type=_int_arg(0), default=0,
                    help="packets/s per queue, BMv2 set_queue_rate semantics (default 0 = unlimited)")
     p.add_argument("--link-rate", type=float, default=0, metavar="BITS",
@@ -203,7 +207,8 @@ def build_switch(args: argparse.Namespace):
     program = load_program_file(args.program, args.include_dir, args.arch) if args.program else None
     device = SwitchDevice(device_id=args.device_id, cpu_port=args.cpu_port,
                           priority_queues=args.priority_queues, queue_depth=args.queue_depth,
-                          name=args.name, pcap_dir=args.pcap, drop_port=getattr(args, "drop_port", None) or 511)
+                          name=args.name, pcap_dir=args.pcap, drop_port=getattr(args, "drop_port", None) or 511,
+                          ingress_priority=args.ingress_priority)
     ctl = grpc = None
     try:
         device.tm.set_queue_rate(args.queue_rate)

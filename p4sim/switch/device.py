@@ -15,6 +15,17 @@ with ``control()`` (P4Runtime, ``p4sim ctl``), and the packet thread lets go of 
 two packets of a batch whenever one is waiting, so a control request waits for at most one
 packet (whose parser work the compiler bounds), not for a whole batch. ``stop`` waits a bounded
 time for the packet thread, so SIGTERM always ends the process.
+
+Ingress order (``ingress_priority``): ``"fifo"`` runs ingress on a turn's frames in the order the
+ports' rings hold them, port after port, as BMv2 does. ``"dscp"`` emulates a line-rate parser with
+per-priority ingress buffers (real switches map DSCP to ingress priority groups): the turn's frames
+(up to RX_BATCH_PRIORITY per port) go through ingress highest DSCP class selector first, stable within
+a class, so one class's order (every flow's) is kept. A starved Python switch otherwise leaves a
+high-priority frame in a ring behind low-priority ones before its priority queue is even chosen.
+
+Waits are measured per port and DSCP class (``WaitHistogram``): kernel ring -> read by the loop
+(``ring``) and kernel ring -> ingress starts (``ingress``); the traffic manager's sojourn per port and
+queue (``tm``). All three are in ``stats()`` and the final summary line.
 """
 
 from __future__ import annotations
@@ -29,11 +40,22 @@ from collections.abc import Callable
 
 from p4sim.switch import gcpause
 from p4sim.switch.pcap import PcapWriter
-from p4sim.switch.ports import AfPacketPort, Port, PortError, SocketPairPort, VirtualPortPeer
+from p4sim.switch.ports import (
+    AfPacketPort,
+    Port,
+    PortError,
+    SocketPairPort,
+    VirtualPortPeer,
+    WaitHistogram,
+    dscp_class,
+)
 from p4sim.switch.tm import DEFAULT_PRIORITY_QUEUES, DEFAULT_QUEUE_DEPTH, TrafficManager
 
 DROP_PORT = 511
 RX_BATCH = 64          # frames taken from one port per turn (fairness between ports)
+RX_BATCH_PRIORITY = 64  # the same with ingress_priority "dscp"
+INGRESS_ORDERS = ("fifo", "dscp")
+DSCP_CLASSES = 8
 EGRESS_BATCH = 256     # packets dequeued per turn
 RECIRC_CAPACITY = 1024  # BMv2's input buffer for resubmitted/recirculated packets
 STOP_TIMEOUT = 5.0      # seconds ``stop`` waits for the packet thread
@@ -58,7 +80,11 @@ class SwitchDevice:
 
     def __init__(self, device_id: int = 0, cpu_port: int | None = None,
                  priority_queues: int = DEFAULT_PRIORITY_QUEUES, queue_depth: int = DEFAULT_QUEUE_DEPTH,
-                 name: str | None = None, pcap_dir: str | None = None, drop_port: int = DROP_PORT) -> None:
+                 name: str | None = None, pcap_dir: str | None = None, drop_port: int = DROP_PORT,
+                 ingress_priority: str = "fifo") -> None:
+        if ingress_priority not in INGRESS_ORDERS:
+            raise ValueError(f"ingress priority {ingress_priority!r}: one of {', '.join(INGRESS_ORDERS)}")
+        self.ingress_priority = ingress_priority
         self.device_id = device_id
         self.cpu_port = cpu_port
         self.drop_port = drop_port
@@ -84,6 +110,9 @@ class SwitchDevice:
         self._epoll = select.epoll()
         self._epoll.register(self._wake_fd, select.EPOLLIN)
         self._fd_ports: dict[int, Port] = {}
+        # per port: (ring waits, ingress waits), each a histogram per DSCP class selector
+        self._rx_waits: dict[int, tuple[list[WaitHistogram], list[WaitHistogram]]] = {}
+        self._tm_waits: dict[tuple[int, int], WaitHistogram] = {}     # (port, qid) -> TM sojourn
         self.nanomsg = None            # NanomsgPortGroup: every port PTF adds over --packet-in
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -176,6 +205,8 @@ class SwitchDevice:
             port.close()
             raise PortError(f"port {port.port_no} is the CPU port")
         self.ports[port.port_no] = port
+        self._rx_waits[port.port_no] = ([WaitHistogram() for _ in range(DSCP_CLASSES)],
+                                        [WaitHistogram() for _ in range(DSCP_CLASSES)])
         with self.lock:
             self.tm.add_port(port.port_no)      # its queues show in ``p4sim ctl show_queues`` at once
         fd = port.fileno()
@@ -282,10 +313,28 @@ class SwitchDevice:
                    for qid, q in enumerate(tp.queues) if q.tail_drops}
         cpu = os.times()
         wait = "?" if self.packet_wait_s is None else f"{self.packet_wait_s:.2f}"
+        rx_waits = {key: f"n {w['ring']['n']} ring {_ms3(w['ring'])} ingress {_ms3(w['ingress'])}"
+                    for key, w in self.ingress_waits().items()}
+        tm_waits = {key: f"n {w['n']} {_ms3(w)}" for key, w in self.tm_waits().items()}
         return (f"final: rx {c['rx']} tx {c['tx']} tm_drops {c['tm_drops']} tail drops {tm_tail} "
                 f"port drops (rx, kernel, tx) {port_drops} packet thread CPU {self.packet_cpu_s:.2f} s "
                 f"waited for a CPU {wait} s process CPU {cpu.user + cpu.system:.2f} s; "
-                f"Python GC {self._gc.summary()}")
+                f"Python GC {self._gc.summary()}; ingress order {self.ingress_priority}; "
+                f"rx waits ms mean/p99/max {rx_waits}; tm waits ms mean/p99/max {tm_waits}")
+
+    def ingress_waits(self) -> dict[str, dict[str, dict]]:
+        """``{"PORT/csN": {"ring": ..., "ingress": ...}}`` for every port and DSCP class that saw a
+        kernel-stamped frame: waits from the kernel's ring to the loop's read and to ingress."""
+        out = {}
+        for no, (ring, ingress) in sorted(self._rx_waits.items()):
+            for cls in range(DSCP_CLASSES):
+                if ring[cls].n:
+                    out[f"{no}/cs{cls}"] = {"ring": ring[cls].summary(), "ingress": ingress[cls].summary()}
+        return out
+
+    def tm_waits(self) -> dict[str, dict]:
+        """``{"PORT/qN": ...}``: each queue's sojourn in the traffic manager (packets cut through are not counted)."""
+        return {f"{no}/q{qid}": h.summary() for (no, qid), h in sorted(self._tm_waits.items()) if h.n}
 
     def _turn(self) -> None:
         tm = self.tm
@@ -296,7 +345,8 @@ class SwitchDevice:
         else:
             timeout = max(0.0, (next_ns - time.monotonic_ns()) / 1e9)
         events = self._epoll.poll(timeout) if timeout > 0 else self._epoll.poll(0)
-        rx: list[tuple[int, bytes]] = []
+        rx: list[tuple[int, bytes, int, int]] = []     # (port, frame, kernel stamp ns or 0, DSCP class)
+        batch = RX_BATCH_PRIORITY if self.ingress_priority == "dscp" else RX_BATCH
         for fd, ev in events:
             if fd == self._wake_fd:
                 try:
@@ -307,17 +357,32 @@ class SwitchDevice:
             port = self._fd_ports.get(fd)
             if port is None:
                 if self.nanomsg is not None and fd == self.nanomsg.fileno():
-                    rx.extend(self.nanomsg.recv_pairs(RX_BATCH))
+                    rx.extend((no, data, 0, dscp_class(data)) for no, data in self.nanomsg.recv_pairs(batch))
                 continue
             if ev & (select.EPOLLERR | select.EPOLLHUP):
                 self._port_error(fd, port, ev)
             no = port.port_no
-            rx.extend((no, data) for data in port.recv_batch(RX_BATCH))
+            frames = port.recv_batch(batch)
+            if not frames:
+                continue
+            stamps = port.rx_stamps
+            if len(stamps) == len(frames):
+                ring = self._rx_waits[no][0]
+                read_ns = time.time_ns()
+                for data, stamp in zip(frames, stamps, strict=True):
+                    cls = dscp_class(data)
+                    ring[cls].add(read_ns - stamp)
+                    rx.append((no, data, stamp, cls))
+            else:
+                rx.extend((no, data, 0, dscp_class(data)) for data in frames)
         injected = self._injected
         while injected:
-            rx.append(injected.popleft())
+            no, data = injected.popleft()
+            rx.append((no, data, 0, dscp_class(data)))
         if not rx and not tm.size and not self._recirc:
             return
+        if self.ingress_priority == "dscp" and len(rx) > 1:
+            rx.sort(key=_by_class, reverse=True)     # stable: each class keeps its arrival order
         self._process(rx)
 
     def _port_error(self, fd: int, port: Port, events: int) -> None:
@@ -332,12 +397,12 @@ class SwitchDevice:
             self._epoll.unregister(fd)
             del self._fd_ports[fd]
 
-    def _process(self, rx: list[tuple[int, bytes]]) -> None:
+    def _process(self, rx: list[tuple[int, bytes, int, int]]) -> None:
         tx: list[tuple[int, bytes]] = []
         counters = self.counters
         if self.pcap_dir is not None:
             wall = time.time()
-            for port, data in rx:
+            for port, data, _stamp, _cls in rx:
                 self._pcap(port, "in").write(data, wall)
         counters["rx"] += len(rx)
         with self.lock:
@@ -358,7 +423,8 @@ class SwitchDevice:
                 cut_through = tm.cut_through
                 drop_port = self.drop_port
                 qmeta_now = None
-                for port, data in rx:
+                rx_waits = self._rx_waits
+                for port, data, stamp, cls in rx:
                     if self._control_waiting:
                         self._yield_to_control()
                         if self._stopping:
@@ -368,6 +434,8 @@ class SwitchDevice:
                             continue
                         now_ns = time.monotonic_ns()
                         now_us = (now_ns - self._start_ns) // 1000
+                    if stamp:
+                        rx_waits[port][1][cls].add(time.time_ns() - stamp)
                     try:
                         queued = ingress(data, port, now_us)
                     except Exception:
@@ -413,11 +481,16 @@ class SwitchDevice:
         v1 = self._v1
         start_us = self._start_ns // 1000
         own_queue = path.QDEPTH_OF_OWN_QUEUE     # TNA: the packet's queue; v1model: the whole port
+        tm_waits = self._tm_waits
         for _round in range(4):   # egress-to-egress clones may be due at once
             ready = tm.dequeue_ready(now_ns, EGRESS_BATCH)
             if not ready:
                 return
             for d in ready:
+                h = tm_waits.get((d.port, d.qid))
+                if h is None:
+                    h = tm_waits[(d.port, d.qid)] = WaitHistogram()
+                h.add(d.deq_timedelta * 1000)
                 enq_qdepth, deq_qdepth = (d.queue_enq_qdepth, d.queue_deq_qdepth) if own_queue \
                     else (d.enq_qdepth, d.deq_qdepth)
                 qmeta = v1.QueueMetadata(enq_timestamp=d.enq_timestamp - start_us, enq_qdepth=enq_qdepth,
@@ -515,7 +588,18 @@ class SwitchDevice:
                           for no, p in sorted(self.ports.items())},
                 "path_drops": dict(getattr(self.path, "drops", {}) or {}),
                 "tm": self.tm.snapshot(),
+                "ingress_priority": self.ingress_priority,
+                "rx_waits": self.ingress_waits(),
+                "tm_waits": self.tm_waits(),
             }
+
+
+def _by_class(item: tuple[int, bytes, int, int]) -> int:
+    return item[3]
+
+
+def _ms3(w: dict) -> str:
+    return f"{w['mean_ms']}/{w['p99_ms']}/{w['max_ms']}"
 
 
 def _runqueue_wait_s(tid: int) -> float | None:

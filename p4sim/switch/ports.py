@@ -8,6 +8,11 @@ blocking) and ``send``. Kinds:
   ``recv`` syscalls; frames the kernel shows us because *we* sent them (PACKET_OUTGOING) are skipped.
 * ``VirtualPort``: an in-process port for tests, one end of a SOCK_SEQPACKET socketpair; the test
   holds the other end (``VirtualPortPeer``: ``send(bytes)``, ``recv(timeout)``).
+
+An ``AfPacketPort`` also tells when the kernel put each frame it returns into the ring
+(``rx_stamps``, TPACKET_V2's tp_sec/tp_nsec, CLOCK_REALTIME ns): the device measures from it how long
+frames waited before the loop read them and before ingress ran on them (``WaitHistogram``, per port
+and per DSCP class selector, ``dscp_class``). Ports without a kernel stamp report 0 (not measured).
 """
 
 from __future__ import annotations
@@ -40,6 +45,73 @@ TP_STATUS_VLAN_TPID_VALID = 0x40
 _TPACKET2_HDR = struct.Struct("=IIIHHIIHH4x")   # 32 bytes
 _SLL_PKTTYPE_OFFSET = 32 + 10                  # sockaddr_ll follows the aligned header
 HOLE_WAIT_NS = 200_000
+_HIST_BUCKETS = 128     # WaitHistogram: 4 buckets per octave of microseconds, up to ~2^33 us
+
+
+def dscp_class(frame: bytes) -> int:
+    """The DSCP class selector (DSCP >> 3, 0..7) of an IPv4 or IPv6 frame; 0 for anything else.
+    A switch marks DLCP packets CS<queue> (p4src/include/constants.p4, DSCP_CS_SHIFT)."""
+    if len(frame) < 16:
+        return 0
+    et = frame[12] << 8 | frame[13]
+    if et == 0x0800:
+        return frame[15] >> 5
+    if et == 0x86DD:
+        return (frame[14] & 0x0F) >> 1
+    return 0
+
+
+class WaitHistogram:
+    """Waits (ns in, microseconds kept) in log buckets, 4 per octave: count, mean, p99 (bucket upper
+    bound, at most the max) and max, with no per-packet objects."""
+
+    __slots__ = ("counts", "n", "total_us", "max_us")
+
+    def __init__(self) -> None:
+        self.counts = [0] * _HIST_BUCKETS
+        self.n = 0
+        self.total_us = 0
+        self.max_us = 0
+
+    def add(self, wait_ns: int) -> None:
+        us = wait_ns // 1000 if wait_ns > 0 else 0
+        if us < 8:
+            idx = us
+        else:
+            e = us.bit_length()
+            idx = 4 * (e - 2) + ((us >> (e - 3)) & 3)
+            if idx >= _HIST_BUCKETS:
+                idx = _HIST_BUCKETS - 1
+        self.counts[idx] += 1
+        self.n += 1
+        self.total_us += us
+        if us > self.max_us:
+            self.max_us = us
+
+    @staticmethod
+    def upper_us(idx: int) -> int:
+        """Exclusive upper bound (us) of bucket ``idx``."""
+        if idx < 8:
+            return idx + 1
+        e, m = idx // 4 + 2, idx % 4 + 4
+        return (m + 1) << (e - 3)
+
+    def quantile_us(self, q: float) -> int:
+        """Upper bound of the bucket holding quantile ``q`` (never above the max seen)."""
+        if not self.n:
+            return 0
+        need = q * self.n
+        seen = 0
+        for idx, c in enumerate(self.counts):
+            seen += c
+            if c and seen >= need:
+                return min(self.upper_us(idx), self.max_us)
+        return self.max_us
+
+    def summary(self) -> dict:
+        """count, mean/p99/max in ms, JSON-ready."""
+        return {"n": self.n, "mean_ms": round(self.total_us / self.n / 1000, 3) if self.n else 0.0,
+                "p99_ms": round(self.quantile_us(0.99) / 1000, 3), "max_ms": round(self.max_us / 1000, 3)}
 
 
 class PortError(UserError):
@@ -54,6 +126,7 @@ class Port:
     rx_dropped: int = 0     # frames the port could not take (full buffer, kernel ring) or truncated
     tx_dropped: int = 0
     kernel_drops: int = 0   # of rx_dropped: frames the kernel dropped before we could read them
+    rx_stamps: list[int] = []   # per frame of the last recv_batch: kernel receive time (ns), 0 = unknown
 
     def read_kernel_stats(self) -> None:
         """Fold the kernel's receive-drop count into ``rx_dropped`` (ports that have one)."""
@@ -219,6 +292,8 @@ class AfPacketPort(Port):
         if self._ring is None:
             return self._recv_plain(limit)
         out: list[bytes] = []
+        stamps: list[int] = []
+        self.rx_stamps = stamps
         ring = self._ring
         view = self._view
         fsize = self._frame_size
@@ -235,7 +310,7 @@ class AfPacketPort(Port):
                         continue
                 break
             self._stall_since = 0
-            status, tp_len, snaplen, mac, _net, _s, _ns, tci, tpid = unpack(ring, off)
+            status, tp_len, snaplen, mac, _net, sec, nsec, tci, tpid = unpack(ring, off)
             if ring[off + _SLL_PKTTYPE_OFFSET] != PACKET_OUTGOING:
                 if snaplen < tp_len:
                     if not self.rx_dropped:
@@ -249,6 +324,7 @@ class AfPacketPort(Port):
                         tag_type = tpid if status & TP_STATUS_VLAN_TPID_VALID and tpid else 0x8100
                         frame = frame[:12] + struct.pack("!HH", tag_type, tci) + frame[12:]
                     out.append(frame)
+                    stamps.append(sec * 1_000_000_000 + nsec)
             struct.pack_into("=I", ring, off, TP_STATUS_KERNEL)
             head += 1
             if head == nframes:
@@ -302,6 +378,7 @@ class AfPacketPort(Port):
 
     def _recv_plain(self, limit: int) -> list[bytes]:
         out = []
+        self.rx_stamps = []
         try:
             while len(out) < limit:
                 data, addr = self._sock.recvfrom(65536)
