@@ -480,7 +480,8 @@ def switch_counters(mode: str, qdiscs: list, routers: dict) -> dict:
                           "acks_sent": int(net.acksSent), "grants_missed": int(net.grantsMissed),
                           "window_stalls": int(net.windowStalls), "write_offs": int(net.writeOffs),
                           "active_senders_max": int(net.activeSendersMax), "holds_sent": int(net.holdsSent),
-                          "hold_reopens": int(net.holdReopens), "overcommit": bool(net.cfg.overcommit),
+                          "hold_reopens": int(net.holdReopens), "hold_opens": int(net.holdOpens),
+                          "overcommit": bool(net.cfg.overcommit),
                           "overcommit_senders": int(net.cfg.overcommitSenders)}
         cin, cout = list(net.ctrlBytesIn), list(net.ctrlBytesOut)
         if cin:                                  # the host whose link carries the most DLCP control bytes

@@ -451,11 +451,15 @@ class DlcpHost : public ns3::Application {
       for (auto& kv : m_out)
         if (net.transfers[kv.first].dst == dst) net.transfers[kv.first].answerWait = now - net.transfers[kv.first].start;
     if (rate <= 0) {                             // HOLD (overcommitment): it answers the OPEN too
+      bool wasGranted = !d.hold && !first;       // granted, now held: dst knows no unfinished transfer of ours
       if (!d.hold || first) { d.hold = true; d.holdSince = now; }   // the grant wait runs from the HOLD
       auto it = m_out.find(id);
       if (it != m_out.end()) Granted(*it->second);
       for (auto& kv : m_out)
         if (!kv.second->granted && net.transfers[kv.first].dst == dst) Granted(*kv.second);
+      if (wasGranted && net.cfg.reopenOnHold)    // their OPENs were lost: send them again now (TransportConfig)
+        for (auto& kv : m_out)
+          if (!kv.second->done && net.transfers[kv.first].dst == dst) { SendControlOpen(*kv.second); net.holdOpens++; }
       return;
     }
     d.hold = false;

@@ -149,6 +149,16 @@ struct TransportConfig {
   // p99. The jitter spreads the retries, so they do not meet in the control queue again.
   bool openRetry = true;
   double openRetryAfter = 0;                  // s; 0: no retry (simulation/job.py sets it per fabric)
+  // Not in host_agent (it has no HOLD): a sender that was granted by a receiver and is then held by it
+  // while it still has unfinished transfers to it sends their OPENs again at once. A receiver holds a
+  // granted sender (without classAdmission's pre-emption) only when it knows no unfinished transfer of
+  // it, so those transfers' OPENs were lost; the first answer (a HOLD or GRANT for another transfer)
+  // had ended openRetry, and they waited a whole grant wait (386 us on paper-144) for the held
+  // sender's re-OPEN. Why: paper-144, load 0.6, iteration 0: 234 of 572 OPENs were tail-dropped in
+  // the PS port's control queue; 9 gradients of 5 workers (seed 1) whose first two groups finished by
+  // 430 us were held until 816 us, re-OPENed, and finished at 830-873 us: the run's p99 (832.6 us;
+  // every other gradient was done by 700 us). Off: wait for the grant wait's re-OPEN (session 8)
+  bool reopenOnHold = true;
   // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
   // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
   bool pfabric = false;
@@ -204,6 +214,7 @@ class SimNet {
   uint64_t grantsSent = 0, acksSent = 0, grantsMissed = 0, windowStalls = 0, writeOffs = 0, standbyGrantsSent = 0;
   uint64_t holdsSent = 0, holdReopens = 0;    // HOLDs sent (overcommitment); OPENs re-sent by held senders
   uint64_t openRetries = 0;                   // first contact: OPENs re-sent for want of any answer (openRetry)
+  uint64_t holdOpens = 0;                     // OPENs re-sent by a granted sender on a HOLD (reopenOnHold)
   std::vector<uint64_t> ctrlBytesIn, ctrlBytesOut;   // host index -> DLCP control bytes (UDP payload) received / sent
   uint64_t pfData = 0, pfRetx = 0, pfTimeouts = 0;
   uint32_t activeSendersMax = 0;
