@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mininet_topos.stats import STATS, Estimate, ratio
+from mininet_topos.stats import STATS, Estimate, bootstrap, ratio
 
 PAYLOAD = 1448                 # sim_net.h TransportConfig::payload
 DLCP_WIRE_OVERHEAD = 24 + 8 + 20 + 2   # DLCP header, UDP, IPv4, PPP (dlcp_transport.h's wire size)
@@ -207,6 +207,18 @@ def report(dlcp: list[Run], dctcp: list[Run], tcp: list[Run], iterations: set[in
         b = float(np.mean(np.concatenate([np.asarray(v) for v in i_tcp.values()])))
         lines.append(f"| job iteration mean (ms), speed-up over TCP | {a:.3f} | {b:.3f} | {est.text(2)} x | "
                      f"(TCP / DLCP) | {sum(map(len, i_dlcp.values()))} / {sum(map(len, i_tcp.values()))} iterations |")
+    lines += ["", "Each mode alone (the same clusters; a goal's threshold against a baseline's point value):", "",
+              "| mode | gradient FCT mean (µs) | gradient FCT p99 (µs) | job iteration mean (ms) |", "|---|---|---|---|"]
+    shown: set[tuple] = set()
+    for runs in (dlcp, dctcp, tcp):
+        key = tuple((r.source, r.mode) for r in runs)
+        g, i = fct_groups(runs, iterations), iteration_groups(runs, iterations)
+        if not g or key in shown:
+            continue
+        shown.add(key)
+        cells = [bootstrap(g, STATS[stat], rounds).text(1) for stat in ("mean", "p99")]
+        cells.append(bootstrap(i, STATS["mean"], rounds).text(3) if i else "-")
+        lines.append(f"| {runs[0].mode} | " + " | ".join(cells) + " |")
     lines += ["", "Drain bound at the PS's host link (any scheduler; µs; wire bytes: payload only / DLCP's "
               f"packets with headers at loss bound {loss_bound}), beside the measured gradient FCT:", "",
               "| mode | seed | iteration | flows complete | start spread | gradient bytes | drain of all | bound mean | bound p99 "

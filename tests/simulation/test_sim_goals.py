@@ -62,6 +62,6 @@ def test_bound_holds_on_real_runs_and_report_prints_ratios(ns3_installed, tmp_pa
                        "--iterations", "0-1"]) == 0
     text = capsys.readouterr().out
     for row in ("| gradient FCT mean (µs), vs DCTCP |", "| gradient FCT p99 (µs), vs DCTCP |",
-                "| job iteration mean (ms), speed-up over TCP |", "| dlcp | 1 | 0-1 together |"):
+                "| job iteration mean (ms), speed-up over TCP |", "| dlcp | 1 | 0-1 together |", "Each mode alone"):
         assert row in text, text
     assert goals.main(["--dlcp", str(tmp_path / "missing")]) == 2
