@@ -25,7 +25,9 @@ high-priority frame in a ring behind low-priority ones before its priority queue
 
 Waits are measured per port and DSCP class (``WaitHistogram``): kernel ring -> read by the loop
 (``ring``) and kernel ring -> ingress starts (``ingress``); the traffic manager's sojourn per port and
-queue (``tm``). All three are in ``stats()`` and the final summary line.
+queue (``tm``); and per rate-limited port the link time lost while packets waited (``link_lost``): a
+link catches up at most PORT_CATCH_UP_NS after the loop woke late, so a CPU-starved switch drains its
+queues slower than the link rate. All are in ``stats()`` and the final summary line.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from p4sim.switch.ports import (
     WaitHistogram,
     dscp_class,
 )
-from p4sim.switch.tm import DEFAULT_PRIORITY_QUEUES, DEFAULT_QUEUE_DEPTH, TrafficManager
+from p4sim.switch.tm import DEFAULT_PRIORITY_QUEUES, DEFAULT_QUEUE_DEPTH, PORT_CATCH_UP_NS, TrafficManager
 
 DROP_PORT = 511
 RX_BATCH = 64          # frames taken from one port per turn (fairness between ports)
@@ -113,6 +115,7 @@ class SwitchDevice:
         # per port: (ring waits, ingress waits), each a histogram per DSCP class selector
         self._rx_waits: dict[int, tuple[list[WaitHistogram], list[WaitHistogram]]] = {}
         self._tm_waits: dict[tuple[int, int], WaitHistogram] = {}     # (port, qid) -> TM sojourn
+        self._link_lost_ns: collections.Counter[int] = collections.Counter()   # port -> link time lost
         self.nanomsg = None            # NanomsgPortGroup: every port PTF adds over --packet-in
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -316,11 +319,13 @@ class SwitchDevice:
         rx_waits = {key: f"n {w['ring']['n']} ring {_ms3(w['ring'])} ingress {_ms3(w['ingress'])}"
                     for key, w in self.ingress_waits().items()}
         tm_waits = {key: f"n {w['n']} {_ms3(w)}" for key, w in self.tm_waits().items()}
+        lost = {no: round(ns / 1e6, 1) for no, ns in sorted(self._link_lost_ns.items())}
         return (f"final: rx {c['rx']} tx {c['tx']} tm_drops {c['tm_drops']} tail drops {tm_tail} "
                 f"port drops (rx, kernel, tx) {port_drops} packet thread CPU {self.packet_cpu_s:.2f} s "
                 f"waited for a CPU {wait} s process CPU {cpu.user + cpu.system:.2f} s; "
                 f"Python GC {self._gc.summary()}; ingress order {self.ingress_priority}; "
-                f"rx waits ms mean/p99/max {rx_waits}; tm waits ms mean/p99/max {tm_waits}")
+                f"rx waits ms mean/p99/max {rx_waits}; tm waits ms mean/p99/max {tm_waits}; "
+                f"link time lost ms {lost}")
 
     def ingress_waits(self) -> dict[str, dict[str, dict]]:
         """``{"PORT/csN": {"ring": ..., "ingress": ...}}`` for every port and DSCP class that saw a
@@ -417,6 +422,8 @@ class SwitchDevice:
                 if not self._forwarding:
                     self._forwarding = True
                     self._gc.mark_forwarding()
+                if tm.size:
+                    self._count_link_lost(now_ns)
                 ingress = path.ingress
                 # egress runs after every ingress packet, as BMv2's concurrent egress threads
                 # would: a packet that may leave at once does so before the next one is queued
@@ -467,6 +474,15 @@ class SwitchDevice:
                     self._egress(path, now_ns, now_us, tx)
         if tx:
             self._transmit(tx)
+
+    def _count_link_lost(self, now_ns: int) -> None:
+        """Link time lost on every rate-limited port whose packets waited while the loop did not
+        run: the TM lets a link catch up only PORT_CATCH_UP_NS, the rest of the gap is gone."""
+        lost = self._link_lost_ns
+        horizon = now_ns - PORT_CATCH_UP_NS
+        for no, p in self.tm.ports.items():
+            if p.size and p.rate_bps and p.free_at_ns < horizon:
+                lost[no] += horizon - p.free_at_ns
 
     def _enqueue(self, qp, now_ns: int) -> None:
         port = qp.egress_port
@@ -591,6 +607,7 @@ class SwitchDevice:
                 "ingress_priority": self.ingress_priority,
                 "rx_waits": self.ingress_waits(),
                 "tm_waits": self.tm_waits(),
+                "link_lost_ms": {str(no): round(ns / 1e6, 3) for no, ns in sorted(self._link_lost_ns.items())},
             }
 
 

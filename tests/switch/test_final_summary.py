@@ -50,3 +50,40 @@ class _Queued:
 
     def __init__(self, length: int) -> None:
         self.length = length
+
+
+def test_final_line_reports_link_time_lost_while_the_loop_could_not_run(caplog) -> None:
+    """A switch that cannot run (here: a control thread holds its lock, as a CPU it does not get
+    would) loses the link time of its queued packets beyond the TM's catch-up bound; counted."""
+    from tests.switch.programs import TM_PROBE_P4, compiled, missing_parts, probe_frame
+
+    if missing_parts():
+        import pytest
+        pytest.skip(str(missing_parts()))
+    dev = SwitchDevice(name="lost", priority_queues=8)
+    dev.load_program(compiled(TM_PROBE_P4))          # port 1 -> port 2
+    a = dev.add_virtual_port(1)
+    dev.add_virtual_port(2)
+    dev.tm.set_port_rate(2, 800_000)                 # 1000-byte frames hold the link 10 ms each
+    dev.start()
+    try:
+        for i in range(10):
+            a.send(probe_frame(i, size=1000))
+        deadline = time.monotonic() + 5
+        while dev.tm.size < 5 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert dev.tm.size >= 5
+        with dev.control():                          # the loop cannot dequeue for 0.2 s
+            time.sleep(0.2)
+        deadline = time.monotonic() + 5
+        while dev.tm.size and time.monotonic() < deadline:
+            time.sleep(0.01)
+        lost = dev.stats()["link_lost_ms"]
+    finally:
+        with caplog.at_level(logging.INFO, logger="p4sim.switch"):
+            dev.stop()
+    # at release the link had been free since at most one frame (10 ms) into the hold
+    assert lost.get("2", 0) >= 100, lost
+    assert set(lost) <= {"2"}, lost
+    line = next(r.getMessage() for r in caplog.records if "final:" in r.getMessage())
+    assert re.search(r"link time lost ms \{2: \d+\.\d\}", line), line
