@@ -20,7 +20,7 @@ sys.path.insert(0, ROOT)
 
 from benchmode import add_quick_flag, announce  # noqa: E402
 
-from p4sim.switch.ports import Port  # noqa: E402
+from p4sim.switch.ports import Port, dscp_class  # noqa: E402
 
 PROGRAM = os.path.join(ROOT, "tests", "ptf", "l3", "l3_router.p4")
 
@@ -77,7 +77,7 @@ def main() -> int:
             for qp in path.ingress(data, 1, 0):
                 path.egress(qp, qm, 0)
 
-    rx = [(1, data)] * batch
+    rx = [(1, data, 0, dscp_class(data))] * batch     # (port, frame, kernel stamp 0 = unknown, DSCP class)
 
     def switch() -> None:
         for _ in range(batches):

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_dataplane_pipeline import install_policy, packet_cases, rate  # noqa: E402
 from benchmode import add_quick_flag, announce  # noqa: E402
 
+from p4sim.switch.ports import dscp_class  # noqa: E402
 from tests.dataplane.targets import DlcpTarget  # noqa: E402
 
 
@@ -91,7 +92,7 @@ def device_rate(dev: Any, frames: list[bytes], batch: int = 32) -> float:
     dev.tm.set_port_rate(None, 10**12)       # paced: every packet through the queues, as in Mininet
     start = time.process_time()
     for i in range(0, len(frames), batch):
-        dev._process([(1, f) for f in frames[i:i + batch]])
+        dev._process([(1, f, 0, dscp_class(f)) for f in frames[i:i + batch]])   # (port, frame, stamp, class)
     elapsed = time.process_time() - start
     dev.tm.set_port_rate(None, 0)
     return len(frames) / max(elapsed, 1e-9)
