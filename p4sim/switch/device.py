@@ -19,7 +19,7 @@ time for the packet thread, so SIGTERM always ends the process.
 Ingress order (``ingress_priority``): ``"fifo"`` runs ingress on a turn's frames in the order the
 ports' rings hold them, port after port, as BMv2 does. ``"dscp"`` emulates a line-rate parser with
 per-priority ingress buffers (real switches map DSCP to ingress priority groups): the turn's frames
-(up to RX_BATCH_PRIORITY per port) go through ingress highest DSCP class selector first, stable within
+(up to RX_BATCH per port) go through ingress highest DSCP class selector first, stable within
 a class, so one class's order (every flow's) is kept. A starved Python switch otherwise leaves a
 high-priority frame in a ring behind low-priority ones before its priority queue is even chosen.
 
@@ -55,7 +55,6 @@ from p4sim.switch.tm import DEFAULT_PRIORITY_QUEUES, DEFAULT_QUEUE_DEPTH, PORT_C
 
 DROP_PORT = 511
 RX_BATCH = 64          # frames taken from one port per turn (fairness between ports)
-RX_BATCH_PRIORITY = 64  # the same with ingress_priority "dscp"
 INGRESS_ORDERS = ("fifo", "dscp")
 DSCP_CLASSES = 8
 EGRESS_BATCH = 256     # packets dequeued per turn
@@ -351,7 +350,6 @@ class SwitchDevice:
             timeout = max(0.0, (next_ns - time.monotonic_ns()) / 1e9)
         events = self._epoll.poll(timeout) if timeout > 0 else self._epoll.poll(0)
         rx: list[tuple[int, bytes, int, int]] = []     # (port, frame, kernel stamp ns or 0, DSCP class)
-        batch = RX_BATCH_PRIORITY if self.ingress_priority == "dscp" else RX_BATCH
         for fd, ev in events:
             if fd == self._wake_fd:
                 try:
@@ -362,12 +360,12 @@ class SwitchDevice:
             port = self._fd_ports.get(fd)
             if port is None:
                 if self.nanomsg is not None and fd == self.nanomsg.fileno():
-                    rx.extend((no, data, 0, dscp_class(data)) for no, data in self.nanomsg.recv_pairs(batch))
+                    rx.extend((no, data, 0, dscp_class(data)) for no, data in self.nanomsg.recv_pairs(RX_BATCH))
                 continue
             if ev & (select.EPOLLERR | select.EPOLLHUP):
                 self._port_error(fd, port, ev)
             no = port.port_no
-            frames = port.recv_batch(batch)
+            frames = port.recv_batch(RX_BATCH)
             if not frames:
                 continue
             stamps = port.rx_stamps
