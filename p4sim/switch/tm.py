@@ -35,8 +35,13 @@ from p4sim.errors import UserError
 
 DEFAULT_QUEUE_DEPTH = 64
 DEFAULT_PRIORITY_QUEUES = 1       # as simple_switch without --priority-queues
-# How far a link may "catch up" after the loop woke late: bounded burst instead of lost capacity.
-PORT_CATCH_UP_NS = 1_000_000
+# How far a link may "catch up" after the loop woke late: the packets it would have sent meanwhile
+# leave at once, as in BMv2 (its rate limiter fixes each packet's send time at enqueue, so a late
+# egress thread releases every overdue packet back to back). 20 ms, not unbounded: a CPU-starved
+# switch (its packet thread waiting for a CPU 45-50 % of a tcp-bulk run under 0.5 core of extra
+# load) lost 2-4.6 s of link time per run with 1 ms (session 9, `link_lost_ms`), and a 20 ms burst is
+# at most 34 full frames at 20 Mbit/s, which the next switch's ring (1024 frames) and queues take.
+PORT_CATCH_UP_NS = 20_000_000
 
 
 class TrafficManagerError(UserError):

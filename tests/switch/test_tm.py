@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from p4sim.switch.tm import TrafficManager, TrafficManagerError
+from p4sim.switch.tm import PORT_CATCH_UP_NS, TrafficManager, TrafficManagerError
 
 MS = 1_000_000  # ns
 
@@ -48,6 +48,24 @@ def test_port_rate_paces_departures():
     assert tm.dequeue_ready(MS - 1) == []
     assert tm.next_event_ns() == MS
     assert len(tm.dequeue_ready(MS)) == 1
+
+
+def test_late_wake_up_sends_what_the_link_would_have_sent_up_to_the_catch_up_bound():
+    """A loop that wakes late (a starved switch process) must not lose link time: every packet the
+    link would have finished meanwhile leaves at once, up to PORT_CATCH_UP_NS of backlog."""
+    tm = TrafficManager(priority_queues=1)
+    tm.set_port_rate(1, 8_000_000)                   # 1000-byte packets: 1 ms each
+    for i in range(100):
+        tm.enqueue(1, 0, Pkt(str(i)), 0)
+    assert len(tm.dequeue_ready(0)) == 1             # link busy until 1 ms
+    late = 15 * MS                                   # the loop wakes 14 ms late
+    assert late - MS < PORT_CATCH_UP_NS
+    assert len(tm.dequeue_ready(late)) == 15         # starts at 1, 2, ..., 15 ms: all overdue
+    assert tm.next_event_ns() == late + MS
+    much_later = late + MS + 3 * PORT_CATCH_UP_NS    # a stall far beyond the bound
+    burst = tm.dequeue_ready(much_later)
+    assert len(burst) == PORT_CATCH_UP_NS // MS + 1  # the bound's worth, plus the one starting now
+    assert tm.next_event_ns() == much_later + MS
 
 
 def test_without_rate_everything_leaves_in_priority_order():
