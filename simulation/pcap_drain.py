@@ -6,14 +6,15 @@ gradient packets selectively where Mininet dropped hundreds per run. p4sim's swi
 packet when their (single) packet loop handles it, so a packet's stay in a switch is out time - in
 time, and a port has a backlog while some packet waits in it. A work-conserving port sends at its
 full link rate then; the share it really sent is what a software switch loses to its stalls (the
-TM lets a port catch up at most 1 ms after a pause). That share is what
+TM lets a port catch up at most 20 ms of link time after a pause, `PORT_CATCH_UP_NS`, since
+3466ced; 1 ms before, when the cross-check's records were made). That share is what
 `python -m simulation.crosscheck --switch-rate-share F` gives ns-3's switch ports.
 
     python -m simulation.pcap_drain RUN_DIR/switches leaf2:1 [leaf1:1 ...] [--rate-mbps 20]
 
 Per port and traffic (DLCP runs: UDP; TCP runs: TCP; ``all`` where a port carried both, e.g. DLCP
 beside bulk TCP): the seconds with a backlog (the union of [in, out] of packets that stayed over
-1 ms), the Mbit/s sent in them and the stay's p50 / p99.
+``BACKLOG_S`` = 1 ms: a stay, not the TM's catch-up), the Mbit/s sent in them and the stay's p50 / p99.
 """
 
 from __future__ import annotations
