@@ -64,7 +64,12 @@ struct TransportConfig {
   double minRateFrac = 0.01;                  // floor, as a share of the line rate
   // receiver-driven admission (host_agent receiver.py / ratecontrol.GrantPacer / endpoint.py)
   bool grants = true;                         // receivers grant (host_agent: when the link rate is known)
-  double grantShare = 0.93;                   // GRANT_SHARE: of the receiver's link, split over active senders
+  // GRANT_SHARE: of the receiver's link, split over active senders. 1.0 as host_agent since session 9
+  // (273fe8c; 0.93 before, here until session 10): with 0.93 a receiver's granted senders together
+  // fill at most 0.93 of its link, so an incast's queue stays below the selective-drop depths and
+  // the loss bound never acts; with the whole link granted the senders' pacing jitter lets the
+  // queue reach them (tests/simulation/test_sim_grant_share.py; docs/simulation.md "grant share")
+  double grantShare = 1.0;
   uint32_t windowPackets = 40;                // WINDOW_PACKETS: all granted senders together in flight ...
   uint32_t windowMin = 4;                     // WINDOW_MIN: ... but each at least this many
   uint32_t ackEvery = 4;                      // ACK_EVERY: CONTROL/ACK after this many DATA from a sender

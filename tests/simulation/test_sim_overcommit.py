@@ -153,12 +153,21 @@ def test_class_bands_keep_a_granted_sender_on_its_next_class_within_the_band(run
     (classBands 1, the default): h0 takes class 7 from every worker, then 3, then 0, so the last
     class-7 transfer ends at about a third of the run. Two bands (classBands 2): the top two classes
     present (7 and 3) rank as one, so a granted worker keeps its grant from its class-7 transfer into
-    its class-3 one; class 7 then ends near class 3, and both before class 0 (pre-empted as before)."""
+    its class-3 one; class 7 then ends near class 3, and both before class 0 (pre-empted as before).
+    Losses: none with two bands. With one band, the granted senders fill the whole link (grantShare
+    1.0, since session 10) with classes 7 then 3, so strict priority gives the pre-empted class-0
+    packets already in h0's port no service, and their queue (q1) overflows: 11 DATA tail-dropped
+    there (9 retransmitted; with grantShare 0.93 the 7 % headroom drained it, none). Only there."""
     ends = {}
     for knobs in ("bands_1", "bands_2"):
         r = runs[("three", knobs)]
         assert r.finished and all(t["completed"] for t in r.transfers)
-        assert sum(r.counters["tail_drops"].values()) == 0 and sum(t["retx"] for t in r.transfers) == 0
+        tail = r.counters["tail_drops_by_kind"]
+        if knobs == "bands_2":
+            assert not tail and sum(t["retx"] for t in r.transfers) == 0, tail
+        else:
+            assert set(tail) <= {"q1/DATA"} and sum(tail.values()) <= 20, tail
+            assert all(t["retx"] == 0 for t in r.transfers if t["layer_class"] != 0)
         ends[knobs] = {c: max(t["start_s"] + t["fct_s"] for t in r.transfers if t["layer_class"] == c) for c in (0, 3, 7)}
     one, two = ends["bands_1"], ends["bands_2"]
     assert one[7] <= 0.5 * one[0] and one[3] <= 0.8 * one[0], one
