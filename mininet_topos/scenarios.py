@@ -3,6 +3,8 @@
 Scenarios are the congestion the published evaluations study (DLCP, arXiv 2008.08445; MLT, NSDI'24):
 
 - ``incast``: parameter-server training with 6 workers pushing into one server port (star).
+- ``incast-wide``: the same with 12 workers (star of 13 hosts): twice the fan-in on the same 64-packet
+  queue, so each TCP flow's share of the buffer is a handful of packets (incast collapse territory).
 - ``ecmp-collision``: two jobs (a parameter server and a ring all-reduce) on a 2x2 leaf-spine whose
   cross-leaf flows collide on a spine under per-flow ECMP.
 - ``tcp-bulk``: a parameter-server job next to long-lived TCP bulk flows (Linux cubic, as any bulk
@@ -134,6 +136,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
         "incast", "PS incast: 6 workers push digits-wide gradients (~500 packets each) into one server port",
         "star", {"hosts": 7},
         jobs=(Job("ps", "ps", "digits-wide", ("h1", "h2", "h3", "h4", "h5", "h6", "h7")),)),
+    Scenario(
+        "incast-wide", "PS incast: 12 workers push digits-wide gradients (~500 packets each) into one server port "
+        "(star of 13 hosts; queues of 64 packets as everywhere, so a TCP flow's share of the port's buffer is ~5 "
+        "packets)",
+        "star", {"hosts": 13},
+        jobs=(Job("ps", "ps", "digits-wide", tuple(f"h{i}" for i in range(1, 14))),)),
     Scenario(
         "ecmp-collision", "two jobs across a 2x2 leaf-spine: PS (h5 <- h1,h2) and a ring (h3,h7,h4,h8) whose "
         "cross-leaf flows share the spines",

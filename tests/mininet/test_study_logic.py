@@ -92,6 +92,9 @@ def test_every_scenario_names_hosts_of_its_topology_and_real_size_workloads():
             assert {f.src, f.dst} <= set(topo.hosts)
     incast = scenarios.SCENARIOS["incast"]
     assert len(incast.jobs[0].hosts) - 1 >= 6                    # >= 6 workers into one server port
+    wide = scenarios.SCENARIOS["incast-wide"]                    # twice the fan-in into the same port and queue
+    assert wide.topo == incast.topo and len(wide.jobs[0].hosts) - 1 >= 2 * (len(incast.jobs[0].hosts) - 1)
+    assert wide.jobs[0].workload == incast.jobs[0].workload and wide.link_mbps == incast.link_mbps
     assert len(scenarios.SCENARIOS["ecmp-collision"].jobs) == 2
 
 
