@@ -718,10 +718,12 @@ class DlcpHost : public ns3::Application {
     double now = ns3::Simulator::Now().GetSeconds();
     std::map<uint32_t, std::pair<uint32_t, double>> active;   // sender host -> (a transfer of it, its first OPEN)
     std::map<uint32_t, std::pair<int, double>> top;           // sender host -> (its top layer class, that class's first OPEN)
+    std::map<uint32_t, uint64_t> left;                        // sender host -> packets left of its transfers here (admitSrpt)
     for (uint32_t id : m_incomplete) {
       const InTransfer& t = m_in[id];
       double last = std::max({t.lastData, t.opened, t.reopened});
       if (now - last >= c.grantIdle && !m_held.count(t.src)) continue;
+      left[t.src] += t.n - t.gotAll;
       auto a = active.find(t.src);
       if (a == active.end()) active[t.src] = {id, t.opened};
       else a->second = {id, std::min(a->second.second, t.opened)};
@@ -753,12 +755,14 @@ class DlcpHost : public ns3::Application {
       }
     } else if (c.overcommit && active.size() > c.overcommitSenders) {
       for (uint32_t s : m_sched) if (active.count(s)) granted.insert(s);
-      std::vector<std::pair<double, uint32_t>> waiting;
-      for (auto& kv : active) if (!granted.count(kv.first)) waiting.push_back({kv.second.second, kv.first});
+      // (packets left: admitSrpt only, else 0 for all; first OPEN; sender)
+      std::vector<std::tuple<uint64_t, double, uint32_t>> waiting;
+      for (auto& kv : active)
+        if (!granted.count(kv.first)) waiting.push_back({c.admitSrpt ? left[kv.first] : 0, kv.second.second, kv.first});
       std::sort(waiting.begin(), waiting.end());
       for (auto& w : waiting) {
         if (granted.size() >= c.overcommitSenders) break;
-        granted.insert(w.second);
+        granted.insert(std::get<2>(w));
       }
     } else {
       for (auto& kv : active) granted.insert(kv.first);

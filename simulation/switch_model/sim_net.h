@@ -164,6 +164,13 @@ struct TransportConfig {
   // 430 us were held until 816 us, re-OPENed, and finished at 830-873 us: the run's p99 (832.6 us;
   // every other gradient was done by 700 us). Off: wait for the grant wait's re-OPEN (session 8)
   bool reopenOnHold = true;
+  // Not in host_agent (which grants every active sender): with overcommit and more than
+  // overcommitSenders active senders, the senders to fill the granted set are taken fewest packets
+  // left first (the unfinished transfers this receiver knows of: sum of n - received), the earliest
+  // OPEN on a tie (pFabric's / Homa's SRPT at the receiver), instead of the earliest OPEN alone; the
+  // ones granted before stay (no pre-emption) either way. Off by default (session 10: in paper-144's
+  // iteration 0 every worker has the same four groups, so sizes tie; docs/simulation.md)
+  bool admitSrpt = false;
   // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
   // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
   bool pfabric = false;
