@@ -644,7 +644,13 @@ class DlcpHost : public ns3::Application {
     bool critical = (flags & kFlagCritical) && (!(flags & kFlagRetx) || (seq & 1));
     if (critical) t.gotCrit++; else t.gotNc++;
     t.lastData = now;
-    if (t.gotAll == t.n) Finish(id, t);
+    if (t.gotAll == t.n) { Finish(id, t); return; }
+    // grantAhead: a granted sender may have become a finishing one (Regrant decides, over all its
+    // transfers here): only while senders are held and this transfer is below the threshold
+    if (net.cfg.grantAhead > 0 && !m_held.empty() && m_sched.count(src)) {
+      uint64_t ahead = AheadPackets();
+      if (ahead > 0 && t.n - t.gotAll <= ahead) Regrant(UINT32_MAX);
+    }
   }
   void OnProbe(uint32_t id, uint32_t round) {
     InTransfer& t = m_in[id];
@@ -733,6 +739,7 @@ class DlcpHost : public ns3::Application {
     }
     // the senders granted now: all active ones, or (overcommit) at most overcommitSenders of them
     std::set<uint32_t> granted;
+    size_t counted = 0;                          // granted senders that share the link (0: all granted)
     if (c.overcommit && active.size() > c.overcommitSenders && c.classAdmission) {
       // the senders of the top layer classes (needed first by the next forward pass), the ones
       // granted before first within a class, then the earliest OPEN; the others are held (pre-empted)
@@ -754,15 +761,23 @@ class DlcpHost : public ns3::Application {
         granted.insert(std::get<3>(x));
       }
     } else if (c.overcommit && active.size() > c.overcommitSenders) {
-      for (uint32_t s : m_sched) if (active.count(s)) granted.insert(s);
+      // grantAhead: a granted sender with at most ``ahead`` packets left here is finishing and does
+      // not count against overcommitSenders (nor in the shares)
+      uint64_t ahead = AheadPackets();
+      for (uint32_t s : m_sched)
+        if (active.count(s)) {
+          granted.insert(s);
+          if (ahead == 0 || left[s] > ahead) counted++;
+        }
       // (packets left: admitSrpt only, else 0 for all; first OPEN; sender)
       std::vector<std::tuple<uint64_t, double, uint32_t>> waiting;
       for (auto& kv : active)
         if (!granted.count(kv.first)) waiting.push_back({c.admitSrpt ? left[kv.first] : 0, kv.second.second, kv.first});
       std::sort(waiting.begin(), waiting.end());
       for (auto& w : waiting) {
-        if (granted.size() >= c.overcommitSenders) break;
+        if (counted >= c.overcommitSenders) break;
         granted.insert(std::get<2>(w));
+        counted++;
       }
     } else {
       for (auto& kv : active) granted.insert(kv.first);
@@ -776,13 +791,14 @@ class DlcpHost : public ns3::Application {
     if (active.empty() && m_recent.empty()) { m_granted.clear(); m_held.clear(); return; }
     if (!active.empty()) {
       net.activeSendersMax = std::max<uint32_t>(net.activeSendersMax, (uint32_t)active.size());
-      uint32_t wireRate = ShareRate(granted.size());
+      size_t sharing = counted > 0 ? counted : granted.size();
+      uint32_t wireRate = ShareRate(sharing);
       for (auto& kv : active) {
         uint32_t s = kv.first;
         if (granted.count(s)) {
           auto g = m_granted.find(s);
           if (s == opener || g == m_granted.end() || Moved(g->second, wireRate))
-            SendGrant(s, kv.second.first, wireRate, (uint32_t)granted.size());
+            SendGrant(s, kv.second.first, wireRate, (uint32_t)sharing);
         } else if (!m_held.count(s) || (s == opener && reopen)) {
           SendHold(s, kv.second.first);
         }
@@ -816,6 +832,15 @@ class DlcpHost : public ns3::Application {
   bool Moved(uint32_t was, uint32_t now) const {
     if (was == 0 || now < was) return true;
     return (double)(now - was) > SimNet::Get().cfg.regrantChange * (double)was;
+  }
+  // grantAhead's threshold: packets a sender on overcommitSenders' share sends in grantAhead x
+  // baseRtt (0: off, or no base RTT known)
+  uint64_t AheadPackets() const {
+    const TransportConfig& c = SimNet::Get().cfg;
+    if (c.grantAhead <= 0 || c.baseRtt <= 0 || !c.overcommit) return 0;
+    double wire = (double)(c.payload + kDlcpHeaderLen + 8 + 20 + 2);
+    double rate = (double)ShareRate(std::max<uint32_t>(1, c.overcommitSenders)) * 1000.0;   // bytes/s
+    return (uint64_t)std::ceil(c.grantAhead * c.baseRtt * rate / wire);
   }
   // grantShare x link / n in kB/s (the GRANT's rate field: bytes/s overflow its u32 above 34 Gbit/s)
   uint32_t ShareRate(size_t n) const {

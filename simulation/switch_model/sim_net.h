@@ -171,6 +171,18 @@ struct TransportConfig {
   // ones granted before stay (no pre-emption) either way. Off by default (session 10: in paper-144's
   // iteration 0 every worker has the same four groups, so sizes tie; docs/simulation.md)
   bool admitSrpt = false;
+  // Not in host_agent (which grants every active sender): with overcommit and more than
+  // overcommitSenders active senders, a granted sender whose packets left here (the unfinished
+  // transfers this receiver knows of) fall to grantAhead x baseRtt x its share's rate or fewer no
+  // longer counts against overcommitSenders, so the next held sender is granted about that long
+  // before the finishing one's last packet arrives (Homa's grant-ahead by a round trip: the new
+  // sender's first DATA arrives as the old one's last does); the shares and windows are those of the
+  // senders that still count, so the link is overcommitted by the finishing senders' last packets.
+  // Checked on each DATA packet of a granted sender's transfer below the threshold while senders are
+  // held. Why: paper-144, load 0.6, iteration 0: each hand-over between granted senders left the PS
+  // link idle a round trip (overcommitSenders=12: 0.65-0.79 of the link between turns). 0: off (a
+  // held sender is granted only when a granted one finishes or goes quiet)
+  double grantAhead = 0;
   // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
   // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
   bool pfabric = false;
