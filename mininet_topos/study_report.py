@@ -168,7 +168,7 @@ def write_study_report(run_dir: Path) -> Path:
     hot = sorted({f"{s} ({r['mode']}, seed {r['seed']})" for r in runs for s in r.get("cpu_bound_switches", [])})
     if hot:
         notes.append(f"switch processes above {SWITCH_LIMIT:.0%} of a core during a run: {', '.join(hot)}")
-    notes += cpu_load_notes(runs) + switch_nice_notes(runs) + starvation_notes(runs)
+    notes += cpu_load_notes(runs) + switch_nice_notes(runs) + starvation_notes(runs) + steal_notes(runs)
     if notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     plots = []
@@ -343,6 +343,27 @@ def starvation_notes(runs: list[dict]) -> list[str]:
             + ", ".join(f"{m} {n}" for m, n in by_mode.items()) + f"): a switch's packet thread waited for a CPU "
             f"more than {STARVED_WAIT_SHARE:.0%} of the run (worst {where}){machine}. Its ports then deliver less "
             "than the emulated link rate: the times below include the emulation's CPU shortage, for every mode"]
+
+
+# The hypervisor took more than this share of the VM's cores (steal in /proc/stat) during a run: the
+# 2026-12-03 demos' DLCP iterations followed it run by run (1.28-1.34 s at ~1 %, 1.49-1.62 s at 9-10 %).
+STEAL_FLAG_SHARE = 0.05
+
+
+def steal_notes(runs: list[dict]) -> list[str]:
+    """The Notes' line on CPU steal: runs during which the hypervisor took more than
+    ``STEAL_FLAG_SHARE`` of the machine's cores, per mode; nothing when no run did."""
+    stolen = [r for r in runs if (r.get("machine_cpu") or {}).get("steal_share", 0.0) > STEAL_FLAG_SHARE]
+    if not stolen:
+        return []
+    by_mode: dict[str, int] = defaultdict(int)
+    for r in stolen:
+        by_mode[r["mode"]] += 1
+    worst = max(stolen, key=lambda r: r["machine_cpu"]["steal_share"])
+    return [f"**CPU steal**: the hypervisor took more than {STEAL_FLAG_SHARE:.0%} of the machine's cores in "
+            f"{len(stolen)} of {len(runs)} runs (" + ", ".join(f"{m} {n}" for m, n in by_mode.items())
+            + f"; worst {worst['machine_cpu']['steal_share']:.0%}, {worst['mode']} seed {worst['seed']}): those "
+            "runs had less CPU than the machine's cores, which slows the CPU-bound modes most"]
 
 
 def cpu_table(runs: list[dict], modes: list[str]) -> list[str]:

@@ -17,6 +17,7 @@ from mininet_topos.study_report import (
     comparisons,
     cpu_load_notes,
     per_iteration,
+    steal_notes,
     summarise_study,
     switch_nice_notes,
     write_study_report,
@@ -249,3 +250,13 @@ def test_report_states_the_switch_priority(tmp_path):
     text = write_study_report(tmp_path).read_text()
     assert "every switch thread ran at nice -10 during 9 of 9 runs" in text
     assert switch_nice_notes([{"mode": "dlcp", "switch_nice": None}]) == []
+
+
+def test_steal_notes_flag_runs_the_hypervisor_took_cpu_from() -> None:
+    runs = [{"mode": "dlcp", "seed": 1, "machine_cpu": {"steal_share": 0.10}},
+            {"mode": "dlcp", "seed": 2, "machine_cpu": {"steal_share": 0.01}},
+            {"mode": "tcp-cubic", "seed": 1, "machine_cpu": {"steal_share": 0.16}},
+            {"mode": "tcp-cubic", "seed": 2}]
+    (line,) = steal_notes(runs)
+    assert "2 of 4 runs (dlcp 1, tcp-cubic 1; worst 16%, tcp-cubic seed 1)" in line, line
+    assert steal_notes(runs[1:2] + runs[3:]) == []
