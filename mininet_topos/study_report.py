@@ -336,11 +336,8 @@ def starvation_notes(runs: list[dict]) -> list[str]:
     where = f"{worst[1]} {worst[0]:.0%} ({worst[2]['mode']}, seed {worst[2]['seed']})"
     if not starved:
         return [f"no run CPU-starved: switch packet threads waited for a CPU at most {where}{machine}"]
-    by_mode: dict[str, int] = defaultdict(int)
-    for r in starved:
-        by_mode[r["mode"]] += 1
-    return [f"**CPU-starved emulation** in {len(starved)} of {len(measured)} runs ("
-            + ", ".join(f"{m} {n}" for m, n in by_mode.items()) + f"): a switch's packet thread waited for a CPU "
+    return [f"**CPU-starved emulation** in {len(starved)} of {len(measured)} runs ({_runs_per_mode(starved)}): "
+            f"a switch's packet thread waited for a CPU "
             f"more than {STARVED_WAIT_SHARE:.0%} of the run (worst {where}){machine}. Its ports then deliver less "
             "than the emulated link rate: the times below include the emulation's CPU shortage, for every mode"]
 
@@ -356,14 +353,19 @@ def steal_notes(runs: list[dict]) -> list[str]:
     stolen = [r for r in runs if (r.get("machine_cpu") or {}).get("steal_share", 0.0) > STEAL_FLAG_SHARE]
     if not stolen:
         return []
-    by_mode: dict[str, int] = defaultdict(int)
-    for r in stolen:
-        by_mode[r["mode"]] += 1
     worst = max(stolen, key=lambda r: r["machine_cpu"]["steal_share"])
     return [f"**CPU steal**: the hypervisor took more than {STEAL_FLAG_SHARE:.0%} of the machine's cores in "
-            f"{len(stolen)} of {len(runs)} runs (" + ", ".join(f"{m} {n}" for m, n in by_mode.items())
-            + f"; worst {worst['machine_cpu']['steal_share']:.0%}, {worst['mode']} seed {worst['seed']}): those "
+            f"{len(stolen)} of {len(runs)} runs ({_runs_per_mode(stolen)}"
+            f"; worst {worst['machine_cpu']['steal_share']:.0%}, {worst['mode']} seed {worst['seed']}): those "
             "runs had less CPU than the machine's cores, which slows the CPU-bound modes most"]
+
+
+def _runs_per_mode(runs: list[dict]) -> str:
+    """``dlcp 2, tcp-cubic 1``: how many of ``runs`` each mode had, in first-seen order."""
+    by_mode: dict[str, int] = defaultdict(int)
+    for r in runs:
+        by_mode[r["mode"]] += 1
+    return ", ".join(f"{m} {n}" for m, n in by_mode.items())
 
 
 def cpu_table(runs: list[dict], modes: list[str]) -> list[str]:
