@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import atexit
 import functools
+import queue
+import re
 import shutil
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -44,13 +47,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _forward_lines(stream, lines: queue.Queue[bytes]) -> None:
+    """Put every line of STREAM on LINES, then b"" at its end."""
+    for line in stream:
+        lines.put(line)
+    lines.put(b"")
+
+
 class SwitchProcess:
     """One ``p4sim switch`` process (no program, or ``program``) with a P4Runtime server, ctl
     endpoint and nanomsg ports."""
 
     def __init__(self, workdir: Path, device_id: int, program: str | None = None) -> None:
         self.workdir, self.device_id, self.program = workdir, device_id, program
-        self.grpc_port, self.ctl_port = free_port(), free_port()
+        self.grpc_port = self.ctl_port = 0      # chosen by the switch's own bind at the first start()
         self.ipc = f"ipc://{workdir}/s{device_id}.ipc"
         self.log = workdir / f"s{device_id}.log"
         self.proc: subprocess.Popen | None = None
@@ -60,15 +70,21 @@ class SwitchProcess:
         return f"127.0.0.1:{self.grpc_port}"
 
     def start(self, timeout: float = 30.0) -> None:
+        """Start the process and wait until its P4Runtime server answers. The first start lets the
+        switch bind port 0 and reads the ports it got from its ready line (a port probed free and
+        closed again can be taken by another process during the ~1 s start-up); a restart reuses
+        them, as a restarted switch keeps its address."""
         start_with = [self.program] if self.program else ["--no-p4"]
         argv = [sys.executable, "-m", "p4sim.cli", "switch", *start_with, "--device-id", str(self.device_id),
                 "--grpc-server-addr", self.grpc_addr, "--ctl-addr", f"127.0.0.1:{self.ctl_port}",
                 "--priority-queues", "8",   # DLCP's priority map uses queues 0..7 (the default is 1, as BMv2)
                 "--packet-in", self.ipc, "--log-file", str(self.log), "--name", f"s{self.device_id}"]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        ready = self._ready_line(deadline)
+        self.grpc_port, self.ctl_port = (int(re.search(rf"\b{key}=\S+:(\d+)", ready).group(1)) for key in ("grpc", "ctl"))
         channel = grpc.insecure_channel(self.grpc_addr)
         try:
-            deadline = time.monotonic() + timeout
             while True:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"p4sim switch exited: {self.proc.stderr.read().decode()[-500:]}")
@@ -80,6 +96,24 @@ class SwitchProcess:
                         raise RuntimeError(f"p4sim switch s{self.device_id} not ready in {timeout}s") from None
         finally:
             channel.close()
+
+    def _ready_line(self, deadline: float) -> str:
+        """The switch's "ready: ... ctl=ADDR grpc=ADDR ..." line; stdout is drained afterwards so that
+        the process never blocks on a full pipe."""
+        assert self.proc is not None and self.proc.stdout is not None
+        lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=_forward_lines, args=(self.proc.stdout, lines), daemon=True).start()
+        while True:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic())).decode()
+            except queue.Empty:
+                self.kill()
+                raise RuntimeError(f"p4sim switch s{self.device_id} printed no ready line in time") from None
+            if not line:
+                self.proc.wait(10)
+                raise RuntimeError(f"p4sim switch exited: {self.proc.stderr.read().decode()[-500:]}")
+            if " ready: " in line:
+                return line
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

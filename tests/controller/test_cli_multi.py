@@ -7,6 +7,7 @@ where queues are involved)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -111,15 +112,22 @@ def test_threshold_order_refused_before_writing(tmp_path, capsys):
 
 
 def _p4sim_switch(tmp_path: Path, interfaces: list[str], queues: int = 1) -> tuple[subprocess.Popen, int, int]:
-    """``p4sim switch --no-p4`` with ``-i N@IFACE`` ports; (process, gRPC port, ctl port) once ready."""
+    """``p4sim switch --no-p4`` with ``-i N@IFACE`` ports; (process, gRPC port, ctl port) once ready. The
+    switch binds port 0 and its ready line names the ports it got (no probe-then-bind race)."""
     import grpc
-    grpc_port, ctl_port = free_port(), free_port()
     argv = [sys.executable, "-m", "p4sim.cli", "switch", "--no-p4", "--device-id", "1",
-            "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--ctl-addr", f"127.0.0.1:{ctl_port}",
+            "--grpc-server-addr", "127.0.0.1:0", "--ctl-addr", "127.0.0.1:0",
             "--priority-queues", str(queues), "--log-file", str(tmp_path / "s1.log")]
     for i, name in enumerate(interfaces):
         argv += ["-i", f"{i + 1}@{name}"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    ready = proc.stdout.readline()           # the ready line, or "" if the switch exited
+    ports = [re.search(rf"\b{key}=\S+:(\d+)", ready) for key in ("grpc", "ctl")]
+    if not all(ports):
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"p4sim switch did not start: {ready!r}")
+    grpc_port, ctl_port = (int(m.group(1)) for m in ports)
     channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
     try:
         grpc.channel_ready_future(channel).result(timeout=30)

@@ -180,8 +180,7 @@ def test_failed_batches_are_freed():
     """A switch process gets batches of 100 updates that all fail (duplicates): its memory stays
     flat. Before the fix gc.freeze() pinned every such batch's exceptions with their reference
     cycles (about +0.6 MB per batch, 60 MB -> 296 MB after 400 batches)."""
-    port = _free_port()
-    proc = _start_switch(port, PROGRAM)
+    proc, port = _start_switch(0, PROGRAM)
     try:
         c = StreamClient(port, 1)
         try:
@@ -216,21 +215,18 @@ def test_failed_batches_are_freed():
     assert grown < 12 * 1024, f"the switch's RSS grew {grown} KiB over 200 failed batches of 100"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_switch(port: int, program: str | None = None) -> subprocess.Popen:
+def _start_switch(port: int, program: str | None = None) -> tuple[subprocess.Popen, int]:
+    """A switch listening on 127.0.0.1:PORT; PORT 0 lets the switch's own bind choose a free port, so no
+    other process can take it between choosing and binding (a port probed free and closed again can be,
+    during the switch's ~1 s start-up: the CI of 2026-12-03 07:20 lost a run to that)."""
     proc, address = start_switch(program or "--no-p4", "--device-id", "1", "--grpc-server-addr", f"127.0.0.1:{port}")
-    assert address == f"127.0.0.1:{port}", address
-    return proc
+    bound = int(address.rsplit(":", 1)[1])
+    assert port in (0, bound), address
+    return proc, bound
 
 
 def test_sigterm_after_undecodable_stream_messages_frees_the_port():
-    port = _free_port()
-    proc = _start_switch(port)
+    proc, port = _start_switch(0)
     try:
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         calls = []
@@ -244,7 +240,7 @@ def test_sigterm_after_undecodable_stream_messages_frees_the_port():
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0
         channel.close()
-        again = _start_switch(port)      # "Address already in use" before the fix
+        again, _ = _start_switch(port)   # the same port: "Address already in use" before the fix
         try:
             with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
                 stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
