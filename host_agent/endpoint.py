@@ -363,7 +363,8 @@ class Endpoint:
                 "probes_sent": self.probes_sent,
                 "ack_rtt_min_ms": {f"{a}:{p}": round(v * 1e3, 2) for (a, p), v in g.ack_rtt_min.items()},
                 "ack_srtt_ms": {f"{a}:{p}": round(v * 1e3, 2) for (a, p), v in g.ack_srtt.items()},
-                "window_peak": {f"{a}:{p}": v for (a, p), v in g.window_peak.items()}}
+                "window_peak": {f"{a}:{p}": v for (a, p), v in g.window_peak.items()},
+                "caught_up_bytes": g.caught_up_bytes, "grant_clipped_s": round(g.clipped_s, 4)}
 
     def _pump(self) -> bool:
         worked = False
@@ -372,6 +373,7 @@ class Endpoint:
             self.send_blocked[self._blocked_reason] += now - self._blocked_since
             self._blocked_since = None
         blocked = ""
+        backlog = set()                        # destinations with DATA still waiting (GrantPacer catch-up)
         for tx in self._active:
             if tx.state is not SendState.SENDING:
                 continue
@@ -380,7 +382,9 @@ class Endpoint:
             if reason and tx.pos < tx.queue.size and not blocked:
                 blocked = reason
             worked |= tx.pos != before
-            if tx.pos >= tx.queue.size:
+            if tx.pos < tx.queue.size:
+                backlog.add(tx.dest)
+            else:
                 first = tx.round == 0 and tx.tail_sent is None
                 if first:
                     tx.tail_sent = now
@@ -391,6 +395,7 @@ class Endpoint:
                 if not defer:
                     self._send_probe(tx)
                 worked = True
+        self.grants.set_backlog(backlog)
         if blocked:
             self._blocked_since, self._blocked_reason = now, blocked
         return worked

@@ -139,6 +139,17 @@ WINDOW_PACKET_BYTES = 1514   # bytes a window's packet is counted as (a full DLC
 GRANT_BURST_S = 0.002        # a destination's bucket holds this many seconds of its grant ...
 PACE_PACKETS = 2             # ... at least this many full packets, and a paced sender wakes for that many
 GRANT_BURST_MIN = PACE_PACKETS * WINDOW_PACKET_BYTES   # (the default pace's smallest bucket)
+# A sender with DATA waiting for a destination (``GrantPacer.set_backlog``) may catch up on this much of
+# its grant that it missed: its bucket holds up to CATCH_UP_S of the grant, not GRANT_BURST_S. After a
+# late wake-up (a descheduled agent on a loaded machine) or a late ACK that held its window, it sends
+# the packets the grant allowed since, back to back, instead of losing that link time (a sender that
+# woke late by d with a 2-packet bucket lost d - 3.6 ms of its grant at a third of 20 Mbit/s; the
+# receiver's link went to lower-priority traffic meanwhile). The window still bounds what is in flight
+# (the receiver's share of the queue), so the catch-up is at most a window. An idle sender's bucket
+# stays GRANT_BURST_S: a tensor that starts after a pause does not burst. 20 ms as p4sim's traffic
+# manager lets a late link catch up (switch/tm.py) and BMv2's rate limiter does by construction.
+# Measured (H10b, session 11): docs/performance.md section 7.2, docs/experiments.md.
+CATCH_UP_S = 0.020
 RTT_MIN_WINDOW = 2.0         # s: the smallest ACK round trip is taken over this long (the path changes)
 # The window's path term (grant x smallest ACK round trip, on top of the receiver's queue share), at
 # most this share of the receiver's window. Off: measured twice it made tcp-bulk slower. H10-2: the
@@ -166,7 +177,9 @@ class GrantPacer:
     ``default_rate`` (its own link rate, None = no per-destination bound). Grants persist across
     tensors and iterations: the next tensor to the same receiver starts at the last granted rate.
     The bucket is small (``GRANT_BURST_S`` of the rate), so six senders starting together put a
-    few packets each into the receiver's queue, not a window each. The endpoint's AimdPacer of that
+    few packets each into the receiver's queue, not a window each; while the sender has DATA waiting
+    for the destination (``set_backlog``) it holds up to ``CATCH_UP_S`` of the grant, so link time
+    missed to a late wake-up or a late ACK is sent back to back afterwards instead of lost. The endpoint's AimdPacer of that
     destination still applies on top (congestion the receiver cannot see, e.g. a spine).
 
     A receiver that grants also gives a window (packets in flight, its share of a queue) and
@@ -216,6 +229,10 @@ class GrantPacer:
         self.ack_srtt: dict = {}       # dest -> smoothed ACK round trip (s), what the ACKs take now
         self._rtt_min_at: dict = {}    # dest -> (window start, its smallest sample, the previous window's)
         self.window_peak: dict = {}    # dest -> largest window_limit used (packets)
+        # catch-up (CATCH_UP_S): destinations we have DATA waiting for, and what the catch-up did
+        self._backlog: frozenset = frozenset()
+        self.caught_up_bytes = 0       # bytes sent on credit beyond the idle bucket (missed link time made up)
+        self.clipped_s = 0.0           # seconds of grant missed while backlogged beyond CATCH_UP_S (lost)
 
     def rate(self, dest) -> float | None:
         return self.rates.get(dest, self.default_rate)
@@ -225,7 +242,25 @@ class GrantPacer:
         self.grants_received += 1
         self._refill(dest, self.clock())
         self.rates[dest] = max(1.0, float(rate))
-        self._tokens[dest] = min(self._tokens.get(dest, 0.0), self._burst(self.rates[dest]))
+        self._tokens[dest] = min(self._tokens.get(dest, 0.0), self._cap(dest, self.rates[dest]))
+
+    def set_backlog(self, dests) -> None:
+        """The destinations we have DATA waiting for now (the endpoint says so each loop turn).
+
+        While a destination is in it, its bucket fills up to CATCH_UP_S of the grant (a late wake-up or
+        a late ACK is made up); time before it joined earns only the idle bucket, and when it leaves
+        (nothing more to send) the bucket is cut back to the idle bucket.
+        """
+        if dests == self._backlog:
+            return
+        now = self.clock()
+        for d in self._backlog - dests:          # nothing more to send: back to the idle bucket
+            rate = self.rate(d)
+            if rate is not None and d in self._refilled:
+                self._tokens[d] = min(self._refill(d, now), self._burst(rate))
+        for d in dests - self._backlog:          # the idle time so far earns the idle bucket only
+            self._refill(d, now)
+        self._backlog = frozenset(dests)
 
     def set_window(self, dest, packets: int) -> None:
         self.windows[dest] = max(1, int(packets))
@@ -364,13 +399,25 @@ class GrantPacer:
     def _burst(self, rate: float) -> float:
         return max(self.pace_packets * WINDOW_PACKET_BYTES, rate * GRANT_BURST_S)
 
+    def _cap(self, dest, rate: float) -> float:
+        """Most bytes ``dest``'s bucket holds: CATCH_UP_S of the grant while we have DATA for it."""
+        burst = self._burst(rate)
+        return max(burst, rate * CATCH_UP_S) if dest in self._backlog else burst
+
     def _refill(self, dest, now: float) -> float:
         rate = self.rate(dest)
         if rate is None:
             return 0.0
         last = self._refilled.get(dest)
-        tokens = self._tokens.get(dest, self._burst(rate)) if last is None else \
-            min(self._burst(rate), self._tokens[dest] + (now - last) * rate)
+        if last is None:
+            tokens = self._tokens.get(dest, self._burst(rate))
+        else:
+            tokens = self._tokens[dest] + (now - last) * rate
+            cap = self._cap(dest, rate)
+            if tokens > cap:
+                if dest in self._backlog:
+                    self.clipped_s += (tokens - max(cap, self._tokens[dest])) / rate
+                tokens = cap
         self._tokens[dest] = tokens
         self._refilled[dest] = now
         return tokens
@@ -385,8 +432,12 @@ class GrantPacer:
         return self.rate(dest) is None or self._refill(dest, self.clock()) >= 0
 
     def charge(self, dest, nbytes: int) -> None:
-        if self.rate(dest) is not None:
-            self._tokens[dest] = self._tokens.get(dest, 0.0) - nbytes
+        rate = self.rate(dest)
+        if rate is not None:
+            tokens = self._tokens.get(dest, 0.0)
+            if dest in self._backlog and tokens > (burst := self._burst(rate)):
+                self.caught_up_bytes += int(min(nbytes, tokens - burst))
+            self._tokens[dest] = tokens - nbytes
 
     def wait_time(self, dest, packets: int = 1) -> float:
         """Seconds until ``packets`` full packets may go to ``dest`` back to back (0 when not bound).
