@@ -834,13 +834,18 @@ class DlcpHost : public ns3::Application {
     return (double)(now - was) > SimNet::Get().cfg.regrantChange * (double)was;
   }
   // grantAhead's threshold: packets a sender on overcommitSenders' share sends in grantAhead x
-  // baseRtt (0: off, or no base RTT known)
+  // baseRtt (0: off, or no base RTT known). Computed on the first call and kept: OnData asks on
+  // each DATA packet while senders are held, and the config and this host's line rate are fixed
+  // for the run by then (simulation/job.py sets them before it creates the hosts)
   uint64_t AheadPackets() const {
+    if (m_ahead >= 0) return (uint64_t)m_ahead;
     const TransportConfig& c = SimNet::Get().cfg;
+    m_ahead = 0;
     if (c.grantAhead <= 0 || c.baseRtt <= 0 || !c.overcommit) return 0;
     double wire = (double)(c.payload + kDlcpHeaderLen + 8 + 20 + 2);
     double rate = (double)ShareRate(std::max<uint32_t>(1, c.overcommitSenders)) * 1000.0;   // bytes/s
-    return (uint64_t)std::ceil(c.grantAhead * c.baseRtt * rate / wire);
+    m_ahead = (int64_t)std::ceil(c.grantAhead * c.baseRtt * rate / wire);
+    return (uint64_t)m_ahead;
   }
   // grantShare x link / n in kB/s (the GRANT's rate field: bytes/s overflow its u32 above 34 Gbit/s)
   uint32_t ShareRate(size_t n) const {
@@ -909,6 +914,7 @@ class DlcpHost : public ns3::Application {
 
   uint32_t m_index = 0;
   uint16_t m_job = 1;
+  mutable int64_t m_ahead = -1;                     // receiver: AheadPackets() once known (-1: not yet)
   ns3::Ptr<ns3::Socket> m_udp;
   TcpPath m_tcp;                                    // non-DLCP transfers (TCP baselines)
   PfabricPath m_pfabric;                            // non-DLCP transfers (cfg.pfabric)
