@@ -18,7 +18,7 @@ from test_host_ratecontrol import Clock
 
 from host_agent.packetizer import packetize
 from host_agent.policy import TagPolicy
-from host_agent.ratecontrol import GRANT_BURST_MIN, PACE_PACKETS, WINDOW_PACKET_BYTES, GrantPacer
+from host_agent.ratecontrol import CATCH_UP_S, GRANT_BURST_MIN, PACE_PACKETS, WINDOW_PACKET_BYTES, GrantPacer
 
 RATE = 2.5e5                  # bytes/s (2 Mbit/s): 5.9 ms per packet, so a late wake-up cannot blur the pairs
 ELEMENTS = 160_000            # digits-wide's hidden layer: 442 packets
@@ -88,5 +88,7 @@ def test_a_paced_sender_sends_pairs_per_wake_up_over_real_sockets(endpoints):
     assert np.array_equal(out, grad)
     n = sum(per_wake)
     assert n >= 442
-    assert max(per_wake) <= 3               # the bucket (two full packets), a third on its debt
+    # the bucket (two full packets), a third on its debt; after a wake-up late by more than ~11 ms (a
+    # loaded machine) the catch-up's CATCH_UP_S of the grant (5,000 bytes here: three packets) and one on its debt
+    assert max(per_wake) <= int(max(GRANT_BURST_MIN, RATE * CATCH_UP_S) // 1461) + 1
     assert n / len(per_wake) >= 1.7, f"{n / len(per_wake):.2f} packets per wake-up"
