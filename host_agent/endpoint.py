@@ -374,11 +374,21 @@ class Endpoint:
             self._blocked_since = None
         blocked = ""
         backlog = set()                        # destinations with DATA still waiting (GrantPacer catch-up)
+        # Destinations whose window, grant, pacer or socket refused an earlier tensor in this turn: the later
+        # tensors to them wait for the next turn. They share those limits, so a later tensor could only win the
+        # moment the pacer's bucket crossed zero between the two checks (a descheduled loop makes that wide),
+        # and the order above (send() order, or highest class first) would not hold.
+        refused = set()
         for tx in self._active:
             if tx.state is not SendState.SENDING:
                 continue
+            if tx.dest in refused:
+                backlog.add(tx.dest)
+                continue
             before = tx.pos
             reason = self._send_some(tx)
+            if reason and tx.pos < tx.queue.size:
+                refused.add(tx.dest)
             if reason and tx.pos < tx.queue.size and not blocked:
                 blocked = reason
             worked |= tx.pos != before
