@@ -389,8 +389,7 @@ class Endpoint:
             reason = self._send_some(tx)
             if reason and tx.pos < tx.queue.size:
                 refused.add(tx.dest)
-            if reason and tx.pos < tx.queue.size and not blocked:
-                blocked = reason
+                blocked = blocked or reason
             worked |= tx.pos != before
             if tx.pos < tx.queue.size:
                 backlog.add(tx.dest)

@@ -47,6 +47,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def ready_ports(line: str) -> tuple[int, int] | None:
+    """(gRPC port, ctl port) from a ``p4sim switch`` ready line ("... ctl=ADDR grpc=ADDR ..."), None if
+    LINE is not one (e.g. "" when the switch exited)."""
+    found = [re.search(rf"\b{key}=\S+:(\d+)", line) for key in ("grpc", "ctl")]
+    return (int(found[0].group(1)), int(found[1].group(1))) if all(found) else None
+
+
 def _forward_lines(stream, lines: queue.Queue[bytes]) -> None:
     """Put every line of STREAM on LINES, then b"" at its end."""
     for line in stream:
@@ -82,7 +89,7 @@ class SwitchProcess:
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout
         ready = self._ready_line(deadline)
-        self.grpc_port, self.ctl_port = (int(re.search(rf"\b{key}=\S+:(\d+)", ready).group(1)) for key in ("grpc", "ctl"))
+        self.grpc_port, self.ctl_port = ready_ports(ready)
         channel = grpc.insecure_channel(self.grpc_addr)
         try:
             while True:

@@ -7,7 +7,6 @@ where queues are involved)."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from device_switch import DeviceSwitch, dlcp_yaml
-from switch_proc import compiled_dlcp, free_port
+from switch_proc import compiled_dlcp, free_port, ready_ports
 
 from controller import dlcp_tables as api
 from controller.cli import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, EXIT_SWITCH, main
@@ -122,12 +121,12 @@ def _p4sim_switch(tmp_path: Path, interfaces: list[str], queues: int = 1) -> tup
         argv += ["-i", f"{i + 1}@{name}"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     ready = proc.stdout.readline()           # the ready line, or "" if the switch exited
-    ports = [re.search(rf"\b{key}=\S+:(\d+)", ready) for key in ("grpc", "ctl")]
-    if not all(ports):
+    ports = ready_ports(ready)
+    if ports is None:
         proc.kill()
         proc.wait()
         raise AssertionError(f"p4sim switch did not start: {ready!r}")
-    grpc_port, ctl_port = (int(m.group(1)) for m in ports)
+    grpc_port, ctl_port = ports
     channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
     try:
         grpc.channel_ready_future(channel).result(timeout=30)
