@@ -28,7 +28,7 @@ from host_agent.outgoing import OutgoingTensor, SendState, SendStats
 from host_agent.packetizer import PacketizedTensor
 from host_agent.policy import TagPolicy
 from host_agent.ratecontrol import CRITICAL_CLASS, AimdPacer, GrantPacer, RateConfig
-from host_agent.receiver import ReceiveSide, RecvHandle
+from host_agent.receiver import ACK_EVERY, ReceiveSide, RecvHandle
 
 __all__ = ["Endpoint", "EndpointConfig", "RecvHandle", "SendHandle"]
 
@@ -443,6 +443,8 @@ class Endpoint:
                 if not grants.ready(dest):
                     stopped = "grant"
                     break
+                if k > 1 and window is not None:   # a batch fills the window, never more
+                    k = max(1, min(k, window - grants.in_flight(dest)))
                 if k > 1:
                     nbytes = k * stride
                     if not pacer.allow(nbytes):
@@ -667,15 +669,22 @@ class Endpoint:
             if tx.state is not SendState.DONE and (sample := tx.done_rtt(now)) is not None:
                 self._smooth(self._class_rtt, (tx.dest, tx.pt.layer_class), sample)
             tx.on_done(body, now)
-            self._round_over(tx)
+            lost = None
+            if tx.pt.n_packets < ACK_EVERY:
+                # the receiver sends its exact count before a DONE only for tensors of ACK_EVERY packets or
+                # more: what arrived of this one may not be acknowledged yet, the DONE says what was lost
+                st = tx.stats
+                lost = max(0, st.packets - st.received - st.duplicates)
+            self._round_over(tx, lost)
         else:
             self.drops["bad_msg_type"] += 1
 
-    def _round_over(self, tx: OutgoingTensor) -> None:
+    def _round_over(self, tx: OutgoingTensor, lost: int | None = None) -> None:
         """A round's answer: what the receiver has not counted of it is lost, not in flight (unless
-        another tensor to the same receiver is sending: its packets may still be on the way)."""
+        another tensor to the same receiver is sending: its packets may still be on the way); ``lost``:
+        only that many when the answer says so (GrantPacer.write_off)."""
         if not any(o is not tx and o.dest == tx.dest and o.state is SendState.SENDING for o in self._active):
-            self.grants.write_off(tx.dest)
+            self.grants.write_off(tx.dest, lost)
 
     def _peer_ready(self, addr: tuple[str, int]) -> None:
         if addr in self.ready_peers:

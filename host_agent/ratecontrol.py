@@ -267,27 +267,37 @@ class GrantPacer:
 
     def on_sent(self, dest, packets: int, classes: Sequence[int] = ()) -> None:
         """``packets`` DATA packets left for ``dest``; ``classes``: each one's magnitude class, or
-        ``CRITICAL_CLASS`` for a CRITICAL one (empty: not known, all count as protected)."""
-        if dest in self.windows:
-            now = self.clock()
-            if self.in_flight(dest) == 0:
-                self._progress[dest] = now            # the write-off timer runs from here
-            if classes:
-                by_class = self._sent_by_class.get(dest)
-                if by_class is None:
-                    by_class = self._sent_by_class[dest] = [0] * (CRITICAL_CLASS + 1)
-                protected = self._protected.get(dest, 0)
-                for c in classes:
-                    by_class[c] += 1
-                    if c < protected:
-                        self._sent_droppable[dest] = self._sent_droppable.get(dest, 0) + 1
-            self._sent[dest] = self._sent.get(dest, 0) + packets
-            marks = self._sent_at.setdefault(dest, collections.deque(maxlen=4096))
-            marks.append((self._sent[dest], now))
+        ``CRITICAL_CLASS`` for a CRITICAL one (empty: not known, all count as protected).
+
+        Counted for every destination, windowed or not yet: a receiver that grants counts every DATA
+        packet from us in its ACKs, those sent before its first GRANT reached us included (the first
+        packets of a tensor whose GRANT was lost or is still on its way). Counted only once the window
+        was known (until session 12), they raised the ACKed count above the sent one, and the window
+        under-counted what was in flight by that many for the rest of the run.
+        """
+        now = self.clock()
+        if self.in_flight(dest) == 0:
+            self._progress[dest] = now                # the write-off timer runs from here
+        if classes:
+            by_class = self._sent_by_class.get(dest)
+            if by_class is None:
+                by_class = self._sent_by_class[dest] = [0] * (CRITICAL_CLASS + 1)
+            protected = self._protected.get(dest, 0)
+            for c in classes:
+                by_class[c] += 1
+                if c < protected:
+                    self._sent_droppable[dest] = self._sent_droppable.get(dest, 0) + 1
+        self._sent[dest] = self._sent.get(dest, 0) + packets
+        marks = self._sent_at.setdefault(dest, collections.deque(maxlen=4096))
+        marks.append((self._sent[dest], now))
 
     def on_ack(self, dest, received: int, droppable: int | None = None, protected: int = 0) -> None:
         """The receiver's cumulative DATA count from us (monotonic; older ACKs are ignored); with ACK
-        format 2 also the droppable packets among them and the protected class it counted with."""
+        format 2 also the droppable packets among them and the protected class it counted with.
+
+        Never more than we sent: a count above it (a packet duplicated on the way) is taken as all sent.
+        """
+        received = min(received, self._sent.get(dest, 0))
         if received > self._acked.get(dest, 0):
             now = self.clock()
             before = self._windowed_acked(dest)
@@ -382,12 +392,26 @@ class GrantPacer:
             return True
         return False
 
-    def write_off(self, dest) -> None:
-        """Nothing is in flight to ``dest`` any more (a round's answer came): forget the rest."""
-        if dest in self.windows:
-            self._written_off[dest] = self._windowed_sent(dest) - self._windowed_acked(dest)
-            self._lost_before[dest] = self._sent.get(dest, 0) - self._acked.get(dest, 0)
-            self._progress[dest] = self.clock()
+    def write_off(self, dest, lost: int | None = None) -> None:
+        """Nothing is in flight to ``dest`` any more (a round's answer came): forget the rest.
+
+        ``lost``: how many of our packets the answer says were lost (a DONE's count, for a tensor too
+        small for the receiver's exact ACK before its DONE, receiver.ACK_EVERY). Then only those, on
+        top of what was written off before, stop counting: the rest arrived and the receiver's next
+        ACK counts them (it acknowledges every few packets). Written off too, they made the window
+        under-count what was in flight by up to ACK_EVERY - 1 packets after each such tensor (until the
+        next answer).
+        None: everything unacknowledged is lost (the receiver's exact ACK came before its answer).
+        """
+        unacked = self._windowed_sent(dest) - self._windowed_acked(dest)
+        behind = self._sent.get(dest, 0) - self._acked.get(dest, 0)
+        if lost is None:
+            self._written_off[dest] = unacked
+            self._lost_before[dest] = behind
+        else:
+            self._written_off[dest] = min(unacked, self._written_off.get(dest, 0) + lost)
+            self._lost_before[dest] = min(behind, self._lost_before.get(dest, 0) + lost)
+        self._progress[dest] = self.clock()
 
     def window_wait(self, dest, write_off_after: float) -> float:
         """Seconds until a closed window is written off (0 when open or not bound)."""
