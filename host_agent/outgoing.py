@@ -132,6 +132,11 @@ class OutgoingTensor:
         A deferred PROBE (after retransmit rounds that made no progress) leaves at ``probe_due``,
         so a path that keeps losing our packets sees one PROBE per backed-off RTO, not a storm.
         """
+        if self.state is SendState.SENDING:
+            # the receiver answers PROBEs, not DATA (a receiver without a link rate says nothing while it
+            # comes): its silence counts from the end of the transmission, so a paced one that took longer
+            # than give_up_after is no reason to give up before the PROBE had a chance to be answered
+            self.last_heard = max(self.last_heard, now)
         self.state = SendState.PROBING
         self.probe_due = now + self.rto
         self.probe_pending = defer
