@@ -21,6 +21,9 @@ from pathlib import Path
 
 from mininet.node import Switch
 
+from mininet_topos.ports import free_ports
+from p4sim.switch.ready import ready_ports
+
 log = logging.getLogger(__name__)
 
 TARGETS = ("p4sim", "bmv2")
@@ -35,13 +38,6 @@ INGRESS_PRIORITY = "fifo"
 
 class SwitchStartError(RuntimeError):
     """The switch process died or never opened its gRPC port."""
-
-
-def free_tcp_port() -> int:
-    """An ephemeral loopback port that is free right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def port_is_open(port: int, host: str = "127.0.0.1") -> bool:
@@ -76,9 +72,17 @@ class P4RuntimeSwitch(Switch):
         if not ok:
             raise SwitchStartError(f"{name}: {why}")
         self.device_id = device_id
-        self.grpc_port = grpc_port or free_tcp_port()
-        self.ctl_port = ctl_port or free_tcp_port()
         self.target = target
+        # p4sim binds port 0 unless told a port and prints the ports it got (``wait_ready`` reads them):
+        # a port probed free here could be taken by another process before the switch binds it.
+        # BMv2 cannot report its ports: it gets ports free now from below the ephemeral range, which
+        # only an explicit bind takes (mininet_topos/ports.py).
+        self.asked_ports = (grpc_port, ctl_port)
+        if target == "p4sim":
+            self.grpc_port, self.ctl_port = grpc_port or 0, ctl_port or 0
+        else:
+            probed = iter(free_ports(2))
+            self.grpc_port, self.ctl_port = grpc_port or next(probed), ctl_port or next(probed)
         self.run_dir = Path(run_dir)
         self.pcap = pcap
         self.priority_queues = priority_queues
@@ -97,9 +101,12 @@ class P4RuntimeSwitch(Switch):
                 # A user-space switch sees partial checksums from veth offload: turn offload off.
                 subprocess.run(["ethtool", "-K", intf.name, *OFFLOADS_OFF],
                                capture_output=True, check=False)
+        if self.target == "p4sim":      # a restart binds fresh ports unless ports were asked for
+            self.grpc_port, self.ctl_port = (port or 0 for port in self.asked_ports)
         cmd = self.command()
         log.info("%s: %s", self.name, " ".join(cmd))
         with open(self.log_path, "ab") as logfile:
+            self.log_offset = logfile.tell()
             logfile.write(("$ " + " ".join(cmd) + "\n").encode())
             logfile.flush()
             self.process = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT,
@@ -142,17 +149,34 @@ class P4RuntimeSwitch(Switch):
         return cmd
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
+        """Return once the switch serves P4Runtime: p4sim's ready line (with the ports it bound) is in
+        its log, or BMv2's gRPC port accepts connections."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is None or self.process.poll() is not None:
                 code = None if self.process is None else self.process.returncode
-                raise SwitchStartError(f"{self.name}: switch process exited ({code}) before its gRPC port "
-                                       f"{self.grpc_port} opened; see {self.log_path}")
-            if port_is_open(self.grpc_port):
+                raise SwitchStartError(f"{self.name}: switch process exited ({code}) before it served "
+                                       f"P4Runtime; see {self.log_path}")
+            if self.target == "p4sim":
+                ports = self._logged_ready_ports()
+                if ports is not None:
+                    self.grpc_port, self.ctl_port = ports
+                    return
+            elif port_is_open(self.grpc_port):
                 return
             time.sleep(0.05)
-        raise SwitchStartError(f"{self.name}: gRPC port {self.grpc_port} not open after {timeout:.0f} s; "
+        raise SwitchStartError(f"{self.name}: switch not serving P4Runtime after {timeout:.0f} s; "
                                f"see {self.log_path}")
+
+    def _logged_ready_ports(self) -> tuple[int, int] | None:
+        """(gRPC, ctl) ports from the ready line this start wrote to the log, None before it is there."""
+        with open(self.log_path, "rb") as logfile:
+            logfile.seek(self.log_offset)
+            for raw in logfile:
+                ports = ready_ports(raw.decode(errors="replace"))
+                if ports is not None:
+                    return ports
+        return None
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

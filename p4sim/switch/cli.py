@@ -26,6 +26,7 @@ from p4sim.switch import gcpause
 from p4sim.switch.ctl_server import CtlServer
 from p4sim.switch.device import INGRESS_ORDERS, SwitchDevice
 from p4sim.switch.ports import parse_interface_spec
+from p4sim.switch.ready import ready_line
 from p4sim.switch.tm import DEFAULT_PRIORITY_QUEUES
 
 log = logging.getLogger("p4sim.switch")
@@ -295,9 +296,8 @@ def run(args: argparse.Namespace) -> int:
             gcpause.freeze_heap()
         try:
             grpc_addr = getattr(grpc, "bound_address", "-") if grpc is not None else "-"
-            print(f"p4sim switch {device.name} ready: device_id={device.device_id} ctl={ctl.address} "
-                  f"grpc={grpc_addr} ports={','.join(f'{n}@{p.name}' for n, p in sorted(device.ports.items()))}",
-                  flush=True)
+            ports = ",".join(f"{n}@{p.name}" for n, p in sorted(device.ports.items()))
+            print(ready_line(device.name, device.device_id, ctl.address, grpc_addr, ports), flush=True)
             while not stop.wait(1.0):
                 pass
             device.log.info("shutting down")
