@@ -8,9 +8,7 @@ from __future__ import annotations
 import atexit
 import functools
 import queue
-import re
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -21,6 +19,9 @@ from pathlib import Path
 
 import grpc
 from google.protobuf import text_format
+
+from mininet_topos.ports import free_ports
+from p4sim.switch.ready import ready_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 DLCP_P4 = ROOT / "p4src" / "bmv2" / "dlcp.p4"
@@ -42,16 +43,9 @@ def compiled_dlcp() -> tuple[Path, Path]:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def ready_ports(line: str) -> tuple[int, int] | None:
-    """(gRPC port, ctl port) from a ``p4sim switch`` ready line ("... ctl=ADDR grpc=ADDR ..."), None if
-    LINE is not one (e.g. "" when the switch exited)."""
-    found = [re.search(rf"\b{key}=\S+:(\d+)", line) for key in ("grpc", "ctl")]
-    return (int(found[0].group(1)), int(found[1].group(1))) if all(found) else None
+    """A TCP port free now, from below the ephemeral range (mininet_topos/ports.py): for a program
+    that cannot bind port 0 and report it (BMv2's thrift port), or an address where nothing may listen."""
+    return free_ports(1)[0]
 
 
 def _forward_lines(stream, lines: queue.Queue[bytes]) -> None:

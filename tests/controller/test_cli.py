@@ -5,13 +5,13 @@ P4Runtime server) prints aligned tables and JSON."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 
 import pytest
 from ctl_support import three_switch_yaml
 from device_switch import DeviceSwitch, dlcp_yaml, other_program
+from switch_proc import free_port
 
 from controller import dlcp_tables as api
 from controller.cli import EXIT_INPUT, EXIT_OK, EXIT_SWITCH, EXIT_USAGE, main
@@ -21,12 +21,6 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_malformed_yaml_one_line(tmp_path, capsys):
@@ -64,7 +58,7 @@ def test_unknown_switch_and_rule(net_yaml, capsys):
 
 def test_unreachable_switch(tmp_path, capsys):
     path = tmp_path / "net.yaml"
-    port = _free_port()
+    port = free_port()
     path.write_text(three_switch_yaml([port, port + 1, port + 2]))
     code, out, err = _run(capsys, "-c", str(path), "apply")
     assert code == EXIT_SWITCH and out == ""
@@ -171,7 +165,7 @@ def test_wrong_pipeline_on_the_switch_is_one_line_and_writes_nothing(tmp_path, c
     sw = DeviceSwitch(1, other_program())
     try:
         path = tmp_path / "net.yaml"
-        port = _free_port()
+        port = free_port()
         path.write_text(dlcp_yaml([sw.port, port, port + 1]).replace(
             "  s2: {grpc", "  #s2: {grpc").replace("  s3: {grpc", "  #s3: {grpc").split("hosts:")[0])
         code, out, err = _run(capsys, "-c", str(path), "apply")

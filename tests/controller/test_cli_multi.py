@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 from device_switch import DeviceSwitch, dlcp_yaml
-from switch_proc import compiled_dlcp, free_port, ready_ports
+from switch_proc import compiled_dlcp, free_port
 
 from controller import dlcp_tables as api
 from controller.cli import EXIT_INPUT, EXIT_OK, EXIT_PARTIAL, EXIT_SWITCH, main
+from p4sim.switch.ready import ready_ports
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:

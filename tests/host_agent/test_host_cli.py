@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from host_agent.workloads import ProfileWorkload
+from mininet_topos.ports import free_ports
 
 AGENT = [sys.executable, "-m", "host_agent.cli"]
 # The agents' own patience (--timeout, --start-timeout: how long one waits for the others' packets or
@@ -31,16 +32,6 @@ def lossless(mode: str) -> list[str]:
     non-critical packets) a starved receiver on loopback lets the kernel drop datagrams and DLCP
     rightly completes without them (measured under load: 680 of 62,282 all-reduce values were 0)."""
     return ["--loss-bound", "0"] if mode == "dlcp" else []
-
-
-def free_udp_ports(n: int) -> list[int]:
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def wait_listening(path: Path, timeout: float = PROCESS_WAIT_S) -> str:
@@ -124,7 +115,7 @@ def test_ps_server_and_four_workers_processes(tmp_path, mode):
 
 @pytest.mark.parametrize("mode", ["dlcp", "tcp"])
 def test_allreduce_four_rank_processes(tmp_path, mode):
-    ports = free_udp_ports(4)
+    ports = free_ports(4, socket.SOCK_DGRAM)   # each rank binds its own: below the ephemeral range
     peers = ",".join(f"127.0.0.1:{p}" for p in ports)
     procs = [subprocess.Popen(AGENT + ["allreduce", "--mode", mode, *lossless(mode), "--rank", str(r), "--peers", peers, "--bind",
                                        f"127.0.0.1:{ports[r]}", "--workload", "gpt2-small", "--scale", "0.0005",

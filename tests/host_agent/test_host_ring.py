@@ -14,7 +14,6 @@ the receiver's active set, so its share is current: the next tensor goes on at o
 from __future__ import annotations
 
 import multiprocessing as mp
-import socket
 import subprocess
 import sys
 import threading
@@ -34,6 +33,7 @@ from host_agent.relay import LossyRelay
 from host_agent.ring import bucket_need_positions, finish_sends, ring_task
 from host_agent.tcp_baseline import open_rings
 from host_agent.workloads import make_workload
+from mininet_topos.ports import free_ports
 
 CTX = mp.get_context("spawn")
 N = 3
@@ -315,10 +315,8 @@ def test_tcp_rings_in_flight_run_in_parallel_and_each_sums_its_own_bucket():
     flight its own connections (tagged with the ring's number, whatever order they are accepted in),
     so two all-reduces run at once in two threads per rank and neither sees the other's data."""
     n, count = 3, 2
-    with socket.socket() as probe:                   # a free port for each rank's one listener
-        probe.bind(("127.0.0.1", 0))
-        base = probe.getsockname()[1]
-    addrs = [("127.0.0.1", base + 11 * r) for r in range(n)]
+    # a free port for each rank's one listener (the ranks bind them), below the ephemeral range
+    addrs = [("127.0.0.1", port) for port in free_ports(n)]
     data = {(r, s): np.arange(1000, dtype=np.float32) * (r + 1) + 1000 * s for r in range(n) for s in range(count)}
     rings: dict[int, list] = {}
     errors: list = []

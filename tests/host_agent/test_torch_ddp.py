@@ -13,7 +13,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import random
-import socket
 import time
 import traceback
 
@@ -24,17 +23,12 @@ import torch
 from host_agent import protocol as P
 from host_agent.ifmtu import ETHERNET_MTU, interface_mtu
 from host_agent.relay import LossyRelay
+from mininet_topos.ports import free_ports
 
 CTX = mp.get_context("fork")
 BOUND = 0.10
 PEER_TIMEOUT = 3.0
 STEPS = 3
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _model() -> torch.nn.Module:
@@ -226,7 +220,7 @@ def _worker(rank: int, world: int, port: int, names: list[str], q) -> None:
 
 def run_world(world: int, names: list[str], timeout: float = 120.0) -> dict[str, dict[int, dict]]:
     q = CTX.Queue()
-    port = _free_port()
+    port = free_ports(1)[0]                 # torch's rendezvous: below the ephemeral range
     procs = [CTX.Process(target=_worker, args=(r, world, port, names, q)) for r in range(world)]
     for p in procs:
         p.start()

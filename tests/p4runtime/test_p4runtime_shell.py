@@ -19,6 +19,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from mininet_topos.ports import free_ports
 from p4sim.p4runtime_server import P4RuntimeServer
 from tests.p4runtime.client import StreamClient
 
@@ -335,13 +336,6 @@ def _wait_for_grpc(port: int, proc, timeout: float = 20.0) -> None:
     raise AssertionError(f"no P4Runtime server on port {port} after {timeout}s")
 
 
-def _free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("target", ["p4sim", "bmv2"])
 def test_shell_drives_a_switch_process(target, tmp_path, request):
     """The switch as a process, started the way simple_switch_grpc is; p4runtime-shell pushes the
@@ -364,7 +358,7 @@ def test_shell_drives_a_switch_process(target, tmp_path, request):
         subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "--p4runtime-files", p4info,
                         "-o", str(tmp_path), PROGRAM], check=True)
         config_files = (p4info, blob)
-        port = _free_port()
+        port = free_ports(1)[0]         # BMv2 cannot bind port 0 and report it: below the ephemeral range
         cmd = ["simple_switch_grpc", "--no-p4", "--device-id", str(DEVICE_ID), "--",
                "--grpc-server-addr", f"127.0.0.1:{port}", "--cpu-port", str(CPU_PORT)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -11,7 +11,6 @@ skips with the reason elsewhere. Budget: about 30 s (p4c compile of dlcp.p4, one
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -21,6 +20,7 @@ import grpc
 import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from mininet_topos.ports import free_ports
 from tests.p4runtime.certs import Pki, make_pki
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,12 +29,6 @@ TOOLS = ("p4c", "simple_switch_grpc")
 pytestmark = [pytest.mark.bmv2, pytest.mark.slow,
               pytest.mark.skipif(any(shutil.which(t) is None for t in TOOLS),
                                  reason=f"BMv2 not installed (needs {', '.join(TOOLS)} on PATH)")]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _mtls_flags(pki: Pki) -> list[str]:
@@ -84,7 +78,7 @@ def bmv2_mtls(tmp_path):
     subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "--p4runtime-files",
                     str(out / "dlcp.p4info.txtpb"), "-I", str(ROOT / "p4src" / "include"), "-o", str(out),
                     str(DLCP_P4)], check=True, capture_output=True, timeout=300)
-    grpc_port, thrift_port = _free_port(), _free_port()
+    grpc_port, thrift_port = free_ports(2)          # BMv2 binds neither to port 0: below the ephemeral range
     addr = f"127.0.0.1:{grpc_port}"
     log = tmp_path / "bmv2.log"
     with open(log, "wb") as log_file:
