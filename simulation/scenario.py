@@ -481,6 +481,8 @@ def switch_counters(mode: str, qdiscs: list, routers: dict) -> dict:
                           "window_stalls": int(net.windowStalls), "write_offs": int(net.writeOffs),
                           "active_senders_max": int(net.activeSendersMax), "holds_sent": int(net.holdsSent),
                           "hold_reopens": int(net.holdReopens), "hold_opens": int(net.holdOpens),
+                          "granted_set_max": int(net.grantedSetMax), "finishing_max": int(net.finishingMax),
+                          "held_s": float(net.heldS), "over_bound_s": float(net.overBoundS),
                           "overcommit": bool(net.cfg.overcommit),
                           "overcommit_senders": int(net.cfg.overcommitSenders)}
         cin, cout = list(net.ctrlBytesIn), list(net.ctrlBytesOut)

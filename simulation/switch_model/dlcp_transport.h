@@ -764,11 +764,21 @@ class DlcpHost : public ns3::Application {
       // grantAhead: a granted sender with at most ``ahead`` packets left here is finishing and does
       // not count against overcommitSenders (nor in the shares)
       uint64_t ahead = AheadPackets();
+      std::vector<std::pair<uint64_t, uint32_t>> finishing;   // (packets left here, sender)
       for (uint32_t s : m_sched)
         if (active.count(s)) {
           granted.insert(s);
           if (ahead == 0 || left[s] > ahead) counted++;
+          else finishing.push_back({left[s], s});
         }
+      if (c.aheadBudget > 0 && !finishing.empty()) {   // aheadBudget: the fewest left stay uncounted
+        std::sort(finishing.begin(), finishing.end());
+        double budget = c.aheadBudget * (double)ahead, sum = 0;
+        for (auto& f : finishing) {
+          if (sum + (double)f.first <= budget) sum += (double)f.first;
+          else counted++;
+        }
+      }
       // (packets left: admitSrpt only, else 0 for all; first OPEN; sender)
       std::vector<std::tuple<uint64_t, double, uint32_t>> waiting;
       for (auto& kv : active)
@@ -783,6 +793,17 @@ class DlcpHost : public ns3::Application {
       for (auto& kv : active) granted.insert(kv.first);
     }
     m_sched = granted;
+    // grantAhead's granted set over time (SimNet::grantedSetMax and the rest): the state since the last call
+    bool heldNow = c.overcommit && active.size() > c.overcommitSenders;
+    bool overNow = heldNow && granted.size() > c.overcommitSenders;
+    if (m_setHeld) net.heldS += now - m_setAt;
+    if (m_setOver) net.overBoundS += now - m_setAt;
+    m_setAt = now; m_setHeld = heldNow; m_setOver = overNow;
+    if (heldNow) {
+      net.grantedSetMax = std::max<uint32_t>(net.grantedSetMax, (uint32_t)granted.size());
+      if (counted > 0)
+        net.finishingMax = std::max<uint32_t>(net.finishingMax, (uint32_t)(granted.size() - counted));
+    }
     if (c.standbyGrants) {
       for (auto& kv : active) m_recent[kv.first] = {now, kv.second.first};
       for (auto r = m_recent.begin(); r != m_recent.end();)
@@ -915,6 +936,8 @@ class DlcpHost : public ns3::Application {
   uint32_t m_index = 0;
   uint16_t m_job = 1;
   mutable int64_t m_ahead = -1;                     // receiver: AheadPackets() once known (-1: not yet)
+  double m_setAt = 0;                               // receiver: the last Regrant (SimNet::heldS, overBoundS)
+  bool m_setHeld = false, m_setOver = false;        // ... senders held then; more than overcommitSenders granted then
   ns3::Ptr<ns3::Socket> m_udp;
   TcpPath m_tcp;                                    // non-DLCP transfers (TCP baselines)
   PfabricPath m_pfabric;                            // non-DLCP transfers (cfg.pfabric)

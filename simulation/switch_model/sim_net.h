@@ -187,9 +187,25 @@ struct TransportConfig {
   // mean 260.9 -> 253.1 us (docs/simulation.md "Grant ahead by default"). Not with fewer senders at
   // once: with overcommitSenders=12 it was better still at paper-144 (mean 318 us) but a burst of
   // small transfers from 63 senders (test_sim_first_contact.py's) lost 153 DATA and 54 PROBE
-  // packets in queues 1-6 (none at 28, nor at 12 without it). 0: off (a held sender is granted only
-  // when a granted one finishes or goes quiet)
+  // packets in queues 1-6 (none at 28, nor at 12 without it; aheadBudget below bounds that). 0: off
+  // (a held sender is granted only when a granted one finishes or goes quiet)
   double grantAhead = 1.0;
+  // A bound on grantAhead's finishing senders (not in host_agent): together they may have at most
+  // aheadBudget x the threshold (the packets one sender on overcommitSenders' share sends in
+  // grantAhead x baseRtt) packets left here; past that, the finishing senders with the most packets
+  // left count against overcommitSenders again (the fewest left stay uncounted: they finish first), so
+  // the link is overcommitted by at most aheadBudget senders' round trip. Why: with
+  // overcommitSenders=12 the unbounded finishing set lost packets on test_sim_first_contact's burst of
+  // small transfers (scale-64, 168 transfers of 5-20 kB into h0): up to 42 senders granted at once, 30
+  // of them finishing, 153 DATA and 54 PROBE tail-dropped in q1-q6 (127 DATA in q1). With aheadBudget 1:
+  // at most 18 granted (6 finishing), only OPENs lost, mean FCT 78.3 us (145.7 unbounded, 80.6 without
+  // grant-ahead); 2 and 4 still lost 26 and 40 DATA. Off by default: at paper-144, load 0.6, iteration 0
+  // (seeds 1-3) 12 senders + aheadBudget 1 lowered the gradient mean by 0.8-1.0 % against the default
+  // (28, no bound; 322.1-322.5 vs 325.1-325.5 us) with no retransmission, but made the iteration slower
+  // on each seed (1.234-1.236 vs 1.218-1.227 ms) (tests/simulation/test_sim_ahead_budget.py;
+  // docs/simulation.md "A bound on the finishing senders").
+  // 0: no bound
+  double aheadBudget = 0;
   // pFabric-like baseline (Alizadeh et al., SIGCOMM 2013, section 4): every transfer that is not DLCP
   // runs it when on; scenario.py sets these from the fabric (BDP, 3 x RTT) for --modes pfabric
   bool pfabric = false;
@@ -249,6 +265,11 @@ class SimNet {
   std::vector<uint64_t> ctrlBytesIn, ctrlBytesOut;   // host index -> DLCP control bytes (UDP payload) received / sent
   uint64_t pfData = 0, pfRetx = 0, pfTimeouts = 0;
   uint32_t activeSendersMax = 0;
+  // grantAhead's granted set while a receiver holds senders (Regrant): the most senders granted at
+  // once, the most of them finishing (uncounted); receiver-seconds with senders held, and with more
+  // than overcommitSenders granted
+  uint32_t grantedSetMax = 0, finishingMax = 0;
+  double heldS = 0, overBoundS = 0;
   // How long packets waited in each host's egress queue disc (WatchHostQueue), by what they were:
   // host index -> [DLCP DATA, DLCP control/PROBE/BITMAP/DONE, anything else (TCP)]
   struct QueueWait { uint64_t n = 0, over10us = 0, drops = 0; double sum = 0, max = 0; };

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import pytest
 
-from simulation.job import JobSpec, fabric_control_rtt_s
-from simulation.policy import FABRIC_POLICY, load_policy
+from simulation.job import fabric_control_rtt_s
 from simulation.switch_model.transport_knobs import run_jobs_fresh
-from simulation.topology import preset
+from tests.simulation.bursts import first_contact_burst
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +28,10 @@ def runs(ns3_installed) -> dict:
     OPENs reach h0's port together; with the retry (the built-in transport) and without it (the
     transport before: no retry, and no grant-ahead, which came later; with grantAhead 1.0 and no
     retry this burst also loses 7 DATA and 4 PROBE packets in queues 2 and 4, measured in session 11)."""
-    topo = preset("scale-64")
-    flows = [(w, 0, 5_000, 2e-6, 7 - g) for w in range(1, 16) for g in range(8)]
-    flows += [(w, 0, 20_000, 0.0, 7) for w in range(16, 64)]
-    policy = load_policy(FABRIC_POLICY)
-    spec = JobSpec(None, flows=flows, max_sim_s=0.02, progress=False)
+    topo, policy, spec = first_contact_burst()
     before = {"openRetry": False, "grantAhead": 0.0}
     new, old = run_jobs_fresh([({}, topo, policy, "dlcp", spec), (before, topo, policy, "dlcp", spec)])
-    return {"new": new, "old": old, "retry_s": fabric_control_rtt_s(topo, policy), "flows": len(flows)}
+    return {"new": new, "old": old, "retry_s": fabric_control_rtt_s(topo, policy), "flows": len(spec.flows)}
 
 
 def test_lost_first_contact_opens_are_sent_again_within_a_control_round_trip(runs) -> None:
