@@ -71,14 +71,18 @@ def test_a_paced_sender_sends_pairs_per_wake_up_over_real_sockets(endpoints):
         while not first.done:
             tx.poll(0.05)
         h = tx.send(packetize(grad, tensor_id=2, policy=policy, job_id=1, worker_id=0, iteration=0), rx.address)
-        per_wake = []
+        per_wake, beyond_earned = [], []
         end = time.monotonic() + 30
         while not h.done:
             assert time.monotonic() < end and not h.failed
-            before = h.tx.stats.packets
+            before, turn_start = h.tx.stats.packets, time.monotonic()
             tx.poll(0.05)
             if h.tx.stats.packets > before:
+                # a turn that sent does not sleep; if the process was descheduled inside it, the grant
+                # earned meanwhile may go in the same turn: allow those packets, none for a prompt turn
+                earned = int((time.monotonic() - turn_start) * RATE // 1461)
                 per_wake.append(h.tx.stats.packets - before)
+                beyond_earned.append(per_wake[-1] - earned)
         while not r.done:
             assert time.monotonic() < end
             time.sleep(0.01)
@@ -90,5 +94,6 @@ def test_a_paced_sender_sends_pairs_per_wake_up_over_real_sockets(endpoints):
     assert n >= 442
     # the bucket (two full packets), a third on its debt; after a wake-up late by more than ~11 ms (a
     # loaded machine) the catch-up's CATCH_UP_S of the grant (5,000 bytes here: three packets) and one on its debt
-    assert max(per_wake) <= int(max(GRANT_BURST_MIN, RATE * CATCH_UP_S) // 1461) + 1
+    # (counted beyond what the grant earned while the turn itself ran: a turn descheduled mid-batch may send that too)
+    assert max(beyond_earned) <= int(max(GRANT_BURST_MIN, RATE * CATCH_UP_S) // 1461) + 1
     assert n / len(per_wake) >= 1.7, f"{n / len(per_wake):.2f} packets per wake-up"

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from mininet_topos.ports import free_ports
 from tests.switch.netns import have_netns, sh
 from tests.switch.programs import needs_program
 
@@ -33,12 +34,6 @@ TARGETS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_switch(target: str, tmp_path, *args: str) -> subprocess.Popen:
     if target == "p4sim":
         proc = subprocess.Popen([sys.executable, "-m", "p4sim.cli", "switch", "--no-grpc", "--ctl-addr",
@@ -50,7 +45,7 @@ def start_switch(target: str, tmp_path, *args: str) -> subprocess.Popen:
             raise AssertionError(f"switch did not start: {line!r} {proc.stderr.read()}")
         return proc
     subprocess.run(["p4c", "--target", "bmv2", "--arch", "v1model", "-o", str(tmp_path), PROGRAM], check=True)
-    thrift = _free_port()
+    thrift = free_ports(1)[0]      # BMv2 cannot bind port 0 and report it
     proc = subprocess.Popen(["simple_switch", "--thrift-port", str(thrift), *args,
                              str(tmp_path / "l3_router.json")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
