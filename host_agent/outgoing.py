@@ -24,7 +24,7 @@ from host_agent.packetizer import PacketizedTensor
 # the receiver completes it the moment its last packet arrives and sends DONE unsolicited, so the
 # PROBE (and the DONE that answers it) only ever repeated what the DONE says. The PROBE goes out
 # when the DONE is later than the class's RTO (loss). Measured in `accuracy` (H10-4,
-# docs/experiments.md): 1-2 packet tensors in the low classes took 2-3 PROBEs each, and PROBEs
+# docs/experiments-history.md): 1-2 packet tensors in the low classes took 2-3 PROBEs each, and PROBEs
 # plus their DONE answers were about 40 % of the packets at the PS server's port.
 PROBE_FREE_MAX_PACKETS = 4
 

@@ -238,7 +238,7 @@ def _finish_comm(loop: EventLoop, sends: list, recvs: list, start: float | None)
 # worker's 20 Mbit/s port after its last gradient packet; measured in tcp-bulk at load 7, 0.53-0.59 s
 # from the last gradient DONE to the parameters). 0 = whole layers. The environment variable
 # DLCP_PS_SLICE_PACKETS overrides it (every agent of a job must agree; measurements only).
-# Measured (H10a, session 6, docs/experiments.md): see PS_SEND_BY_CLASS.
+# Measured (H10a, session 6, docs/experiments-history.md): see PS_SEND_BY_CLASS.
 PS_SLICE_PACKETS = 128
 # The PS agents' endpoints serve the highest layer class first (endpoint.send_by_class): a worker's
 # front layer, pushed last by backprop, overtakes the rest of the big hidden layer's slices, and the
@@ -304,7 +304,7 @@ def slice_updater(update: Callable[[int, np.ndarray], np.ndarray], shapes: Seque
 # 2 packets, so a worker moves 2 tensors each way per iteration instead of 4. Only tensors this small
 # merge (digits-wide's layers and slices stay as they are). 0 = no merging. The environment variable
 # DLCP_PS_MERGE_PACKETS overrides it (every agent of a job must agree; measurements only). Measured in
-# `accuracy`: H10b session 8, docs/experiments.md.
+# `accuracy`: H10b session 8, docs/experiments-history.md.
 PS_MERGE_PACKETS = 4
 
 

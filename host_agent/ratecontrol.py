@@ -148,7 +148,7 @@ GRANT_BURST_MIN = PACE_PACKETS * WINDOW_PACKET_BYTES   # (the default pace's sma
 # (the receiver's share of the queue), so the catch-up is at most a window. An idle sender's bucket
 # stays GRANT_BURST_S: a tensor that starts after a pause does not burst. 20 ms as p4sim's traffic
 # manager lets a late link catch up (switch/tm.py) and BMv2's rate limiter does by construction.
-# Measured (H10b, session 11): docs/performance.md section 7.2, docs/experiments.md.
+# Measured (H10b, session 11): docs/performance.md section 7.2, docs/experiments-history.md.
 CATCH_UP_S = 0.020
 RTT_MIN_WINDOW = 2.0         # s: the smallest ACK round trip is taken over this long (the path changes)
 # The window's path term (grant x smallest ACK round trip, on top of the receiver's queue share), at

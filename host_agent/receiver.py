@@ -48,7 +48,7 @@ STAGING_MIN_CHARGE = 1024     # elements a staged tensor costs at least (bounds 
 # sending them through the bottleneck; the window still bounds the protected packets in the queue.
 # Measured (H10a session 9, incast, quiet machine, 6 seeds x 4 it. interleaved, 00:37-00:43 UTC):
 # 0.93: 2.285 s mean, 1.00: 2.239 s (2.19-2.20 in 5 of 6 seeds), 1.05: 2.218 s; given up 18 -> 109
-# packets per iteration (of 6,360), no retransmission, no tail drop. docs/experiments.md.
+# packets per iteration (of 6,360), no retransmission, no tail drop. docs/experiments-history.md.
 GRANT_SHARE = 1.0
 GRANT_IDLE = 0.5              # s without DATA after which a sender no longer counts as active
 GRANT_TICK = 0.02             # s between checks for senders that went quiet (grants to the others)
@@ -493,7 +493,7 @@ class ReceiveSide:
         The PROBE marks the end of the sender's queue, so what is still missing is lost or, at
         most, the loss budget's worth of stragglers: waiting for them cannot avoid a repair round,
         it only delays the tensor (measured: a droppable LAST packet shed by the switch held every
-        such PROBE for the 20 ms no-LAST wait, p50 49 ms, docs/experiments.md).
+        such PROBE for the 20 ms no-LAST wait, p50 49 ms, docs/experiments-history.md).
         """
         return self.cfg.complete_when_bound_met and asm.bound_met()
 

@@ -6,7 +6,7 @@ step must wait for is the previous step's RECEIVE. The first version also waited
 SEND to be acknowledged (the right neighbour's DONE), which costs every step at least one more
 one-way trip plus the receiver's completion on the far side, 2(N-1) times per bucket, and lets one
 slow acknowledgement stall the whole ring (measured in ``ecmp-collision``, issue 10, H10b: see
-docs/experiments.md, "The ring all-reduce in ecmp-collision"). Here the sends only have to be
+docs/experiments-history.md, "The ring all-reduce in ecmp-collision"). Here the sends only have to be
 acknowledged before the iteration's record is written (``finish_sends``), so their retransmissions
 still count. Each step records the tensor id it received (``CommStats.step_tensor_id``), so the
 steps of several buckets in flight (``overlap.allreduce_worker_udp``) stay attributable.
@@ -19,7 +19,7 @@ of that pass's compute that runs before the bucket's first layer, not that layer
 whole bucket is needed then (the forward pass waits for the reduced bucket, not per chunk), so
 every chunk of it carries that class. By index, ResNet-50's second bucket (its first layer is
 number 112 of 161, but only 26 % of the compute comes before it) got class 2 and sat in queue 1
-under a PS job's classes 5-7 at a shared leaf (pcaps, docs/experiments.md, ecmp-collision).
+under a PS job's classes 5-7 at a shared leaf (pcaps, docs/experiments-history.md, ecmp-collision).
 With one bucket in flight (the default) the buckets are reduced 3, 2, 1, 0, so every bucket holds
 up bucket 0, which the next pass needs first: each bucket carries the most urgent class waiting
 behind it in its slot (priority inheritance, ``in_flight``; ``overlap.allreduce_worker_udp`` passes

@@ -23,7 +23,7 @@ ALLREDUCE_PORT = 9290
 # Every emulated host's processes share the machine's 2 cores. NumPy's OpenBLAS starts a thread per
 # core in each agent; on the busy machine a small product then waits for its descheduled helper
 # thread: the digits test-set accuracy every worker computes per iteration (360 x 64 by 64 x 64)
-# took 12 ms with 2 threads against 0.1 ms with one (measured, H10-4 of docs/experiments.md), in
+# took 12 ms with 2 threads against 0.1 ms with one (measured, H10-4 of docs/experiments-history.md), in
 # every mode alike. One BLAS/OpenMP thread per agent process, as a process per core would have.
 AGENT_THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -60,7 +60,7 @@ def ps_server(host: HostSpec, workers: int, workload: str, iterations: int, mode
 
 # The workers listen on an ephemeral port, so the parameters the server pushes back are ordinary UDP
 # to the switches (default queue, per-flow ECMP). Making them DLCP too (workers on port 9290) was
-# measured and made the PS iteration slower (docs/experiments.md), so it is not the default yet.
+# measured and made the PS iteration slower (docs/experiments-history.md), so it is not the default yet.
 def ps_worker(server: HostSpec, rank: int, workers: int, workload: str, iterations: int, mode: str,
               out: Path, loss_bound: float, seed: int, timeout: float, rate_mbps: float | None = None,
               extra: tuple[str, ...] = ()) -> list[str]:

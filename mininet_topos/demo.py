@@ -6,7 +6,7 @@ seeds interleaved across modes, on p4sim switches in Mininet:
 1. ``DEMO_SCENARIO`` (the scenario with the largest measured gain; docs/experiments.md holds every
    scenario's study, TCP BBR and the ablations included): DLCP against TCP cubic over a FIFO,
    per-flow-ECMP network, 5 seeds x 12 iterations (11 counted each: with 5 x 5 the p99 of 25 samples
-   was one seed's slowest iteration; 8.1 min for this study at load 4-8, H10-4 of docs/experiments.md),
+   was one seed's slowest iteration; 8.1 min for this study at load 4-8, H10-4 of docs/experiments-history.md),
    iteration time = compute + exposed communication, 95 % intervals.
 2. ``accuracy``: the digits MLP trained for 100 iterations by a parameter server with 6 workers,
    DLCP (bounded loss) against TCP (lossless): final test accuracy, packets given up per iteration.

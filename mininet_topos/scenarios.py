@@ -6,7 +6,7 @@ Scenarios are the congestion the published evaluations study (DLCP, arXiv 2008.0
 - ``incast-wide``: the same with 12 workers (star of 13 hosts): twice the fan-in on the same 64-packet
   queue, so each TCP flow's share of the buffer is a handful of packets. Measured (session 10): TCP does
   not collapse there (~5 RTOs per iteration, yet the server's port stays ~0.95 busy: a round moves 9 MB,
-  one 200 ms RTO is 5 % of it) and DLCP = TCP cubic (docs/experiments.md, "incast-wide").
+  one 200 ms RTO is 5 % of it) and DLCP = TCP cubic (docs/experiments-history.md, "incast-wide").
 - ``ecmp-collision``: two jobs (a parameter server and a ring all-reduce) on a 2x2 leaf-spine whose
   cross-leaf flows collide on a spine under per-flow ECMP.
 - ``tcp-bulk``: a parameter-server job next to long-lived TCP bulk flows (Linux cubic, as any bulk

@@ -3,7 +3,7 @@
 On the 2-core Mininet machine the agents are descheduled for milliseconds at a time (CPU steal, other
 processes). The grant's bucket used to hold two packets, so a sender with DATA waiting that woke
 late by more than that lost the link time in between: the receiver's link went to lower-priority
-traffic, and DLCP's iterations followed the machine's CPU steal (docs/experiments.md, session 10).
+traffic, and DLCP's iterations followed the machine's CPU steal (docs/experiments-history.md, session 10).
 A sender with DATA waiting now sends what the grant allowed since, up to ``CATCH_UP_S`` of it, back
 to back; an idle sender's bucket stays small, so a tensor that starts after a pause does not burst.
 """
