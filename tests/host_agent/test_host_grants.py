@@ -45,8 +45,8 @@ class CpuWait:
     What a loaded machine takes from a test: a time bound measured against the elapsed time less this
     cannot be failed by starvation, while a sender that idles (sleeping in ``select``, not runnable)
     still fails it. A daemon thread samples every ``every`` s, so a thread that ends in between
-    counts up to its last sample and one born in between from its start. 0 where the kernel has no
-    schedstat (the bounds are then the plain ones).
+    counts up to its last sample and one born in between from its start; the sampler's own waits do
+    not count. 0 where the kernel has no schedstat (the bounds are then the plain ones).
     """
 
     def __init__(self, every: float = 0.01) -> None:
@@ -54,6 +54,7 @@ class CpuWait:
         self._first: dict[str, int] = self._read()     # threads alive at the start: from their count now
         self._last: dict[str, int] = dict(self._first)
         self._lock = threading.Lock()
+        self._own = ""                                  # the sampler thread's id, once it runs
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -78,13 +79,14 @@ class CpuWait:
             self._last.update(now)
 
     def _loop(self) -> None:
+        self._own = str(threading.get_native_id())
         while not self._stop.wait(self.every):
             self._sample()
 
     def seconds(self) -> float:
         self._sample()
         with self._lock:
-            return sum(max(0, v - self._first.get(tid, 0)) for tid, v in self._last.items()) / 1e9
+            return sum(max(0, v - self._first.get(tid, 0)) for tid, v in self._last.items() if tid != self._own) / 1e9
 
     def __enter__(self) -> CpuWait:
         self._thread.start()
@@ -140,6 +142,10 @@ class Bottleneck:
         self.flight_max: dict[tuple[str, int], int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def passed_while_waiting(self) -> float:
+        """Full packets the port passes in the time the test's threads waited for a CPU (``cpu_wait``)."""
+        return self.cpu_wait * self.rate / ratecontrol.WINDOW_PACKET_BYTES
 
     def __enter__(self) -> Bottleneck:
         self._thread.start()
@@ -449,10 +455,15 @@ def test_standby_grants_end_when_every_sender_is_forgotten(endpoints, monkeypatc
 
 @pytest.mark.timeout(120)
 def test_without_grants_six_senders_overrun_the_queue(endpoints):
-    """The control case: the same incast unpaced (no link rate known) tail-drops and retransmits."""
+    """The control case: the same incast unpaced (no link rate known) tail-drops and retransmits.
+
+    Each sender sends its whole tensor in one turn of its loop (no pacing, no window; GSO batches of
+    ~43 on loopback): alone it already overruns the 64-packet queue by 96. How far six of them overrun
+    it together depends on how close their turns come (a quarter of the 960 packets dropped on an idle
+    machine, 128 and 161 measured at nice 19 beside busy loops), so the bound is one sender's overrun."""
     port, sends, rx, senders, _elapsed = _incast(endpoints, None)
     assert rx.rx.grants_sent == 0 and port.grants_seen == 0
-    assert port.tail_drops > SENDERS * PACKETS // 4
+    assert port.tail_drops > PACKETS - DEPTH, f"{port.tail_drops} tail drops"
     assert sum(s.stats.retransmitted for s in sends) > 0
 
 
@@ -496,8 +507,10 @@ def _marked_transfer(endpoints, port_rate: float, n_packets: int = 300, stall: t
                               iteration=0), port.address)
         _drive([tx], rx, [h], [])
         r = rx.expect(0, 1, 2, out)
-        h = tx.send(packetize(grad, tensor_id=2, policy=policy, job_id=1, worker_id=0, iteration=1), port.address)
-        _drive([tx], rx, [h], [r])
+        with CpuWait() as wait:
+            h = tx.send(packetize(grad, tensor_id=2, policy=policy, job_id=1, worker_id=0, iteration=1), port.address)
+            _drive([tx], rx, [h], [r])
+            port.cpu_wait = wait.seconds()
         pacer = tx.pacer_for(port.address)
     assert np.array_equal(out, grad) and port.tail_drops == 0
     return tx, rx, pacer, port
@@ -511,20 +524,29 @@ def test_marks_while_our_own_link_is_full_are_not_echoed(endpoints):
     its grant again and again (the PS server's fan-out held 0.17-0.5 s per iteration in tcp-bulk by
     marks at each worker's own port)."""
     tx, rx, pacer, port = _marked_transfer(endpoints, LINK, stall=(0.15, 0.04))   # a descheduled switch
-    assert port.ce_marked > 20 and rx.rx.ce_own_port >= 0.75 * port.ce_marked
-    # A stall in the transfer's first arrival window may still read as a slow path, and so may a sender
-    # the machine's load holds below OWN_PORT_FULL of its grant for a moment (measured: 8 echoes for 205
-    # marks, 1 run in 6 on a loaded machine): a few echoes. Echoing every mark, as before H10-3, gives
-    # one echo per ECN_ECHO_GAP while marks come: far above a twentieth of them.
-    assert tx.ecn_echoes_received <= max(2, port.ce_marked // 20), \
-        f"{tx.ecn_echoes_received} echoes for {port.ce_marked} marks"
+    # A sender the machine's load holds back (its loop waiting for a CPU) sends below OWN_PORT_FULL of its
+    # grant for a while, and the marks that come meanwhile read as set on a slow path (measured: 8 echoes
+    # for 205 marks, 1 run in 6 on a loaded machine): at most the packets the port passes in that time.
+    misread = port.passed_while_waiting()
+    assert port.ce_marked > 20 and rx.rx.ce_own_port + misread >= 0.75 * port.ce_marked, \
+        (rx.rx.ce_own_port, port.ce_marked, port.cpu_wait)
+    # A stall in the transfer's first arrival window may still read as a slow path: a few echoes. Echoing
+    # every mark, as before H10-3, gives one echo per ECN_ECHO_GAP while marks come: far above a twentieth.
+    assert tx.ecn_echoes_received <= max(2, port.ce_marked // 20) + misread, \
+        f"{tx.ecn_echoes_received} echoes for {port.ce_marked} marks, {port.cpu_wait:.3f}s waiting for a CPU"
 
 
 @pytest.mark.timeout(60)
 def test_marks_while_data_arrives_below_our_link_are_echoed(endpoints):
     """The same marking port at a third of the receiver's link (as a congested spine in front of it):
     DATA arrives well below the link, so the marks were set on the way; they are echoed and the
-    sender backs off."""
+    sender backs off.
+
+    The receiver measures the arrival rate when it reads the DATA (receiver.own_port_full): packets that
+    arrived while its loop waited for a CPU are read back to back and look like a full link, and their
+    marks are not echoed (62 of 119 and 95 of 145 at nice 19 beside busy loops). So the marks taken for
+    our own port's are bounded by a quarter plus what the port passed during the test's CPU wait."""
     tx, rx, pacer, port = _marked_transfer(endpoints, LINK / 3, n_packets=150)
     assert port.ce_marked > 20 and tx.ecn_echoes_received >= 10 and pacer.decreases >= 2
-    assert rx.rx.ce_own_port < port.ce_marked / 4
+    assert rx.rx.ce_own_port < port.ce_marked / 4 + port.passed_while_waiting(), \
+        (rx.rx.ce_own_port, port.ce_marked, port.cpu_wait)
