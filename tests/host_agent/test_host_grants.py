@@ -4,7 +4,7 @@ The senders reach the receiver through ``Bottleneck``, a relay on real UDP socke
 one switch port: a FIFO of ``depth`` packets drained at ``rate`` bytes/s, tail drop when full.
 Queue occupancy is computed from the kernel's receive timestamps (SO_TIMESTAMPNS), so a relay
 thread that is descheduled for a while does not invent a burst. Without grants six unpaced
-senders overrun the queue (the incast of docs/experiments.md); with grants the receiver shares
+senders overrun the queue (the incast of docs/experiments-history.md); with grants the receiver shares
 its link among them and the queue never overflows. With ``stall`` the relay also behaves like a
 descheduled software switch (it stops reading for a while and loses that link time): then only
 the window (ACK-clocked packets in flight) keeps the backlog within the queue.
@@ -13,15 +13,14 @@ the window (ACK-clocked packets in flight) keeps the backlog within the queue.
 from __future__ import annotations
 
 import collections
-import os
 import select
 import socket
-import struct
 import threading
 import time
 
 import numpy as np
 import pytest
+from cpu_wait import SO_TIMESTAMPNS, CpuWait, kernel_time
 
 from host_agent import endpoint, ratecontrol, receiver
 from host_agent import protocol as P
@@ -29,72 +28,12 @@ from host_agent.packetizer import packetize
 from host_agent.policy import TagPolicy
 from host_agent.receiver import GRANT_SHARE
 
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 WIRE_OVERHEAD = 42            # Ethernet + IPv4 + UDP bytes around a DLCP datagram
 LINK = 1.5e6                  # bytes/s of the emulated receiver link (12 Mbit/s)
 DEPTH = 64                    # packets, as the Mininet studies' queues
 SENDERS = 6
 PACKETS = 160                 # per sender: 960 packets, ~0.9 s at LINK
 DRIVE_TIMEOUT = 60.0          # s a transfer may take (a starved machine) before the test fails
-
-
-class CpuWait:
-    """Seconds this process's threads were runnable but waited for a CPU (the kernel's ``run_delay``,
-    /proc/self/task/*/schedstat), summed over the threads, since the meter started.
-
-    What a loaded machine takes from a test: a time bound measured against the elapsed time less this
-    cannot be failed by starvation, while a sender that idles (sleeping in ``select``, not runnable)
-    still fails it. A daemon thread samples every ``every`` s, so a thread that ends in between
-    counts up to its last sample and one born in between from its start; the sampler's own waits do
-    not count. 0 where the kernel has no schedstat (the bounds are then the plain ones).
-    """
-
-    def __init__(self, every: float = 0.01) -> None:
-        self.every = every
-        self._first: dict[str, int] = self._read()     # threads alive at the start: from their count now
-        self._last: dict[str, int] = dict(self._first)
-        self._lock = threading.Lock()
-        self._own = ""                                  # the sampler thread's id, once it runs
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    @staticmethod
-    def _read() -> dict[str, int]:
-        out = {}
-        try:
-            tids = os.listdir("/proc/self/task")
-        except OSError:
-            return out
-        for tid in tids:
-            try:
-                with open(f"/proc/self/task/{tid}/schedstat") as f:
-                    out[tid] = int(f.read().split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-        return out
-
-    def _sample(self) -> None:
-        now = self._read()
-        with self._lock:
-            self._last.update(now)
-
-    def _loop(self) -> None:
-        self._own = str(threading.get_native_id())
-        while not self._stop.wait(self.every):
-            self._sample()
-
-    def seconds(self) -> float:
-        self._sample()
-        with self._lock:
-            return sum(max(0, v - self._first.get(tid, 0)) for tid, v in self._last.items() if tid != self._own) / 1e9
-
-    def __enter__(self) -> CpuWait:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(1)
 
 
 class Bottleneck:
@@ -203,12 +142,8 @@ class Bottleneck:
             for s in readable:
                 if s is self.sock:
                     data, anc, _f, client = s.recvmsg(65536, socket.CMSG_SPACE(16))
-                    when = time.time()
-                    for level, kind, cdata in anc if self.stall is None else ():
-                        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(cdata) >= 16:
-                            sec, nsec = struct.unpack("qq", cdata[:16])
-                            when = sec + nsec * 1e-9
-                    self._arrive(data, when, client)
+                    stamp = kernel_time(anc) if self.stall is None else None
+                    self._arrive(data, time.time() if stamp is None else stamp, client)
                 else:                          # replies travel back unlimited
                     data = s.recv(65536)
                     client = self.client_of[s]
@@ -343,7 +278,7 @@ def test_twelve_senders_are_acknowledged_twice_per_window(endpoints):
     is on its way (over a path whose ACK comes back 40 ms after the DATA, ~3.5 packets at a twelfth of the
     link). Every tensor still arrives whole. (The twelve windows, 96 packets, exceed a 64-packet queue:
     with every packet protected, as here, the relay tail-drops a few and they are resent; in the studies
-    the cost was 7-66 tail drops per incast-wide run, docs/experiments.md.)"""
+    the cost was 7-66 tail drops per incast-wide run, docs/experiments-history.md.)"""
     port, sends, rx, senders, _elapsed = _incast(endpoints, LINK, n=WIDE, packets=WIDE_PACKETS, delay=ACK_PATH)
     assert rx.rx.active_senders_max == WIDE
     assert min(port.min_window.values()) == max(receiver.WINDOW_MIN, receiver.WINDOW_PACKETS // WIDE)
@@ -404,7 +339,7 @@ def test_window_covers_the_round_trip_of_a_long_path(endpoints, monkeypatch):
     cannot change: the window the sender computed, and more than the queue share in flight as the relay
     counts it (DATA arrived less the receiver's last ACK count passed back). (Until session 13 a rate of
     at least 0.55 of the grant: met only with the write-off's extra packets, 0.72 with the share alone.)"""
-    monkeypatch.setattr(ratecontrol, "PATH_SHARE_MAX", PATH_SHARE)   # off by default (docs/experiments.md H10-2, H10-3)
+    monkeypatch.setattr(ratecontrol, "PATH_SHARE_MAX", PATH_SHARE)   # off by default (docs/experiments-history.md H10-2, H10-3)
     # the write-off of a window without ACKs for max(0.1 s, 2 RTO) out of the way: before the first DONE
     # round trip it fired on this path's 0.2 s ACK round trip and the packets written off went on top
     # of the window (measured: 100 in flight for a window of 60, and 80 with the queue share's 40 alone)

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from test_host_grants import CpuWait
+from cpu_wait import CpuWait
 
 from host_agent import overlap
 from host_agent.endpoint import Endpoint, EndpointConfig

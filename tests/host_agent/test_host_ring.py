@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 import pytest
+from cpu_wait import CpuWait
 from host_helpers import run_both
-from test_host_grants import CpuWait
 
 from host_agent import overlap, receiver
 from host_agent import protocol as P

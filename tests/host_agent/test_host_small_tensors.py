@@ -1,6 +1,6 @@
 """Small tensors behind a strict-priority queue, with real sockets: no needless PROBE rounds.
 
-In the `accuracy` study (digits MLP, docs/experiments.md H10-4) a worker's 1- and 2-packet
+In the `accuracy` study (digits MLP, docs/experiments-history.md H10-4) a worker's 1- and 2-packet
 tensors of the low layer classes waited 80-140 ms in their switch queue behind the front layers'
 DATA of six workers. Their PROBE timer (20 ms, doubling, never adapted: a DONE gave no round-trip
 sample) fired 2-3 times per tensor, and each PROBE drew a DONE: about 40 % of the packets at the
@@ -14,13 +14,12 @@ from __future__ import annotations
 import collections
 import select
 import socket
-import struct
 import threading
 import time
 
 import numpy as np
+from cpu_wait import SO_TIMESTAMPNS, CpuWait, kernel_time
 from host_helpers import run_both
-from test_host_grants import SO_TIMESTAMPNS, CpuWait
 
 from host_agent import protocol as P
 from host_agent.packetizer import packetize
@@ -94,12 +93,8 @@ class ClassDelayRelay:
                 data, anc, _flags, addr = s.recvmsg(65536, socket.CMSG_SPACE(16))
                 if s is self.sock:
                     self.client = addr
-                    when = time.time()
-                    for level, kind, cdata in anc:
-                        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(cdata) >= 16:
-                            sec, nsec = struct.unpack("qq", cdata[:16])
-                            when = sec + nsec * 1e-9
-                    self._arrive(data, when)
+                    stamp = kernel_time(anc)
+                    self._arrive(data, time.time() if stamp is None else stamp)
                 elif self.client is not None:
                     if len(data) >= P.DLCP_HEADER_LEN and data[0] & 0xF == P.MSG_DONE:
                         self.dones[P.DlcpHeader.unpack(data).tensor_id] += 1
@@ -142,13 +137,14 @@ def test_one_packet_tensors_behind_a_slow_class_need_no_probe_rounds(endpoints):
 
     On a loaded machine a DONE can come later than the learnt RTO (the threads that carry it wait for
     a CPU), and then a PROBE is right: the counts and times below leave out (or take off) the time the
-    test's threads waited for a CPU (CpuWait). What a loaded machine cannot change: a PROBE leaves no
-    earlier than the class's RTO after the tensor's DATA (relay timestamps), and that RTO has learnt
-    the class's delay.
+    test's threads waited for a CPU (CpuWait). What a loaded machine cannot change: that RTO has learnt
+    the class's delay (every DONE round trip is longer), and a PROBE leaves no earlier than it after the
+    tensor's DATA (relay timestamps; the timer runs from just before the DATA's send, so a CPU wait in
+    between may bring the PROBE that much closer to it).
     """
     relay, tx, finished, waited = _push_one_after_another(endpoints)
     assert tx.rto_for_class(relay.address, LOW_CLASS) >= DELAY
-    early = {t: [round(p - relay.data_at[t], 4) for p in relay.probe_at[t] if p - relay.data_at[t] < DELAY / 2]
+    early = {t: [round(p - relay.data_at[t], 4) for p in relay.probe_at[t] if p - relay.data_at[t] < DELAY / 2 - waited[t]]
              for t in range(2, TENSORS)}
     assert not any(early.values()), f"PROBEs less than {DELAY / 2}s after the DATA: {early}"
     calm = [t for t in range(TENSORS) if waited[t] < CALM]
