@@ -40,6 +40,11 @@ from host_agent import protocol as P
 from host_agent.collectives import CommStats, _pack
 from host_agent.endpoint import Endpoint, SendHandle
 from host_agent.policy import TagPolicy
+from host_agent.receiver import RecvHandle
+
+# A step's receive is posted this many steps early (ring_task): DATA of the next step that overtakes its OPEN
+# (sprayed over another path) is held for the OPEN instead of dropped as a tensor nobody expects.
+LOOKAHEAD = 1
 
 
 def bucket_need_positions(layer_elements: Sequence[int], groups: Sequence[Sequence[int]],
@@ -109,10 +114,25 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
         pos = 0 if position is None else position
         return _pack(data, tid, pos, 1 if num_layers is None else num_layers, pol, ep, iteration, kind, mtu)
 
+    # Every step's receive buffer, in step order: reduce-scatter step s receives chunk (r - s - 1) into tmp,
+    # all-gather step s chunk (r - s) in place. A step's receive is posted LOOKAHEAD steps early: the left
+    # neighbour may already send the next step's chunk while this one is still arriving, and under spraying
+    # its DATA can overtake its OPEN (which keeps the tensor's one path); DATA of a tensor the receiver neither
+    # expects nor knows is dropped (ecmp-collision pcaps, H10h). Early posting is safe: the chunk received at
+    # step k is not read before step k + 1 (sends copy their payload).
+    bufs = [tmp[(rank - s - 1) % n] for s in range(n - 1)] + [chunk[(rank - s) % n] for s in range(n - 1)]
+    posted: dict[int, RecvHandle] = {}
+
+    def expect(k: int) -> RecvHandle:
+        for j in range(k, min(k + 1 + LOOKAHEAD, len(bufs))):
+            if j not in posted:
+                posted[j] = ep.expect(left, iteration, tensor_id(j), bufs[j])
+        return posted[k]
+
     # reduce-scatter: step s sends chunk (r - s), receives chunk (r - s - 1) and adds it
     for s in range(n - 1):
         send_c, recv_c = (rank - s) % n, (rank - s - 1) % n
-        r = ep.expect(left, iteration, tensor_id(s), tmp[recv_c])
+        r = expect(s)
         t0 = _start_step(stats, tensor_id(s), ep.send(pack(chunk[send_c], s, policy, P.KIND_GRADIENT), right), sends)
         yield [sends[-1], r] if wait_for_acks else [r]
         stats.step_recv_s.append(time.monotonic() - t0)
@@ -122,7 +142,7 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
     for s in range(n - 1):
         send_c, recv_c = (rank + 1 - s) % n, (rank - s) % n
         step = n - 1 + s
-        r = ep.expect(left, iteration, tensor_id(step), chunk[recv_c])
+        r = expect(step)
         t0 = _start_step(stats, tensor_id(step), ep.send(pack(chunk[send_c], step, gather_policy, P.KIND_PARAMETER), right),
                          sends)
         yield [sends[-1], r] if wait_for_acks else [r]

@@ -465,3 +465,67 @@ def test_a_tensor_without_layer_order_carries_one_class_in_every_step():
         ep.sock.close()
     np.testing.assert_allclose(out[0], _data(0) + _data(1), rtol=1e-5)
     assert seen == {0: {7}, 1: {7}}, seen
+
+
+class _OvertakingRelay(LossyRelay):
+    """Forwards rank 0's packets to rank 1 but holds step 0's last DATA packet and every OPEN of step 1 until the
+    first DATA of step 1 has gone through: the next step's DATA overtakes both, as sprayed DATA overtook its OPEN
+    (which keeps the tensor's one path) in ecmp-collision while the receiver still waited for this step."""
+
+    def __init__(self, target, last_offset: int) -> None:
+        super().__init__(target)
+        self.last_offset = last_offset
+        self.released = False
+        self.overtaken = 0
+
+    def _reorder_or_forward(self, client, data: bytes, ce: bool) -> None:
+        h = P.DlcpHeader.unpack(data)
+        if not self.released:
+            if (h.tensor_id == 0 and h.msg_type == P.MSG_DATA and h.offset == self.last_offset
+                    and not h.flags & P.FLAG_RETX) or (h.tensor_id == 1 and h.msg_type == P.MSG_CONTROL):
+                self._held.append((client, data))
+                return
+            if h.tensor_id == 1 and h.msg_type == P.MSG_DATA:
+                self._forward_up(client, data, ce)
+                self.overtaken += 1
+                self.released = True
+                for c, d in self._held:
+                    self._forward_up(c, d, False)
+                self._held.clear()
+                return
+        self._forward_up(client, data, ce)
+
+
+def test_the_next_steps_data_overtaking_its_open_is_held_not_dropped(endpoints):
+    """Under spraying a ring step's DATA can reach the receiver before its OPEN (the OPEN keeps the tensor's one
+    path, the DATA takes the emptier one) and before the receiver has finished the step before (ecmp-collision
+    pcaps, H10h: 27 % of the ring's tensors; every packet the receivers' BITMAPs then asked for had been
+    delivered by the switch, 0-80 ms earlier). DATA of a tensor the receiver neither knows nor expects is
+    dropped, so each such step cost a repair round and an AIMD halving. The ring posts each receive a step
+    early (``ring.LOOKAHEAD``), so that DATA is held for its OPEN: nothing is dropped or resent for step 1.
+    Fails with ``LOOKAHEAD = 0`` (unknown_tensor drops, step 1 resent)."""
+    n_el = 2 * 20 * 362                                  # 2 ranks, 20 full packets per step
+    eps = [endpoints(job_id=7, worker_id=r) for r in range(2)]
+    data = [np.random.default_rng(r).standard_normal(n_el).astype(np.float32) for r in range(2)]
+    want = data[0] + data[1]
+    with _OvertakingRelay(eps[1].address, last_offset=19 * 362) as relay:
+        addrs = [eps[0].address, relay.address]
+        stats = [CommStats(), CommStats()]
+        sends: list[list] = [[], []]
+        errors: list = []
+
+        def rank(r: int) -> None:
+            try:
+                pol = TagPolicy(loss_bound=0.0)
+                for handles in ring_task(eps[r], r, addrs, data[r], 0, pol, stats[r], sends[r]):
+                    eps[r].run(handles, timeout=20)
+                eps[r].run(list(sends[r]), timeout=20)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+        _in_threads(rank, 2, 60)
+    assert not errors, errors[0]
+    assert relay.overtaken == 1
+    assert eps[1].drops.get("unknown_tensor", 0) == 0, eps[1].drops
+    assert sends[0][1].stats.retransmitted == 0          # step 1 went through once
+    np.testing.assert_array_equal(data[0], want)
+    np.testing.assert_array_equal(data[1], want)
