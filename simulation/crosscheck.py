@@ -51,7 +51,7 @@ TOLERANCE = (f"direction: DLCP / TCP cubic ratio > {1 + TIE:g} slower, < {1 - TI
              f"{1 / FACTOR:g}x..{FACTOR:g}x of Mininet's mean where Mininet has >= {MIN_COUNT:g} per run, "
              f"below {MIN_COUNT:g} per run where Mininet has less")
 MAG_GROUPS = (("m0-3", range(0, 4)), ("m4-7", range(4, 8)), ("m8-11", range(8, 12)), ("m12-15", range(12, 16)))
-# the Mininet runs on record (docs/experiments.md), extracted from results/<run>/ (git-ignored) by
+# the Mininet runs on record (docs/experiments-history.md), extracted from results/<run>/ (git-ignored) by
 # ``--extract``: per run mode, seed, iterations, drops; per iteration and worker its time
 DATA = Path(__file__).resolve().parent / "data" / "mininet"
 # tcp-bulk: the 04:50 demo (b125bec: host_agent with standby grants, as the ns-3 transport; window path

@@ -1,7 +1,7 @@
 """The Mininet cross-check's inputs and rules (simulation/crosscheck.py), no ns-3 needed.
 
 Why this exists: the cross-check compares ns-3 with the Mininet runs on record; its reading of
-those records must give the figures docs/experiments.md published from them (else the comparison
+those records must give the figures docs/experiments-history.md published from them (else the comparison
 is against something else), its rebuild of the scenarios must carry the same jobs on the same
 hosts, and bad input must be a one-line error that writes nothing. Every dlcp-sim report quotes the
 recorded cross-check (simulation/data/crosscheck.json) with its date and commit. The ns-3 runs
@@ -27,7 +27,7 @@ def _iters(name: str) -> dict:
 
 
 def test_records_give_the_published_iteration_means() -> None:
-    """docs/experiments.md: the 04:50 demo's tcp-bulk DLCP 1.711 / TCP cubic 3.075 s (25 iterations
+    """docs/experiments-history.md: the 04:50 demo's tcp-bulk DLCP 1.711 / TCP cubic 3.075 s (25 iterations
     each); ecmp-collision 04:18 (results/h10b-s2-inflight1) PS 2.582 / 2.738 s, ring 2.688 / 1.715 s
     (9 each)."""
     mean = {k: round(sum(v) / len(v), 3) for k, v in _iters("tcp-bulk").items()}
