@@ -117,8 +117,8 @@ def ring_task(ep: Endpoint, rank: int, addrs: Sequence[tuple[str, int]], flat: n
     # Every step's receive buffer, in step order: reduce-scatter step s receives chunk (r - s - 1) into tmp,
     # all-gather step s chunk (r - s) in place. A step's receive is posted LOOKAHEAD steps early: the left
     # neighbour may already send the next step's chunk while this one is still arriving, and under spraying
-    # its DATA can overtake its OPEN (which keeps the tensor's one path); DATA of a tensor the receiver neither
-    # expects nor knows is dropped (ecmp-collision pcaps, H10h). Early posting is safe: the chunk received at
+    # its DATA can overtake its OPEN (which keeps the tensor's one path); the receiver holds such DATA only for
+    # a tensor someone expect()ed (Receiver._hold_early), else drops it (ecmp-collision pcaps, H10h). Early posting is safe: the chunk received at
     # step k is not read before step k + 1 (sends copy their payload).
     bufs = [tmp[(rank - s - 1) % n] for s in range(n - 1)] + [chunk[(rank - s) % n] for s in range(n - 1)]
     posted: dict[int, RecvHandle] = {}

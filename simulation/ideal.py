@@ -66,7 +66,8 @@ def srpt_mean_s(flows: Sequence[Flow], link_bps: float) -> float:
 
 def class_order_mean_s(flows: Sequence[Flow], order: Sequence[int], k: int, link_bps: float) -> float:
     """Flows of ``order``'s first class first (senders in name order within a class), ``k`` at once."""
-    units = [[b] for c in order for _, cls, b in sorted(flows) if cls == c]
+    by_sender = sorted(flows)
+    units = [[b] for c in order for _, cls, b in by_sender if cls == c]
     return fluid_mean_s(units, k, link_bps)
 
 
