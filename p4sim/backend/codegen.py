@@ -35,6 +35,7 @@ from p4sim.backend.rt import (ParserReject as _ParserReject, ExitBlock as _ExitB
     stack_last as _stack_last, push_front as _push_front, pop_front as _pop_front,
     lookahead_bits as _lookahead, format_log as _format_log, ONCE as _ONCE, assign_into as _assign_into,
     extract_generic as _extract_generic, emit_generic as _emit_generic, csum16_int as _csum16_int,
+    csum16_tail as _csum16_tail,
     hash_packed as _hash_packed, ParserLoopLimit as _ParserLoopLimit, PARSER_STATE_LIMIT as _PLIMIT)
 from p4sim.runtime.hashes import v1model_hash as _v1model_hash, compute as _hash_compute, pack_fields as _pack_fields
 from p4sim.runtime.checksums import verify_checksum as _verify_checksum, compute_checksum as _compute_checksum

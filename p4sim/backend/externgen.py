@@ -162,11 +162,44 @@ class ExternGen:
         if cond is not None and all(isinstance(w, int) for _, w in fields):
             listed = "[" + ", ".join(f"({c}, {w})" for c, w in slow) + "]"
             return f"({self._csum16_fast(fields)} if {cond} else _compute_checksum('csum16', {listed}, b'', 16))"
+        tail = self._csum16_varbit(e, fields, slow)
+        if tail is not None:
+            return tail
         fields = slow
         if not all(isinstance(w, int) for _, w in fields):
             listed = "[" + ", ".join(f"({c}, {w})" for c, w in fields) + "]"
             return f"_compute_checksum('csum16', {listed}, b'', 16)"
         return self._csum16_fast(fields)
+
+    def _csum16_varbit(self, e: ast.Expression, fields: list[tuple[str, Any]],
+                       slow: list[tuple[str, Any]]) -> str | None:
+        """csum16 of fixed-width fields followed by ONE field of run-time width (IPv4's
+        options), without building the (value, width) list per packet; None for any other
+        shape. The fixed fields' positions modulo 16 do not depend on the last field's width
+        (the padding makes the total a multiple of 16), so they keep their compile-time shifts;
+        the last field is ``_csum16_tail``. When a header of the fixed fields is invalid, the
+        generic path (its fields left out)."""
+        if len(fields) < 2 or isinstance(fields[-1][1], int) or \
+                not all(isinstance(w, int) for _, w in fields[:-1]):
+            return None
+        guards = self.guards(e)
+        fixed_guards = guards[:-1] if len(guards) == len(fields) else []
+        cond = " and ".join(dict.fromkeys(g for g in fixed_guards if g)) or None
+        before = sum(w for _, w in fields[:-1])
+        padded = (before + 15) // 16 * 16
+        parts = []
+        shift = padded
+        for code, w in fields[:-1]:
+            shift -= w
+            s16 = shift % 16
+            parts.append(code if s16 == 0 else f"({code} << {s16})")
+        last_code, last_width = slow[-1]            # its width tested for its header's validity
+        parts.append(f"_csum16_tail({last_code}, {last_width}, {before})")
+        fast = f"_csum16_int({' + '.join(parts)})"
+        if cond is None:
+            return fast
+        listed = "[" + ", ".join(f"({c}, {w})" for c, w in slow) + "]"
+        return f"({fast} if {cond} else _compute_checksum('csum16', {listed}, b'', 16))"
 
     @staticmethod
     def _csum16_fast(fields: list[tuple[str, Any]]) -> str:
@@ -245,6 +278,13 @@ class ExternGen:
             payload = "_CTX.payload" if name.endswith("payload") else "b''"
             ck_w = width_of(a[2].type)
             target = self.sm_expr or "_CTX.sm"
+            if algo == "csum16" and not name.endswith("payload") and ck_w:
+                # the csum16 fast paths of update_checksum, not a (value, width) list per packet
+                cond, computed = self.ex(a[0]), self.csum16_inline(a[1])
+                with self.w.block(f"if ({cond}) and (({computed}) & {hex(mask(ck_w))}) != "
+                                  f"({self.as_int(a[2])}):"):
+                    self.w.line(f"{target}.checksum_error = 1")
+                return None
             with self.w.block(f"if not _verify_checksum({self.ex(a[0])}, {self.fields_code(a[1])}, "
                               f"{self.as_int(a[2])}, {algo!r}, {payload}, {ck_w}):"):
                 self.w.line(f"{target}.checksum_error = 1")
@@ -371,11 +411,18 @@ class ExternGen:
             return None
         obj = self.ex(target)
         if ext == "register":
+            # Register.read / Register.write inlined (a DLCP packet makes 25 of these calls; the
+            # method call was most of their cost): the same range test, mask and cells list
             if m == "read":   # out of range reads 0 (simple_switch 1.15.5, measured)
-                self.out_assign(a[0], f"{obj}.read({self.as_int(a[1])})")
+                i = self.w.tmp("ri")
+                self.out_assign(a[0], f"({obj}.cells[{i}] if 0 <= ({i} := {self.as_int(a[1])}) < {obj}.size else 0)")
                 return None
-            if m == "write":
-                return f"{obj}.write({self.as_int(a[0])}, {self.as_int(a[1])})"
+            if m == "write":  # out of range does nothing
+                i = self.w.tmp("wi")
+                self.w.line(f"{i} = {self.as_int(a[0])}")
+                with self.w.block(f"if 0 <= {i} < {obj}.size:"):
+                    self.w.line(f"{obj}.cells[{i}] = ({self.as_int(a[1])}) & {obj}._mask")
+                return None
         if ext == "counter" and m == "count":
             return f"{obj}.count({self.as_int(a[0])}, _CTX.length)"
         if ext == "direct_counter" and m == "count":

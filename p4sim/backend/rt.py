@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from p4sim.errors import UserError
+from p4sim.runtime.hashes import compute as _hash_compute  # per packet: imported once, not per call
 
 
 class ParserReject(Exception):
@@ -222,6 +223,17 @@ def emit_generic(h: Any, layout: tuple) -> bytes:
     return acc.to_bytes(total >> 3, "big")
 
 
+def csum16_tail(value: int, width: int, before: int) -> int:
+    """The last field of a checksum input whose width is known only at run time (an IPv4
+    header's options, ``varbit``), as a term of ``csum16_int``'s sum: ``value`` masked to
+    ``width`` bits and shifted to where the 16-bit padding puts it after ``before`` fixed bits
+    (pack_fields pads to bytes, csum16 to words: together to words). A width of 0 (the header
+    is invalid or has no options) adds nothing, as pack_fields leaves the field out."""
+    if width <= 0:
+        return 0
+    return (value & ((1 << width) - 1)) << (-(before + width) % 16)
+
+
 def csum16_int(value: int) -> int:
     """The ones' complement checksum (v1model ``csum16``) of a bit string held as an int whose
     width is a multiple of 16 -- or of any int congruent to it modulo 0xFFFF that is zero only
@@ -239,6 +251,4 @@ def csum16_int(value: int) -> int:
 def hash_packed(algorithm: str, base: int, data: bytes, max_: int) -> int:
     """v1model ``hash`` over already packed field bytes: ``base + h % max`` (max 0 acts as 1),
     the same arithmetic as ``p4sim.runtime.hashes.v1model_hash``."""
-    from p4sim.runtime.hashes import compute
-
-    return base + compute(algorithm, data) % (max_ if max_ else 1)
+    return base + _hash_compute(algorithm, data) % (max_ if max_ else 1)

@@ -109,8 +109,10 @@ def _crc_table_reflected(width: int, polynomial: int) -> tuple[int, ...]:
 
 def crc(config: CrcConfig, data: bytes) -> int:
     """Table-driven CRC giving exactly what BMv2's ``crc_custom`` computes."""
-    if config == CRC32_DEFAULT:
+    if config is CRC32_DEFAULT or config == CRC32_DEFAULT:
         return zlib.crc32(data)
+    if config is CRC16_DEFAULT:
+        return _crc16_arc(data)
     width = config.width
     if config.data_reflected and config.remainder_reflected:
         # the reflected (LSB-first) form of the same CRC: one table lookup per byte, no reflects
@@ -132,6 +134,19 @@ def crc(config: CrcConfig, data: bytes) -> int:
     if config.remainder_reflected:
         rem = _reflect(rem, width)
     return rem ^ config.final_xor_value
+
+
+_CRC16_ARC_TABLE = _crc_table_reflected(16, 0x8005)
+
+
+def _crc16_arc(data: bytes) -> int:
+    """CRC-16/ARC (``crc16``, BMv2's default): the reflected table form with init 0 and xorout 0,
+    so neither needs reflecting per call (the switch hashes every sprayed or ECMP packet)."""
+    table = _CRC16_ARC_TABLE
+    rem = 0
+    for byte in data:
+        rem = (rem >> 8) ^ table[(rem ^ byte) & 0xFF]
+    return rem
 
 
 def csum16(data: bytes) -> int:
@@ -164,6 +179,9 @@ def identity(data: bytes) -> int:
 
 def compute(algorithm: str, data: bytes) -> int:
     """Hash ``data`` with a v1model ``HashAlgorithm`` the way BMv2 does."""
+    fast = _FIXED.get(algorithm)
+    if fast is not None:            # the fixed algorithms: one dict lookup per packet, no chain of tests
+        return fast(data)
     if algorithm == "crc32":
         return crc(CRC32_DEFAULT, data)
     if algorithm == "crc16":
@@ -181,14 +199,20 @@ def compute(algorithm: str, data: bytes) -> int:
     raise HashError(f"unknown hash algorithm {algorithm!r} (known: {', '.join(ALGORITHMS)})")
 
 
+# The algorithms whose parameters never change (the custom CRCs are looked up per call: the control
+# plane may reconfigure them).
+_FIXED = {"crc32": zlib.crc32, "crc16": _crc16_arc, "csum16": csum16, "identity": identity, "xor16": xor16}
+
+
 def check_algorithm(algorithm: str) -> None:
     """Raise ``HashError`` unless BMv2 could load a program using ``algorithm``."""
     if algorithm not in ALGORITHMS:
         compute(algorithm, b"")
 
 
-def pack_fields(fields: list[tuple[int, int]]) -> bytes:
-    """Serialise (value, bitwidth) fields back to back, MSB first, zero-padded to whole bytes."""
+def pack_int(fields: list[tuple[int, int]]) -> tuple[int, int]:
+    """(value, bitwidth) fields back to back, MSB first, as one integer and its width in bits
+    (values masked to their widths, zero-width fields left out)."""
     acc = 0
     nbits = 0
     for value, width in fields:
@@ -196,6 +220,12 @@ def pack_fields(fields: list[tuple[int, int]]) -> bytes:
             continue
         acc = (acc << width) | (value & ((1 << width) - 1))
         nbits += width
+    return acc, nbits
+
+
+def pack_fields(fields: list[tuple[int, int]]) -> bytes:
+    """Serialise (value, bitwidth) fields back to back, MSB first, zero-padded to whole bytes."""
+    acc, nbits = pack_int(fields)
     pad = (-nbits) % 8
     return (acc << pad).to_bytes((nbits + pad) // 8, "big")
 

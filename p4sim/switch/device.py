@@ -496,20 +496,22 @@ class SwitchDevice:
         start_us = self._start_ns // 1000
         own_queue = path.QDEPTH_OF_OWN_QUEUE     # TNA: the packet's queue; v1model: the whole port
         tm_waits = self._tm_waits
+        queue_metadata = v1.QueueMetadata
+        egress_one = self._egress_one
         for _round in range(4):   # egress-to-egress clones may be due at once
             ready = tm.dequeue_ready(now_ns, EGRESS_BATCH)
             if not ready:
                 return
-            for d in ready:
-                h = tm_waits.get((d.port, d.qid))
+            for port, qid, packet, enq_ts, enq_qdepth, deq_qdepth, deq_td, q_enq_qdepth, q_deq_qdepth in ready:
+                h = tm_waits.get((port, qid))
                 if h is None:
-                    h = tm_waits[(d.port, d.qid)] = WaitHistogram()
-                h.add(d.deq_timedelta * 1000)
-                enq_qdepth, deq_qdepth = (d.queue_enq_qdepth, d.queue_deq_qdepth) if own_queue \
-                    else (d.enq_qdepth, d.deq_qdepth)
-                qmeta = v1.QueueMetadata(enq_timestamp=d.enq_timestamp - start_us, enq_qdepth=enq_qdepth,
-                                         deq_qdepth=deq_qdepth, deq_timedelta=d.deq_timedelta, qid=d.qid)
-                self._egress_one(path, d.packet, qmeta, now_ns, now_us, tx)
+                    h = tm_waits[(port, qid)] = WaitHistogram()
+                h.add(deq_td * 1000)
+                if own_queue:
+                    enq_qdepth, deq_qdepth = q_enq_qdepth, q_deq_qdepth
+                # positional: enq_timestamp, enq_qdepth, deq_qdepth, deq_timedelta, qid
+                egress_one(path, packet, queue_metadata(enq_ts - start_us, enq_qdepth, deq_qdepth, deq_td, qid),
+                           now_ns, now_us, tx)
             if not tm.size:
                 return
 
@@ -523,9 +525,12 @@ class SwitchDevice:
         for out in outs:
             kind = type(out).__name__
             if kind == "Transmit":
-                tx.append((out.port, out.data))
+                data = out.data
+                tx.append((out.port, data))
                 if out.port == charged:         # the link is busy for the bytes really sent
-                    self.tm.recharge(charged, len(out.data) - qp.length)
+                    delta = len(data) - qp.length
+                    if delta:                   # (most packets leave as long as they came)
+                        self.tm.recharge(charged, delta)
                     charged = None
             elif kind == "Enqueue":
                 self._enqueue(out.packet, now_ns)

@@ -78,3 +78,23 @@ def test_packed_fields_equal_runtime_pack_fields():
         for base, max_ in ((0, 0), (5, 0), (0, 1 << 16), (3, 7), (10, 1 << 32)):
             fields = [(0x42, 8), (0x1234, 13), (1, 1)]
             assert rt.hash_packed(algo, base, pack_fields(fields), max_) == v1model_hash(algo, base, fields, max_)
+
+
+def test_csum16_tail_term_equals_packing_a_runtime_width_last_field():
+    """Fixed fields at their compile-time shifts plus ``csum16_tail`` of a last field whose width
+    is known only at run time (IPv4 options: 0-320 bits, or 0 for an invalid header) equals
+    csum16 over pack_fields of the whole list."""
+    rng = random.Random(11)
+    for _ in range(3000):
+        widths = [rng.choice([1, 3, 4, 6, 8, 13, 16, 32]) for _ in range(rng.randrange(1, 13))]
+        fields = [(rng.choice([0, (1 << w) - 1, rng.getrandbits(w)]), w) for w in widths]
+        before = sum(widths)
+        last_w = rng.choice([0, 8, 32, 64, 96, 320, rng.randrange(0, 321)])
+        last_v = rng.getrandbits(400)            # wider than its width: masked, as pack_fields does
+        shift = (before + 15) // 16 * 16
+        acc = 0
+        for value, w in fields:
+            shift -= w
+            acc += value << (shift % 16)
+        acc += rt.csum16_tail(last_v, last_w, before)
+        assert rt.csum16_int(acc) == csum16(pack_fields([*fields, (last_v, last_w)]))

@@ -179,3 +179,33 @@ def test_register_read_out_of_range_reads_zero(tmp_path):
     p = path_for(simple_program(tmp_path, HEADER, ingress))
     assert p.process(bytes([9, 0, 0, 0]), 0) == [(1, bytes([9, 0, 0, 0]))]
     assert p.process(bytes([1, 0, 0, 0]), 0) == [(1, bytes([1, 0, 0, 0]))]
+
+
+def test_register_read_write_in_and_out_of_range(tmp_path):
+    """Register accesses (inlined in the generated code) keep simple_switch's semantics: an index
+    >= size reads 0 and a write there does nothing; a write is truncated to the cell width; the
+    cells are the ones the control plane sees."""
+    ingress = """
+    register<bit<4>>(3) reg;
+    apply {
+        bit<4> v;
+        reg.read(v, (bit<32>)hdr.h.idx);
+        hdr.h.got = (bit<8>)v;
+        reg.write((bit<32>)hdr.h.idx, (bit<4>)hdr.h.val);
+        sm.egress_spec = 1;
+    }
+    """
+    prog = simple_program(tmp_path, "bit<8> idx; bit<8> val; bit<8> got;", ingress)
+    p = path_for(prog)
+    reg = next(iter(p.pipeline.registers.values()))
+    assert p.process(bytes([2, 0x1F, 0xAA]), 0) == [(1, bytes([2, 0x1F, 0]))]
+    assert reg.cells == [0, 0, 0xF]                       # 0x1F truncated to bit<4>
+    assert p.process(bytes([2, 3, 0]), 0) == [(1, bytes([2, 3, 0xF]))]
+    assert p.process(bytes([3, 7, 0]), 0) == [(1, bytes([3, 7, 0]))]     # out of range: reads 0
+    assert p.process(bytes([200, 7, 0]), 0) == [(1, bytes([200, 7, 0]))]
+    assert reg.cells == [0, 0, 3]                         # ... and the writes did nothing
+    reg.set_cell(0, 9)                                    # control plane write, seen by the program
+    assert p.process(bytes([0, 1, 0]), 0) == [(1, bytes([0, 1, 9]))]
+    reg.reset()                                           # reset replaces the cells list
+    assert p.process(bytes([0, 2, 0]), 0) == [(1, bytes([0, 2, 0]))]
+    assert reg.cells == [2, 0, 0]

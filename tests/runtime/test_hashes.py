@@ -104,3 +104,28 @@ def test_csum16_matches_word_by_word_sum():
             total += int.from_bytes(padded[i:i + 2], "big")
             total = (total & 0xFFFF) + (total >> 16)
         assert hashes.compute("csum16", data) == (~total) & 0xFFFF, data.hex()
+
+
+def test_fast_paths_equal_the_general_algorithms():
+    """compute()'s fixed-algorithm table and crc16's precomputed form give what the general CRC
+    engine gives (a copy of the default configuration takes the general path), and the csum16
+    checksum of a field list equals csum16 of the packed bytes, for odd and even bit counts,
+    zero-width (invalid header) fields and all-zero data."""
+    import random
+    import zlib
+
+    rng = random.Random(7)
+    crc16_general = hashes.CrcConfig(**vars(hashes.CRC16_DEFAULT))
+    assert crc16_general is not hashes.CRC16_DEFAULT
+    for _ in range(300):
+        data = bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 48)))
+        assert hashes.compute("crc16", data) == hashes.crc(crc16_general, data)
+        assert hashes.compute("crc32", data) == zlib.crc32(data)
+    widths = (0, 1, 3, 4, 6, 7, 8, 13, 16, 32, 48)
+    cases = [[], [(0, 16)] * 3, [(0xFFFF, 16)], [(1, 4), (0, 0)]]
+    cases += [[(rng.getrandbits(48), rng.choice(widths)) for _ in range(rng.randrange(0, 14))] for _ in range(500)]
+    for fields in cases:
+        expected = hashes.csum16(hashes.pack_fields(fields))
+        assert compute_checksum("csum16", fields) == expected, fields
+        assert compute_checksum("csum16", fields, width=8) == expected & 0xFF
+        assert verify_checksum(True, fields, expected, "csum16")
