@@ -246,6 +246,22 @@ PS_SLICE_PACKETS = 128
 # tcp-bulk, dlcp only, 2 seeds x 8 iterations per variant and round, rounds interleaved (load 7):
 # job median whole layers 2.20 / 1.88 s, slices 2.05 / 1.82 s, slices + class order 1.87 / 1.77 s.
 PS_SEND_BY_CLASS = True
+# The last slices of a sliced layer taper: ..., 4t, 2t, t packets (t = this), the rest of the layer in
+# about equal slices of at most PS_SLICE_PACKETS. A worker sends a layer's slices in order and the
+# server sums a slice once every worker's copy of it is in, then sends the whole sum through each
+# worker's port: the slice that completes last is then t packets (the iteration waits for its
+# store-and-forward), and each earlier tapered slice, completing at least the later ones' packets
+# before the end, is back by then too. digits-wide's hidden layer: 110, 110, 110, 64, 32, 16 packets
+# instead of 110, 111, 110, 111 (the same loss budget, 40 packets per worker). tcp-bulk's bound
+# (docs/results/tcp-bulk-bound.md, at frame level) 1.277 -> 1.222 s; streaming per-packet aggregation
+# would give 1.214 s. Layers of at most PS_SLICE_PACKETS packets (every layer of the digits MLP of the
+# accuracy check) are not cut. Both parameter servers (DLCP and TCP) use the plan. 0 = no taper. The
+# environment variable DLCP_PS_TAPER_PACKETS overrides it (every agent of a job must agree;
+# measurements only). Measured in tcp-bulk (H14a, session 14, 9 seeds x 7 it., interleaved with the
+# code before; docs/results/ps-tail-ab/report.md): DLCP's pull of the hidden layer 86 -> 34 ms, its
+# mean -36 ms (0.973x [0.943, 1.001]), median 0.972x [0.938, 1.011], p99 0.949x [0.887, 1.054]
+# (not significant); TCP cubic's mean -157 ms (0.93x [0.85, 1.02], n.s.).
+PS_TAPER_PACKETS = 16
 
 
 def _env_packets(name: str, default: int, zero: str) -> int:
@@ -268,16 +284,42 @@ def ps_slice_packets() -> int:
     return _env_packets("DLCP_PS_SLICE_PACKETS", PS_SLICE_PACKETS, "whole layers")
 
 
-def ps_slices(shapes: Sequence[tuple[int, ...]], mtu: int, slice_packets: int) -> list[tuple[int, int, int]]:
-    """(layer, first element, end element) of every slice in model order: each layer cut into
-    ``ceil(packets / slice_packets)`` runs of whole packets of about equal size (0: whole layers)."""
+def ps_taper_packets() -> int:
+    """The smallest tapered slice the PS job uses (``PS_TAPER_PACKETS`` or its environment override)."""
+    return _env_packets("DLCP_PS_TAPER_PACKETS", PS_TAPER_PACKETS, "no taper")
+
+
+def slice_sizes(packets: int, slice_packets: int, taper_packets: int = 0) -> list[int]:
+    """Packets per slice of a layer of ``packets`` packets, in order: ``ceil(packets / slice_packets)``
+    slices of about equal size (0: one slice); with ``taper_packets`` (> 0, < ``slice_packets``) a layer
+    of more than ``slice_packets`` packets ends in slices of ..., 4t, 2t, t packets (each below
+    ``slice_packets``) and the rest goes before them in about equal slices of at most ``slice_packets``."""
+    if slice_packets <= 0 or packets <= 0:
+        return [packets]
+    tail: list[int] = []
+    if 0 < taper_packets < slice_packets < packets:
+        t = taper_packets
+        while t < slice_packets and sum(tail) + t <= packets:
+            tail.insert(0, t)
+            t *= 2
+    rest = packets - sum(tail)
+    k = -(-rest // slice_packets)
+    return [rest * (j + 1) // k - rest * j // k for j in range(k)] + tail
+
+
+def ps_slices(shapes: Sequence[tuple[int, ...]], mtu: int, slice_packets: int,
+              taper_packets: int = 0) -> list[tuple[int, int, int]]:
+    """(layer, first element, end element) of every slice in model order: each layer cut into runs of
+    whole packets (``slice_sizes``: about equal, at most ``slice_packets``, the last ones tapered down to
+    ``taper_packets``; 0: whole layers)."""
     epp = P.max_elements_per_packet(mtu, P.DTYPE_FLOAT32)
     out = []
     for layer, shape in enumerate(shapes):
         n = int(np.prod(shape))
-        packets = -(-n // epp)
-        k = max(1, -(-packets // slice_packets)) if slice_packets > 0 else 1
-        bounds = [min(n, (packets * j // k) * epp) for j in range(k)] + [n]
+        bounds, end = [0], 0
+        for size in slice_sizes(-(-n // epp), slice_packets, taper_packets):
+            end += size
+            bounds.append(min(n, end * epp))
         out.extend((layer, a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a)
     return out
 
@@ -319,8 +361,9 @@ class PsPlan:
 
     ``tensors[s] = (first layer, start, end)``: elements [start, end) of the flat parameters; the first
     (front-most) layer gives the tensor its layer class, and backprop completes the tensor when it
-    reaches that layer. A tensor is a slice of one layer (``ps_slices``) or several consecutive small
-    slices merged (``PS_MERGE_PACKETS``). Workers keep their parameters in one flat buffer (the layers
+    reaches that layer. A tensor is a slice of one layer (``ps_slices``: at most ``PS_SLICE_PACKETS``, a
+    big layer's last slices tapered down to ``PS_TAPER_PACKETS``) or several consecutive small slices
+    merged (``PS_MERGE_PACKETS``). Workers keep their parameters in one flat buffer (the layers
     are views of it), so every tensor is received in place.
     """
 
@@ -330,16 +373,17 @@ class PsPlan:
 
     @classmethod
     def build(cls, shapes: Sequence[tuple[int, ...]], mtu: int, slice_packets: int | None = None,
-              merge_packets: int | None = None) -> PsPlan:
+              merge_packets: int | None = None, taper_packets: int | None = None) -> PsPlan:
         slice_packets = ps_slice_packets() if slice_packets is None else slice_packets
         merge_packets = ps_merge_packets() if merge_packets is None else merge_packets
+        taper_packets = ps_taper_packets() if taper_packets is None else taper_packets
         epp = P.max_elements_per_packet(mtu, P.DTYPE_FLOAT32)
         sizes = [int(np.prod(s)) for s in shapes]
         offsets = tuple(int(x) for x in np.concatenate([[0], np.cumsum(sizes)]))
         # never merge past the slice size either (slices of a big layer stay apart)
         limit = min(merge_packets, slice_packets) if slice_packets > 0 else merge_packets
         out: list[list[int]] = []
-        for layer, a, b in ps_slices(shapes, mtu, slice_packets):
+        for layer, a, b in ps_slices(shapes, mtu, slice_packets, taper_packets):
             start, end = offsets[layer] + a, offsets[layer] + b
             if out and out[-1][2] == start and -(-(end - out[-1][1]) // epp) <= limit:
                 out[-1][2] = end

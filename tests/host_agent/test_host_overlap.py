@@ -5,6 +5,7 @@ Real endpoints and real TCP sockets on 127.0.0.1, one thread per process role.
 
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -44,9 +45,11 @@ def test_wire_ids_of_consecutive_iterations_differ():
 
 def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio: float = 2.0,
             slice_packets: int | None = None, merge_packets: int | None = None, workload: str = "digits-wide",
-            emitted: list[list[tuple[float, float]]] | None = None, meter: CpuWait | None = None):
+            emitted: list[list[tuple[float, float]]] | None = None, meter: CpuWait | None = None,
+            via: Callable[[int, tuple[str, int]], tuple[str, int]] | None = None):
     """``emitted``: per worker, ``time.time()`` as each record reached the caller and ``meter``'s CPU wait
-    by then (0 without a meter)."""
+    by then (0 without a meter). ``via(rank, server address)``: the address worker ``rank`` sends to instead
+    (a relay; the server answers whoever sent)."""
     wl = make_workload(workload, n, 1.0, 0)
     compute = overlap.ComputeModel.scaled([int(np.prod(s)) for s in wl.shapes], 20.0, ratio)
     records: list[list] = [[] for _ in range(n)]
@@ -75,16 +78,17 @@ def _run_ps(mode: str, overlapped: bool, iterations: int = 3, n: int = 2, ratio:
     def worker(r):
         try:
             ready.wait(10)
+            server = addr[0] if via is None else via(r, addr[0])
             def emit(rec, params) -> None:
                 records[r].append(rec)
                 if emitted is not None:
                     emitted[r].append((time.time(), meter.seconds() if meter is not None else 0.0))
             if mode == "tcp":
-                finals[r] = overlap.ps_worker_tcp(addr[0], "cubic", wl, r, iterations, compute, overlapped, 30, 5, emit,
+                finals[r] = overlap.ps_worker_tcp(server, "cubic", wl, r, iterations, compute, overlapped, 30, 5, emit,
                                                   slice_packets=slice_packets, merge_packets=merge_packets)
             else:
                 ep = Endpoint(EndpointConfig(job_id=1, worker_id=r))
-                finals[r] = overlap.ps_worker_udp(ep, addr[0], wl, r, iterations, compute, overlapped, TagPolicy(),
+                finals[r] = overlap.ps_worker_udp(ep, server, wl, r, iterations, compute, overlapped, TagPolicy(),
                                                   1500, 30, emit, slice_packets=slice_packets, merge_packets=merge_packets)
                 ep.close(0.3)
         except BaseException as exc:  # noqa: BLE001
@@ -199,7 +203,8 @@ def test_sliced_ps_trains_exactly_as_whole_layers(mode):
         for r in (r for recs in records for r in recs):
             rec = r.as_record()
             if mode == "tcp":                          # a frame header per slice
-                assert rec["bytes_sent"] == payload + len(overlap.ps_slices(shapes, 1500, k)) * FRAME.size
+                assert rec["bytes_sent"] == payload + len(overlap.ps_slices(shapes, 1500, k,
+                                                                             overlap.ps_taper_packets())) * FRAME.size
             elif k:
                 assert len(rec["push_done_s"]) == len(rec["layer_arrival_s"]) == len(rec["push_probes"]) == n_layers
                 assert rec["push_probes"][2] >= 4      # the hidden layer: 5 slices of <= 100 packets, each probed
@@ -232,7 +237,8 @@ def test_plan_merges_consecutive_small_slices_and_nothing_else():
         limit = min(m, k) if k else m
         assert all(-(-(b - a) // epp) <= limit for _f, a, b in merged)
         if m == 0 or (k in (128, 10_000) and m == 4):   # no two such slices of digits-wide fit in 4 packets
-            assert [(f, a - plan.offsets[f], b - plan.offsets[f]) for f, a, b in t] == overlap.ps_slices(wide, 1500, k)
+            assert [(f, a - plan.offsets[f], b - plan.offsets[f]) for f, a, b in t] == \
+                overlap.ps_slices(wide, 1500, k, overlap.ps_taper_packets())
 
 
 def test_plan_binds_parameters_into_one_buffer_and_updates_merged_tensors_per_layer():
