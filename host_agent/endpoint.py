@@ -15,6 +15,7 @@ import logging
 import os
 import select
 import socket
+import struct
 import sys
 import time
 import weakref
@@ -38,12 +39,23 @@ SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 SOL_UDP = getattr(socket, "SOL_UDP", 17)
 UDP_SEGMENT = getattr(socket, "UDP_SEGMENT", 103)   # Linux UDP GSO (send)
 UDP_GRO = getattr(socket, "UDP_GRO", 104)           # Linux UDP GRO (receive)
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)   # the kernel's receive time of each datagram
+TIMESPEC = struct.Struct("@ll")                      # its ancillary data: struct timespec (CLOCK_REALTIME)
 GSO_MAX_SEGMENTS = 64
 OFFLOAD_MODES = ("auto", "on", "off")
 GSO_MAX_BYTES = 65000
 GRANT_FLOOR = 1e4                      # bytes/s: a grant below this is raised to it
-WRITE_OFF_MIN = 0.1                    # s: unacknowledged packets of a closed window presumed lost after
-                                       # max(this, 2 RTO) without ACK progress (a stalled switch is slower)
+# Unacknowledged packets of a closed window are presumed lost (selective or tail drop) after this long
+# without ACK progress: max(WRITE_OFF_MIN, 2 RTO, the ACK round trip's bound), the last at most
+# WRITE_OFF_MAX. The ACK round trip's bound (GrantPacer.write_off_bound: 2 srtt or srtt + 4 rttvar of the
+# ACK round trips, the first contact's OPEN round trip before the first ACK) keeps the timer from firing
+# before an ACK could have come: with WRITE_OFF_MIN alone (until session 14; the RTO is sampled from BITMAP
+# rounds only, so it mostly stayed at rto_initial) a path whose ACKs take >= 0.1 s had its whole window
+# written off before its first ACK could come, and then two windows were in flight (HT13: 100 packets for a
+# window of 60 over a path whose ACKs took 0.104 s). WRITE_OFF_MAX: a stalled path holds the window at most
+# this long per write-off.
+WRITE_OFF_MIN = 0.1
+WRITE_OFF_MAX = 0.5
 
 
 # The loop serves the tensors being sent highest layer class first (else in send() order). Off for
@@ -134,6 +146,18 @@ class Endpoint:
         if self.cfg.ecn:
             self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, P.ECN_ECT0)
             self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+        # A receiver that grants measures the DATA arrival rate (is its own link full? receiver.own_port_full)
+        # from the kernel's receive time of each datagram, not from when this loop gets to read it: after a
+        # wait for a CPU the backlog is read back to back, and dated at read time it looked like a full own
+        # link, so the CE marks set on the way were not echoed (HT13, session 13: 39-95 of 119-145 marks of
+        # a path at a third of the link at nice 19). Not needed (and not paid for) without a link rate.
+        self._stamps = False
+        if self.cfg.link_rate is not None:
+            try:
+                self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                self._stamps = True
+            except OSError:
+                pass
         if self.cfg.offload not in OFFLOAD_MODES:
             raise ValueError(f"offload must be one of {', '.join(OFFLOAD_MODES)}, not {self.cfg.offload!r}")
         self._gro = self._gso = False
@@ -162,6 +186,7 @@ class Endpoint:
         self._mv = memoryview(self._buf)
         self.ecn_echoes_received = 0
         self.ready_peers: set[tuple[str, int]] = set()
+        self._open_sent: dict[tuple[str, int], float] = {}   # first contact: when the first OPEN left
         self._srtt: dict[tuple[str, int], tuple[float, float]] = {}   # peer -> (srtt, rttvar)
         # (peer, layer class) -> (srtt, rttvar) of the tensor's answer: behind strict-priority queues
         # each class waits its own time (a class-1 DONE 100+ ms, a class-7 one 15 ms in `accuracy`),
@@ -270,6 +295,10 @@ class Endpoint:
         if dest not in self.ready_peers:         # first contact: wait for OPEN_ACK before DATA
             tx.state = SendState.OPENING
             tx.probe_due = now + tx.rto
+            # the OPEN round trip (to the OPEN_ACK), the write-off timer's estimate before the first ACK: timed
+            # from the first OPEN (an upper bound: the OPEN_ACK may answer a repeated one; from the latest, a
+            # repeat 20 ms before the answer gave 10 ms for a 150 ms path)
+            self._open_sent.setdefault(dest, now)
         self._sendto(tx.open_message(), dest)
         return SendHandle(tx)
 
@@ -410,7 +439,10 @@ class Endpoint:
         return worked
 
     def _write_off(self, dest: tuple[str, int]) -> float:
-        return max(WRITE_OFF_MIN, 2 * self.rto_for(dest))
+        """Seconds without ACK progress after which a closed window's packets are presumed lost."""
+        after = max(WRITE_OFF_MIN, 2 * self.rto_for(dest))
+        ack = self.grants.write_off_bound(dest)
+        return after if ack is None else max(after, min(ack, WRITE_OFF_MAX))
 
     def _send_some(self, tx: OutgoingTensor) -> str:
         """Send up to send_batch packets of ``tx`` (GSO batches for runs of full packets); returns what
@@ -508,6 +540,7 @@ class Endpoint:
             elif tx.state is SendState.OPENING:
                 if now - tx.last_heard > self.cfg.give_up_after:
                     tx.state = SendState.FAILED
+                    self._open_sent.pop(tx.dest, None)
                     tx.error = (f"no answer from {tx.dest[0]}:{tx.dest[1]} to the OPEN of tensor "
                                 f"{tx.pt.tensor_id} in {self.cfg.give_up_after:.1f}s")
                 elif now >= tx.probe_due:
@@ -558,12 +591,13 @@ class Endpoint:
     def _drain(self, budget: int) -> bool:
         """Read up to ``budget`` datagrams (a GRO super-datagram counts once) and dispatch them."""
         sock, mv = self.sock, self._mv
-        use_msg = self.cfg.ecn or self._gro
+        use_msg = self.cfg.ecn or self._gro or self._stamps
         got = 0
-        cmsg_space = 2 * socket.CMSG_SPACE(4)
+        cmsg_space = 2 * socket.CMSG_SPACE(4) + (socket.CMSG_SPACE(TIMESPEC.size) if self._stamps else 0)
         while got < budget:
             ce = False
             seg = 0
+            at = None                  # kernel receive time (time.time() clock), when stamped
             try:
                 if use_msg:
                     n, anc, _flags, addr = sock.recvmsg_into([mv], cmsg_space)
@@ -572,6 +606,9 @@ class Endpoint:
                             ce = (cdata[0] & 3) == P.ECN_CE
                         elif level == SOL_UDP and ctype == UDP_GRO and len(cdata) >= 2:
                             seg = int.from_bytes(cdata[:2], sys.byteorder)
+                        elif ctype == SO_TIMESTAMPNS and level == socket.SOL_SOCKET and len(cdata) >= TIMESPEC.size:
+                            sec, nsec = TIMESPEC.unpack_from(cdata)
+                            at = sec + nsec * 1e-9
                 else:
                     n, addr = sock.recvfrom_into(mv)
             except (BlockingIOError, InterruptedError):
@@ -581,14 +618,15 @@ class Endpoint:
                 continue
             got += 1
             if seg and seg < n:           # GRO: equal-size datagrams glued together, split again
-                done = self.rx.gro_batch(self._buf, seg, n, ce, addr) if seg > P.DLCP_HEADER_LEN else 0
+                done = self.rx.gro_batch(self._buf, seg, n, ce, addr, at) if seg > P.DLCP_HEADER_LEN else 0
                 for start in range(done, n, seg):
-                    self._datagram(mv[start:min(start + seg, n)], ce, addr)
+                    self._datagram(mv[start:min(start + seg, n)], ce, addr, at)
             else:
-                self._datagram(mv[:n], ce, addr)
+                self._datagram(mv[:n], ce, addr, at)
         return got > 0
 
-    def _datagram(self, mv: memoryview, ce: bool, addr: tuple[str, int]) -> None:
+    def _datagram(self, mv: memoryview, ce: bool, addr: tuple[str, int], at: float | None = None) -> None:
+        """One datagram from ``addr``; ``at``: when the kernel received it (None: not stamped)."""
         n = len(mv)
         drops = self.drops
         if n < P.DLCP_HEADER_LEN:
@@ -603,7 +641,7 @@ class Endpoint:
             return
         msg = b0 & 0xF
         if msg == P.MSG_DATA:
-            self.rx.count_data(addr, 1, worker, it, tid, b3 >> 4, P.droppable_by_design(flags, b1, self._protected))
+            self.rx.count_data(addr, 1, worker, it, tid, b3 >> 4, P.droppable_by_design(flags, b1, self._protected), at)
             self.rx.data(mv, flags, b3, worker, it, tid, count, off, ce, seq, addr)
         else:
             self._control(msg, b1 >> 5, flags, b3 >> 4, worker, it, tid, seq,
@@ -691,6 +729,9 @@ class Endpoint:
             return
         self.ready_peers.add(addr)
         now = time.monotonic()
+        sent = self._open_sent.pop(addr, None)
+        if sent is not None:
+            self.grants.seed_rtt(addr, now - sent)
         for tx in self._active:
             if tx.state is SendState.OPENING and tx.dest == addr:
                 # the OPEN_ACK answers one OPEN; the peer may have missed the others (sent before it

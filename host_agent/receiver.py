@@ -227,8 +227,9 @@ class ReceiveSide:
         if asm.all_received:
             self._complete(asm)
 
-    def gro_batch(self, buf: bytearray, seg: int, n: int, ce: bool, addr: Address) -> int:
-        """Vectorised path for a GRO run of consecutive full DATA packets of one tensor from ``addr``.
+    def gro_batch(self, buf: bytearray, seg: int, n: int, ce: bool, addr: Address, at: float | None = None) -> int:
+        """Vectorised path for a GRO run of consecutive full DATA packets of one tensor from ``addr``
+        (``at``: the kernel's receive time of the run, None when not stamped).
 
         Returns the bytes consumed (0: let the per-packet path handle every datagram).
         """
@@ -271,7 +272,7 @@ class ReceiveSide:
             return 0
         self.packets_received += k
         droppable = P.droppable_by_design(fl, v["b1"], self.cfg.protected_mag_class)
-        self.count_data(addr, k, worker, it, tid, b3 >> 4, int(np.count_nonzero(droppable)))
+        self.count_data(addr, k, worker, it, tid, b3 >> 4, int(np.count_nonzero(droppable)), at)
         asm.note_arrival(time.monotonic(), off // asm.epp, k)
         if ce:
             self._echo_ce(asm)
@@ -368,10 +369,10 @@ class ReceiveSide:
         return active
 
     def count_data(self, addr: Address, k: int, worker: int, it: int, tid: int, dtype: int,
-                   droppable: int = 0) -> None:
-        """``k`` DATA packets arrived from ``addr``, ``droppable`` of them droppable by design (not
-        CRITICAL, magnitude class below ``protected_mag_class``): acknowledge every ``ACK_EVERY``
-        (window clock).
+                   droppable: int = 0, at: float | None = None) -> None:
+        """``k`` DATA packets arrived from ``addr`` at ``at`` (the kernel's receive time, ``time.time()``
+        clock; None: now), ``droppable`` of them droppable by design (not CRITICAL, magnitude class below
+        ``protected_mag_class``): acknowledge every ``ACK_EVERY`` (window clock).
 
         The counts are cumulative over all tensors from that address, whatever became of the packets
         (accepted, duplicate, refused): the sender's window counts packets that left the network.
@@ -381,10 +382,13 @@ class ReceiveSide:
         # arrival rate over ARRIVAL_WINDOW of busy time: a gap between two arrivals counts at most
         # ARRIVAL_GAP_PACKETS packet times at our link rate, so a stall of the path (a descheduled
         # software switch: nothing, then a burst at the link rate) or the pause between two tensors
-        # does not read as a slow link, while a path that delivers at a fraction of it does
-        now = time.monotonic()
+        # does not read as a slow link, while a path that delivers at a fraction of it does. Dated by the
+        # kernel's receive time (the endpoint's SO_TIMESTAMPNS): when this loop read the packets says
+        # nothing about the link (after a wait for a CPU a backlog is read back to back: at read time that
+        # looked like a full link, and the marks set on a slower path on the way were not echoed)
+        now = time.time() if at is None else at
         cap = ARRIVAL_GAP_PACKETS * WIRE_PACKET_BYTES / self.cfg.link_rate
-        self._arrival_busy += min(now - self._arrival_prev, cap)
+        self._arrival_busy += min(max(0.0, now - self._arrival_prev), cap)
         self._arrival_prev = now
         self._arrival_count += k
         if self._arrival_busy >= ARRIVAL_WINDOW:

@@ -193,3 +193,26 @@ def test_ack_round_trip_is_not_stretched_by_earlier_losses():
         clk.t = start + 0.1
     assert g.ack_rtt_min[d] == pytest.approx(0.010, abs=1e-6)
     assert g.in_flight(d) == 0
+
+
+def test_write_off_bound_follows_the_ack_round_trip():
+    """The write-off timer's bound (GrantPacer.write_off_bound): 3 x the first contact's OPEN round trip
+    before any ACK; the first ACK sample replaces that seed; then 2 srtt or srtt + 4 rttvar of the ACK
+    round trips (RFC 6298 smoothing), whichever is longer."""
+    from host_agent.ratecontrol import GrantPacer
+    clk = Clock()
+    g = GrantPacer(default_rate=None, clock=clk)
+    d = ("10.0.0.1", 1)
+    assert g.write_off_bound(d) is None               # nothing known: the endpoint's floor alone
+    g.seed_rtt(d, 0.15)
+    assert g.write_off_bound(d) == pytest.approx(0.45)
+    g.set_window(d, 40)
+    g.on_sent(d, 4)
+    clk.t += 0.2                                      # the first ACK: a 0.2 s round trip
+    g.on_ack(d, 4)
+    assert g.write_off_bound(d) == pytest.approx(0.2 + 4 * 0.1)   # srtt 0.2, rttvar 0.1 (not the seed's)
+    for k in range(2, 42):                            # a steady 0.2 s: rttvar decays, 2 srtt remains
+        g.on_sent(d, 4)
+        clk.t += 0.2
+        g.on_ack(d, 4 * k)
+    assert g.write_off_bound(d) == pytest.approx(0.4, rel=1e-3)
