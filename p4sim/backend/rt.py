@@ -13,6 +13,7 @@ from typing import Any
 
 from p4sim.errors import UserError
 from p4sim.runtime.hashes import compute as _hash_compute  # per packet: imported once, not per call
+from p4sim.runtime.hashes import csum16_int as csum16_int  # the generated code's checksum fold, re-exported
 
 
 class ParserReject(Exception):
@@ -232,20 +233,6 @@ def csum16_tail(value: int, width: int, before: int) -> int:
     if width <= 0:
         return 0
     return (value & ((1 << width) - 1)) << (-(before + width) % 16)
-
-
-def csum16_int(value: int) -> int:
-    """The ones' complement checksum (v1model ``csum16``) of a bit string held as an int whose
-    width is a multiple of 16 -- or of any int congruent to it modulo 0xFFFF that is zero only
-    when the bit string is; equal to ``hashes.csum16`` over the same bytes.
-
-    Since 2**16 == 1 (mod 0xFFFF), the end-around-carry sum of the 16-bit words is the value
-    modulo 0xFFFF, except that a non-zero multiple of 0xFFFF sums to 0xFFFF, not 0.
-    """
-    r = value % 0xFFFF
-    if r == 0 and value:
-        r = 0xFFFF
-    return ~r & 0xFFFF
 
 
 def hash_packed(algorithm: str, base: int, data: bytes, max_: int) -> int:

@@ -8,7 +8,7 @@ forms, and the algorithm is one of the v1model hash algorithms (``csum16`` for I
 
 from __future__ import annotations
 
-from p4sim.runtime.hashes import compute, pack_fields, pack_int
+from p4sim.runtime.hashes import compute, csum16_int, pack_fields, pack_int
 
 
 def compute_checksum(algorithm: str, fields: list[tuple[int, int]], payload: bytes = b"",
@@ -24,15 +24,10 @@ def compute_checksum(algorithm: str, fields: list[tuple[int, int]], payload: byt
 
 def _csum16_fields(fields: list[tuple[int, int]]) -> int:
     """``csum16(pack_fields(fields))`` without the bytes in between (the IPv4 header checksum, verified
-    and recomputed for every packet): the packed fields as one integer, padded to whole 16-bit
-    words (pack_fields pads to bytes, csum16 an odd byte count to words), modulo 0xFFFF as
-    ``hashes.csum16`` computes it."""
+    and recomputed for every packet): the packed fields as one integer padded to whole 16-bit words
+    (pack_fields pads to bytes, csum16 an odd byte count to words)."""
     acc, nbits = pack_int(fields)
-    n = acc << (-nbits % 16)
-    total = n % 0xFFFF
-    if total == 0 and n:
-        total = 0xFFFF
-    return ~total & 0xFFFF
+    return csum16_int(acc << (-nbits % 16))
 
 
 def verify_checksum(condition: bool, fields: list[tuple[int, int]], checksum: int, algorithm: str,

@@ -157,11 +157,21 @@ def csum16(data: bytes) -> int:
     """
     if len(data) % 2:
         data = data + b"\x00"
-    n = int.from_bytes(data, "big")
-    total = n % 0xFFFF
-    if total == 0 and n:
-        total = 0xFFFF
-    return ~total & 0xFFFF
+    return csum16_int(int.from_bytes(data, "big"))
+
+
+def csum16_int(value: int) -> int:
+    """The ones' complement checksum (v1model ``csum16``) of a bit string held as an int whose
+    width is a multiple of 16 -- or of any int congruent to it modulo 0xFFFF that is zero only
+    when the bit string is; equal to ``csum16`` over the same bytes.
+
+    Since 2**16 == 1 (mod 0xFFFF), the end-around-carry sum of the 16-bit words is the value
+    modulo 0xFFFF, except that a non-zero multiple of 0xFFFF sums to 0xFFFF, not 0.
+    """
+    r = value % 0xFFFF
+    if r == 0 and value:
+        r = 0xFFFF
+    return ~r & 0xFFFF
 
 
 def xor16(data: bytes) -> int:
