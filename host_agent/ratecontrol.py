@@ -233,9 +233,9 @@ class GrantPacer:
         self.ack_srtt: dict = {}       # dest -> smoothed ACK round trip (s), what the ACKs take now
         self._rtt_min_at: dict = {}    # dest -> (window start, its smallest sample, the previous window's)
         self.window_peak: dict = {}    # dest -> largest window_limit used (packets)
-        # the write-off timer's round trip: (srtt, rttvar) of the ACK round trips per destination (RFC 6298
-        # smoothing); before the first ACK sample the first contact's OPEN round trip (seed_rtt)
-        self._ack_rtt_est: dict = {}
+        # the write-off timer's round trip: ack_srtt and this variation of the ACK round trips per destination
+        # (RFC 6298 smoothing); before the first ACK sample the first contact's OPEN round trip (seed_rtt)
+        self._ack_rttvar: dict = {}
         self._rtt_seed: dict = {}
         # catch-up (CATCH_UP_S): destinations we have DATA waiting for, and what the catch-up did
         self._backlog: frozenset = frozenset()
@@ -339,16 +339,11 @@ class GrantPacer:
                 self._rtt_min_at[dest] = (start, current, previous)
                 self.ack_rtt_min[dest] = min(current, previous)
                 srtt = self.ack_srtt.get(dest)
-                self.ack_srtt[dest] = sample if srtt is None else srtt + (sample - srtt) / 8
-                self._smooth_rtt(dest, sample)
-
-    def _smooth_rtt(self, dest, sample: float) -> None:
-        est = self._ack_rtt_est.get(dest)
-        if est is None:
-            self._ack_rtt_est[dest] = (sample, sample / 2)
-        else:
-            srtt, var = est
-            self._ack_rtt_est[dest] = (0.875 * srtt + 0.125 * sample, 0.75 * var + 0.25 * abs(srtt - sample))
+                if srtt is None:
+                    self.ack_srtt[dest], self._ack_rttvar[dest] = sample, sample / 2
+                else:
+                    self._ack_rttvar[dest] = 0.75 * self._ack_rttvar[dest] + 0.25 * abs(srtt - sample)
+                    self.ack_srtt[dest] = srtt + (sample - srtt) / 8
 
     def seed_rtt(self, dest, sample: float) -> None:
         """A round trip to ``dest`` measured before any ACK (the first contact's OPEN -> OPEN_ACK): the
@@ -360,12 +355,11 @@ class GrantPacer:
         """How long an ACK may take before the window's packets are presumed lost: a round trip could have
         completed twice, or srtt + 4 rttvar of the ACK round trips if longer; before the first ACK sample
         3 x the seed (RFC 6298's first RTO: srtt + 4 x srtt / 2). None: no round trip known."""
-        est = self._ack_rtt_est.get(dest)
-        if est is None:
+        srtt = self.ack_srtt.get(dest)
+        if srtt is None:
             seed = self._rtt_seed.get(dest)
             return None if seed is None else 3 * seed
-        srtt, var = est
-        return max(2 * srtt, srtt + 4 * var)
+        return max(2 * srtt, srtt + 4 * self._ack_rttvar[dest])
 
     def window_limit(self, dest) -> int | None:
         """Packets we may have in flight to ``dest``: its window plus our path's share (None: unbound)."""

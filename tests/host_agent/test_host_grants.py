@@ -218,6 +218,13 @@ def _incast(endpoints, link_rate: float | None, stall: tuple[float, float] | Non
     return port, sends, rx, senders, elapsed
 
 
+def _first_contact(tx, rx, addr, policy: TagPolicy) -> None:
+    """``tx`` meets ``rx`` (through ``addr``) with a one-packet tensor 1: OPEN, OPEN_ACK, its first grant."""
+    h = tx.send(packetize(np.ones(8, np.float32), tensor_id=1, policy=policy, job_id=1, worker_id=0, iteration=0),
+                addr)
+    _drive([tx], rx, [h], [])
+
+
 def _drive(senders, rx, sends, recvs, timeout: float = DRIVE_TIMEOUT, at_least: float = 0.0,
            rx_every: float = 0.0) -> None:
     """One thread turns every endpoint's loop (the endpoints are not thread-safe); the receiver's only
@@ -318,9 +325,7 @@ def test_next_tensor_starts_without_a_grant_round_trip(endpoints):
     tx = endpoints(job_id=1, worker_id=0, link_rate=FAST_LINK)
     policy = TagPolicy(critical_share=1.0, loss_bound=0.0)
     with Bottleneck(rx.address, FAST_LINK, 4096, delay=PATH_DELAY) as port:
-        h = tx.send(packetize(np.ones(8, np.float32), tensor_id=1, policy=policy, job_id=1, worker_id=0,
-                              iteration=0), port.address)
-        _drive([tx], rx, [h], [])
+        _first_contact(tx, rx, port.address, policy)
         for tid in (2, 3, 4):                  # 16 packets each, one after the other
             grad = np.arange(359 * 16, dtype=np.float32) + tid
             out = np.zeros_like(grad)
@@ -350,9 +355,7 @@ def _one_sender_over(endpoints, delay: float, packets: int):
     tx = endpoints(job_id=1, worker_id=0, link_rate=LINK)
     policy = TagPolicy(critical_share=1.0, loss_bound=0.0)
     with Bottleneck(rx.address, LINK, 4096, delay=delay) as port:
-        h = tx.send(packetize(np.ones(8, np.float32), tensor_id=1, policy=policy, job_id=1, worker_id=0,
-                              iteration=0), port.address)
-        _drive([tx], rx, [h], [])
+        _first_contact(tx, rx, port.address, policy)
         grad = np.arange(359 * packets, dtype=np.float32)
         out = np.zeros_like(grad)
         r = rx.expect(0, 0, 2, out)
@@ -493,9 +496,7 @@ def _marked_transfer(endpoints, port_rate: float, n_packets: int = 300, stall: t
     grad = np.arange(362 * n_packets, dtype=np.float32)
     out = np.zeros_like(grad)
     with Bottleneck(rx.address, port_rate, DEPTH, stall, mark_depth=4) as port:
-        h = tx.send(packetize(np.ones(8, np.float32), tensor_id=1, policy=policy, job_id=1, worker_id=0,
-                              iteration=0), port.address)
-        _drive([tx], rx, [h], [])
+        _first_contact(tx, rx, port.address, policy)
         r = rx.expect(0, 1, 2, out)
         with CpuWait() as wait:
             relay0 = port.relay_wait()
