@@ -33,7 +33,14 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from host_agent.overlap import ComputeModel, buckets_of
+from host_agent.overlap import (
+    PS_MERGE_PACKETS,
+    PS_SLICE_PACKETS,
+    PS_TAPER_PACKETS,
+    ComputeModel,
+    PsPlan,
+    buckets_of,
+)
 from host_agent.traffic import layer_sizes, load_profile
 from simulation.job import JobDef, JobSpec
 from simulation.provenance import provenance
@@ -43,6 +50,7 @@ LINK_BPS = 20_000_000
 MODES = ("dlcp", "tcp-cubic")
 NUM_LAYER_CLASSES = 8
 DIGITS_WIDE = [64 * 400, 400, 400 * 400, 400, 400 * 10, 10]     # the MLP's tensors (W1, b1, W2, b2, W3, b3)
+PS_MTU = 1500                   # dlcp-agent --mtu (default 1500): 362 float32 per DATA packet, as ns-3's payload
 TIE = 0.05                      # |ratio - 1| within this is "no difference" (a direction of its own)
 FACTOR = 2.0                    # selective drops per queue / class group: ns-3 within [1/2, 2] x Mininet's mean
 MIN_COUNT = 5.0                 # ... for classes with at least this many drops per run in Mininet
@@ -88,9 +96,34 @@ def _work(elems: list[int], groups: list[list[int]], iterations: int) -> PsWorkl
                       [sum(compute.backward[i] for i in g) for g in groups], iterations)
 
 
-def digits_wide(iterations: int) -> PsWorkload:
-    """PS digits-wide: one push per tensor (as ps_worker_udp), classes 7, 6, 5, 4, 3, 2."""
-    return _work(DIGITS_WIDE, [[i] for i in range(len(DIGITS_WIDE))], iterations)
+def digits_wide(iterations: int, sliced: bool = True) -> PsWorkload:
+    """PS digits-wide as host_agent's PS moves it (``ps_worker_udp``, ``PsPlan`` at MTU 1500 with the
+    defaults PS_SLICE_PACKETS, PS_MERGE_PACKETS, PS_TAPER_PACKETS): one push per tensor of the plan, each
+    with its layer's class (7, 6, 5, 3, 2, 1 by layer). The hidden layer W2 goes in six slices (110, 110,
+    110, 64, 32, 16 packets), listed here in reverse so that the job's backward pass (groups in reverse
+    order) pushes them in the order a worker's send() does, the 110-packet slices first and the 16-packet
+    one last; a layer's forward and backward compute sit on the group of its first slice, so its forward
+    waits for all its slices and backprop pushes them all at once. ``sliced=False``: one push per layer
+    (the PS before session 6's slices; the cross-check's records until session 15)."""
+    if not sliced:
+        return _work(DIGITS_WIDE, [[i] for i in range(len(DIGITS_WIDE))], iterations)
+    shapes = [(64, 400), (400,), (400, 400), (400,), (400, 10), (10,)]
+    plan = PsPlan.build(shapes, PS_MTU, PS_SLICE_PACKETS, PS_MERGE_PACKETS, PS_TAPER_PACKETS)
+    compute = ComputeModel.scaled(DIGITS_WIDE, LINK_BPS / 1e6, 1.0)
+    classes = _classes(list(range(len(shapes))), len(shapes))
+    sizes, cls, fwd, bwd = [], [], [], []
+    for layer, tensors in enumerate(plan.of_layer()):
+        if any(plan.tensors[s][0] != layer or plan.tensors[s][2] > plan.offsets[layer + 1] for s in tensors):
+            raise ValueError(f"digits-wide: a PS tensor spans layers (PsPlan {plan.tensors}); the rebuild "
+                             f"maps only slices of single layers")
+        for k, s in enumerate(reversed(tensors)):           # the layer's first slice is listed last
+            _first, a, b = plan.tensors[s]
+            last = k == len(tensors) - 1
+            sizes.append(4 * (b - a))
+            cls.append(classes[layer])
+            fwd.append(compute.forward[layer] if last else 0.0)
+            bwd.append(compute.backward[layer] if last else 0.0)
+    return PsWorkload("", 1.0, sizes, cls, fwd, bwd, iterations)
 
 
 def resnet_ring(scale: float, buckets: int, iterations: int) -> PsWorkload:

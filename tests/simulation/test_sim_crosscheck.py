@@ -60,8 +60,13 @@ def test_scenarios_carry_the_mininet_jobs() -> None:
     (ps,) = jobs
     assert ps.hosts == [0, 1, 3, 4]                         # server h1 <- h2, h4, h5 (Mininet names)
     assert sum(ps.workload.group_bytes) == 190_410 * 4      # digits-wide: 530 packets per worker
-    assert ps.workload.layer_class == [7, 6, 5, 3, 2, 1]    # TagPolicy.layer_class of the six tensors
+    # host_agent's PS plan (PsPlan): W1, b1, W2 in six slices, b2, W3, b3, each with its layer's class
+    # (TagPolicy.layer_class of the six layers: 7, 6, 5, 3, 2, 1)
+    assert ps.workload.layer_class == [7, 6, 5, 5, 5, 5, 5, 5, 3, 2, 1]
     assert sum(ps.workload.forward_s) + sum(ps.workload.backward_s) == pytest.approx(0.304656)   # compute_s on record
+    six = cc.digits_wide(6, sliced=False)                   # one push per layer, as the records until session 15
+    assert six.layer_class == [7, 6, 5, 3, 2, 1] and six.group_bytes[2] == 160_000 * 4
+    assert (six.forward_s[2], six.backward_s[2]) == (ps.workload.forward_s[7], ps.workload.backward_s[7])
     assert [(s, d) for s, d, _, _ in bulk] == [(5, 0), (2, 4)]
     _, jobs, bulk, _ = cc.scenario("ecmp-collision")
     assert [(j.name, j.collective, j.hosts) for j in jobs] == [("ps", "ps", [4, 0, 1]), ("ring", "ring", [2, 6, 3, 7])]
@@ -69,6 +74,21 @@ def test_scenarios_carry_the_mininet_jobs() -> None:
     assert not bulk
     with pytest.raises(KeyError, match="unknown scenario"):
         cc.scenario("incast")
+
+
+def test_the_ps_job_pushes_the_hidden_layer_in_the_slices_and_order_of_a_worker() -> None:
+    """A worker sends W2's slices in send() order, 110, 110, 110, 64, 32, 16 packets (overlap.py,
+    PS_TAPER_PACKETS): the job's backward pass pushes groups in reverse, so they are listed reversed, and
+    the layer's compute sits on the group pushed first (its forward waits for every slice)."""
+    from host_agent.overlap import PsPlan
+    ps = cc.digits_wide(6)
+    packets = [-(-b // 1448) for b in ps.group_bytes]
+    assert packets == [71, 2, 16, 32, 64, 110, 110, 110, 2, 12, 1]
+    pushed = [packets[g] for g in reversed(range(len(packets))) if ps.layer_class[g] == 5]
+    plan = PsPlan.build([(64, 400), (400,), (400, 400), (400,), (400, 10), (10,)], cc.PS_MTU)
+    assert pushed == [-(-(b - a) // 362) for lay, a, b in plan.tensors if lay == 2] == [110, 110, 110, 64, 32, 16]
+    assert [ps.backward_s[g] > 0 for g in range(2, 8)] == [False] * 5 + [True]
+    assert [ps.forward_s[g] > 0 for g in range(2, 8)] == [False] * 5 + [True]
 
 
 @pytest.mark.parametrize("argv, message", [
