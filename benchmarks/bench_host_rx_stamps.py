@@ -130,9 +130,10 @@ def main() -> int:
     stamps = {"test": not args.aa, "base": False}
     cpu: dict[str, list[float]] = {"test": [], "base": []}
     send: dict[str, list[float]] = {"test": [], "base": []}
+    answers = {"test": 0, "base": 0}      # ACKs, GRANTs, ... the receiver sent back (must match: same work)
     ratio: list[float] = []
     diff: list[float] = []
-    n = acks = 0
+    n = 0
     try:
         for i in range(pairs):
             per: dict[str, float] = {}
@@ -142,7 +143,8 @@ def main() -> int:
                                worker_id=1, iteration=it)
                 set_stamps(ep, stamps[arm])
                 rx, tx, a = one_round(ep, snd, pt, args.burst)
-                n, acks = pt.n_packets, acks + a
+                n = pt.n_packets
+                answers[arm] += a
                 per[arm] = rx
                 cpu[arm].append(rx / n * 1e6)
                 send[arm].append(tx / n * 1e6)
@@ -155,7 +157,9 @@ def main() -> int:
         snd.close()
         ep.sock.close()
     test = "unstamped (A/A control)" if args.aa else "stamped (SO_TIMESTAMPNS)"
-    print(f"{pairs} pairs of rounds, {n} DATA packets each, bursts of {args.burst}; {acks} answers to the sender")
+    print(f"{pairs} pairs of rounds, {n} DATA packets each, bursts of {args.burst}; answers to the sender "
+          f"per tensor: baseline {answers['base'] / pairs:.1f}, {'control' if args.aa else 'stamped'} "
+          f"{answers['test'] / pairs:.1f}")
     for arm, name in (("base", "unstamped (baseline)"), ("test", test)):
         print(f"receive, {name:>24}: {interval(cpu[arm])} us CPU per packet (median [95 % CI]); "
               f"send side {np.median(send[arm]):.2f} us")
