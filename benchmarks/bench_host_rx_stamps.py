@@ -11,14 +11,17 @@ on 127.0.0.1, one process. Per round a digits-wide-sized layer (442 DATA packets
 OPEN is let through (not measured: once per tensor), then its DATA goes in bursts of ``--burst`` packets from a
 plain socket, each burst read by ``Endpoint.poll`` (recvmsg_into + ancillary data, count_data with its ACKs every
 few packets, assembly into the output) until the handle has them all. Timed: CPU time (user + system) of this
-process inside the ``poll`` calls only. The two arms differ only in the endpoint's socket option and the flag
+thread inside the ``poll`` calls only (the thread's, not the process's: numpy's BLAS threads spin after
+``packetize`` and would be counted). The two arms differ only in the endpoint's socket option and the flag
 ``_drain`` reads (``_stamps``), which is exactly the endpoint's state when the option is unavailable. Rounds come
 in pairs, stamped and unstamped on the same endpoint with the order alternating (ABBA), so drift hits both alike.
 
 Figures: median CPU per packet of each arm; per pair the ratio stamped/unstamped and the difference in
 microseconds per packet, each as a median over the pairs with a bootstrap 95 % interval
 (mininet_topos.stats.bootstrap). The kernel's own stamping of each skb happens on the sending side of loopback
-(outside the timed region); the send side's CPU per packet is printed beside for that reason. ``--aa``: a
+(outside the timed region); the send side's CPU per packet is printed beside for that reason. The same packets
+are also read by ``recvmsg_into`` alone, option on and off, to show how much of the difference is the kernel's
+and the call's (the rest is the endpoint's Python: one more ancillary item to look at, the timespec). ``--aa``: a
 control with both arms unstamped, which shows the pairing itself biases nothing (its ratio's interval holds 1).
 
     .venv/bin/python benchmarks/bench_host_rx_stamps.py [--pairs 1000] [--burst 64] [--aa] [--quick]
@@ -35,7 +38,7 @@ import time
 import numpy as np
 from benchmode import add_quick_flag, announce
 
-from host_agent.endpoint import SO_TIMESTAMPNS, Endpoint, EndpointConfig
+from host_agent.endpoint import SO_TIMESTAMPNS, TIMESPEC, Endpoint, EndpointConfig
 from host_agent.outgoing import OutgoingTensor
 from host_agent.packetizer import PacketizedTensor, packetize
 from host_agent.policy import TagPolicy
@@ -86,17 +89,38 @@ def one_round(ep: Endpoint, snd: socket.socket, pt: PacketizedTensor, burst: int
     rx = tx = 0.0
     for first in range(0, len(datagrams), burst):
         part = datagrams[first:first + burst]
-        c0 = time.process_time()
+        c0 = time.thread_time()
         for d in part:
             snd.sendto(d, dest)
-        c1 = time.process_time()
+        c1 = time.thread_time()
         poll_until(first + len(part))
-        rx += time.process_time() - c1
+        rx += time.thread_time() - c1
         tx += c1 - c0
     poll_until(pt.n_packets)
     if h.failed or h.stats is None or h.stats.received != pt.n_packets:
         raise RuntimeError(f"tensor {pt.tensor_id} (iteration {pt.iteration}) not received whole: {h.stats}")
     return rx, tx, discard(snd)
+
+
+def recvmsg_only(ep: Endpoint, snd: socket.socket, datagrams: list[bytes], burst: int,
+                 on: bool) -> float:
+    """CPU s of ``recvmsg_into`` alone on the endpoint's socket for ``datagrams`` (sent in bursts), with its
+    ancillary buffer, the option on or off: the kernel's part of the cost and the extra ancillary item."""
+    set_stamps(ep, on)
+    space = 2 * socket.CMSG_SPACE(4) + socket.CMSG_SPACE(TIMESPEC.size)
+    sock, mv, dest = ep.sock, ep._mv, ep.address
+    used = 0.0
+    for first in range(0, len(datagrams), burst):
+        part = datagrams[first:first + burst]
+        for d in part:
+            snd.sendto(d, dest)
+        if not select.select([sock], [], [], SOCKET_TIMEOUT_S)[0]:
+            raise RuntimeError(f"recvmsg floor: nothing to read after {SOCKET_TIMEOUT_S:.0f} s")
+        c0 = time.thread_time()
+        for _ in part:
+            sock.recvmsg_into([mv], space)
+        used += time.thread_time() - c0
+    return used
 
 
 def interval(values: list[float], stat: str = "median") -> str:
@@ -133,6 +157,7 @@ def main() -> int:
     answers = {"test": 0, "base": 0}      # ACKs, GRANTs, ... the receiver sent back (must match: same work)
     ratio: list[float] = []
     diff: list[float] = []
+    floor: list[float] = []
     n = 0
     try:
         for i in range(pairs):
@@ -150,6 +175,13 @@ def main() -> int:
                 send[arm].append(tx / n * 1e6)
             ratio.append(per["test"] / per["base"])
             diff.append((per["test"] - per["base"]) / n * 1e6)
+            # the same packets read by recvmsg_into alone (no endpoint): the kernel's and the call's share
+            datagrams = [bytes(pt.packet(k)) for k in range(n)]
+            bare = {arm: 0.0 for arm in stamps}
+            for arm in (("base", "test") if i % 2 == 0 else ("test", "base")):
+                bare[arm] = recvmsg_only(ep, snd, datagrams, args.burst, stamps[arm])
+            floor.append((bare["test"] - bare["base"]) / n * 1e6)
+            discard(snd)
     except (RuntimeError, OSError) as exc:
         print(f"bench_host_rx_stamps: {exc}", file=sys.stderr)
         return 1
@@ -168,6 +200,7 @@ def main() -> int:
     label = "A/A control" if args.aa else "stamped - unstamped"
     print(f"difference {label}: {interval(diff)} us CPU per packet (median over pairs), "
           f"mean {interval(diff, 'mean')} us")
+    print(f"  of which recvmsg_into alone (kernel + the call's ancillary item): {interval(floor)} us per packet")
     return 0
 
 
