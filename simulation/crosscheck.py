@@ -41,6 +41,8 @@ from host_agent.overlap import (
     PsPlan,
     buckets_of,
 )
+from host_agent.policy import TagPolicy
+from host_agent.ring import bucket_need_positions
 from host_agent.traffic import layer_sizes, load_profile
 from simulation.job import JobDef, JobSpec
 from simulation.provenance import provenance
@@ -50,6 +52,7 @@ LINK_BPS = 20_000_000
 MODES = ("dlcp", "tcp-cubic")
 NUM_LAYER_CLASSES = 8
 DIGITS_WIDE = [64 * 400, 400, 400 * 400, 400, 400 * 10, 10]     # the MLP's tensors (W1, b1, W2, b2, W3, b3)
+RING_BUCKETS_IN_FLIGHT = 1      # dlcp-agent --buckets-in-flight (default 1): the Mininet ring's buckets one at a time
 PS_MTU = 1500                   # dlcp-agent --mtu (default 1500): 362 float32 per DATA packet, as ns-3's payload
 TIE = 0.05                      # |ratio - 1| within this is "no difference" (a direction of its own)
 FACTOR = 2.0                    # selective drops per queue / class group: ns-3 within [1/2, 2] x Mininet's mean
@@ -59,13 +62,14 @@ TOLERANCE = (f"direction: DLCP / TCP cubic ratio > {1 + TIE:g} slower, < {1 - TI
              f"{1 / FACTOR:g}x..{FACTOR:g}x of Mininet's mean where Mininet has >= {MIN_COUNT:g} per run, "
              f"below {MIN_COUNT:g} per run where Mininet has less")
 MAG_GROUPS = (("m0-3", range(0, 4)), ("m4-7", range(4, 8)), ("m8-11", range(8, 12)), ("m12-15", range(12, 16)))
-# the Mininet runs on record (docs/experiments-history.md), extracted from results/<run>/ (git-ignored) by
-# ``--extract``: per run mode, seed, iterations, drops; per iteration and worker its time
+# the Mininet runs on record (docs/simulation.md "Cross-check with Mininet"), extracted from results/<run>/
+# (git-ignored) by ``--extract``: per run mode, seed, iterations, drops; per iteration and worker its time
 DATA = Path(__file__).resolve().parent / "data" / "mininet"
-# tcp-bulk: the 04:50 demo (b125bec: host_agent with standby grants, as the ns-3 transport; window path
-# term off); ecmp-collision: H10b's 04:18 study (71ae76a, 3 seeds x 4 iterations, 1 bucket in flight: the
-# latest complete run after standby grants; it ran with the window path term on). Older records stay in DATA
-RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261202-045003", "ecmp-collision": DATA / "ecmp-collision-20261202-041814"}
+# session 15's records at c5fa973 (H15c, slot 21:15-21:28 UTC, from a clone, through quiet.sh, --no-calibrate, dlcp
+# and tcp-cubic interleaved): tcp-bulk 6 seeds x 6 iterations, ecmp-collision 8 seeds x 4 iterations. The
+# session-5 records (the 04:50 demo, H10b's 04:18 study) and older ones stay in DATA for --mininet-tcp-bulk /
+# --mininet-ecmp-collision
+RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261203-211506", "ecmp-collision": DATA / "ecmp-collision-20261203-212102"}
 # the cross-check runs every dlcp-sim report quotes (crosscheck.json files, copied here after a run): the
 # rebuild as is, and with the switch ports at the share of their rate the Mininet switches delivered
 # while backlogged (0.5 in both modes; 0.4 in DLCP runs and 0.65 in TCP runs, as measured per mode)
@@ -127,9 +131,17 @@ def digits_wide(iterations: int, sliced: bool = True) -> PsWorkload:
 
 
 def resnet_ring(scale: float, buckets: int, iterations: int) -> PsWorkload:
-    """resnet50 x ``scale`` in ``buckets`` DDP-like buckets, each classed by its first layer (overlap.py)."""
+    """resnet50 x ``scale`` in ``buckets`` DDP-like buckets, classed as the DLCP ring worker tags them
+    (``allreduce_worker_udp``: ``ring.bucket_need_positions`` with its default one bucket in flight, so every
+    bucket inherits the front bucket's class 7; until 77e950b, session 5's records, by each bucket's first
+    layer: 7, 2, 1, 0). Classes matter to the DLCP run only (TCP cubic's switches have one FIFO)."""
     elems = layer_sizes(load_profile("resnet50"), scale)
-    return _work(elems, buckets_of(elems, buckets), iterations)
+    groups = buckets_of(elems, buckets)
+    work = _work(elems, groups, iterations)
+    policy = TagPolicy()
+    work.layer_class = [policy.layer_class(pos, out_of)
+                        for pos, out_of in bucket_need_positions(elems, groups, RING_BUCKETS_IN_FLIGHT)]
+    return work
 
 
 def scenario(name: str) -> tuple[str, list[JobDef], list[tuple[int, int, int, float]], int]:
