@@ -16,6 +16,8 @@ from controller.errors import ConfigError
 from simulation.policy import policy_for
 from simulation.topology import PRESETS, preset
 
+PARALLEL_PROGRESS_S = 5.0       # --parallel > 1: each run prints a progress line this often (wall seconds)
+
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="dlcp-sim", description=__doc__.splitlines()[0])
@@ -47,7 +49,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "run, set as per-process defaults (e.g. hostPriority=true)")
     p.add_argument("--parallel", type=int, default=1,
                    help="ps-train, ring-train, ps-incast: runs (mode x load) at a time, each its own process "
-                        "(2 on a 2-core machine; results are the same as one at a time)")
+                        "(2 on a 2-core machine; results are the same as one at a time). SIGINT or SIGTERM to "
+                        "dlcp-sim stops every running run after its current slice and writes what closed so far "
+                        "(runs not started are left out); a second signal aborts at once")
     p.add_argument("--out", help="output directory (default results/sim-<preset>-<time>)")
     p.add_argument("--crosscheck", default=None, metavar="FILES|run|none",
                    help="the Mininet cross-check quoted at the end of report.md: comma-separated crosscheck.json "
@@ -146,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
     """ps-train / ps-incast over each mode's transport (simulation.job), one fresh process per run."""
     from simulation import job_report
+    from simulation.fresh import stop_on_signals
     from simulation.job import JobSpec, run_job_fresh
     from simulation.scenario import ps_incast
     from simulation.switch_model.transport_knobs import parse_knobs, run_jobs_fresh
@@ -188,10 +193,12 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
 
     def one(pair: tuple[float, str]):
         load, mode = pair
+        if stop["signal"]:
+            return None                         # stopped before this run started: left out
         spec = JobSpec(work, cdf, a.background_cdf, load, a.loss_bound, a.seed, a.max_sim_ms / 1000,
                        background_until_s=a.background_ms / 1000 if a.background_ms is not None else None,
                        flows=flows, collective="ring" if a.workload == "ring-train" else "ps",
-                       progress=a.parallel == 1)
+                       progress_lines_s=0.0 if a.parallel == 1 else PARALLEL_PROGRESS_S)
         print(f"dlcp-sim: {a.preset} {a.workload} {mode} load {load} ...\n", end="", flush=True)  # one write: threads
         if knobs:                               # as defaults in the fresh process, before the network is built
             (r,) = run_jobs_fresh([(knobs, topo, policy, mode, spec)])
@@ -205,11 +212,20 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
               f"p99 {s['gradient']['p99_us']} µs ({s['gradient']['completed']}/{s['gradient']['flows']}); "
               f"{r.events:,} events in {r.run_wall_s:.1f} s Run ({s['events_per_s']:,}/s), build "
               f"{r.build_wall_s:.1f} s, {s['max_rss_mb']} MB\n", end="", flush=True)
+        if "stopped_early" in r.extra:
+            print(f"dlcp-sim: {mode} load {load}: {_stopped_text(r.extra['stopped_early'])} "
+                  f"({s['iteration']['iterations']} iterations closed); records of everything closed so far "
+                  f"written\n", end="", flush=True)
         return r
 
     pairs = [(load, mode) for load in loads for mode in modes]
-    with ThreadPoolExecutor(max_workers=a.parallel) as pool:     # each run_job_fresh is its own process
-        runs = list(pool.map(one, pairs))
+    with stop_on_signals() as stop, ThreadPoolExecutor(max_workers=a.parallel) as pool:   # a process per run
+        done = list(pool.map(one, pairs))
+    runs = [r for r in done if r is not None]
+    left_out = [f"{mode} load {load}" for (load, mode), r in zip(pairs, done, strict=True) if r is None]
+    if not runs:
+        print(f"dlcp-sim: stopped by {stop['signal']} before any run started; nothing written", file=sys.stderr)
+        return 1
     what = (f"{'ring all-reduce over every host' if a.workload == 'ring-train' else 'PS'} job of {a.model} x {a.scale:g} ({work.bytes_per_worker:,} B of gradients per worker per "
             f"iteration in {len(work.group_bytes)} groups), {a.iterations} iterations, compute ratio "
             f"{a.compute_ratio}" if work else f"{len(flows)} gradient flows of {a.gradient_bytes} B into h0")
@@ -218,10 +234,25 @@ def _run_jobs(a: argparse.Namespace, topo, policy, modes: list[str]) -> int:
               f"{f' for the first {a.background_ms} ms' if a.background_ms is not None else ''}; DLCP loss bound "
               f"{a.loss_bound}; seed {a.seed}{f'; DLCP transport knobs {knobs}' if knobs else ''}. Whole command {time.perf_counter() - t0:.0f} s wall, {a.parallel} run(s) "
               f"at a time.")
+    stopped = [f"{r.mode} load {r.extra['load']}: {_stopped_text(r.extra['stopped_early'])}"
+               for r in runs if "stopped_early" in r.extra]
+    if stopped or left_out:
+        header += ("\n\n**Not a complete run.** " + "; ".join(stopped) + (". " if stopped else "")
+                   + (f"Not run (stopped before they started): {', '.join(left_out)}. " if left_out else "")
+                   + "A stopped run's records are those of a run that ended at --max-sim-ms at that time: "
+                     "iterations and transfers still open then are recorded open (iter_s null, completed false).")
     report = job_report.write(out, runs, header)
+    if stop["signal"] and a.crosscheck_source == "run":
+        print("dlcp-sim: stopped early: the Mininet cross-check is not run", file=sys.stderr)
+        a.crosscheck_source = None
     _append_crosscheck(report, a.crosscheck_source)
     print(f"dlcp-sim: wrote {report}")
     return 0
+
+
+def _stopped_text(stop: dict) -> str:
+    """How a run ended early (job.run_job's extra["stopped_early"])."""
+    return f"stopped early by {stop['signal']} at {stop['sim_ms']:.3f} ms simulated"
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from controller.netconfig import Policy
-from simulation.fresh import run_fresh
+from simulation.fresh import run_fresh, stop_requested
 from simulation.scenario import (
     _longest_host_path_links,
     build_network,
@@ -63,6 +63,7 @@ class JobSpec:
     max_sim_s: float = 1.0                  # stop here even if iterations are left
     background_until_s: float | None = None  # no new background flow after (default: max_sim_s)
     progress: bool = True
+    progress_lines_s: float = 0.0           # > 0: progress as one whole line every this many wall seconds
     holdoff_s: float = 20e-6
     rto_min_s: float | None = None          # DLCP's RTO floor; None: the fabric's (scenario.fabric_timer_floor_s)
     flows: list[tuple[int, int, int, float, int]] = field(default_factory=list)  # (src, dst, bytes, start, layer): one-shot gradients
@@ -95,7 +96,8 @@ class JobResult:
 
 
 def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResult:
-    """Build, run until the job's last iteration closed (or ``max_sim_s``), collect."""
+    """Build, run until the job's last iteration closed (or ``max_sim_s``, or a stop signal:
+    simulation.fresh.stop_requested, then ``extra["stopped_early"]``), collect."""
     t0 = time.perf_counter()
     net = build_network(topo, policy, mode)
     ns, sim = net.ns, net.sim
@@ -146,12 +148,16 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
         bg.Start()
     build = time.perf_counter() - t0
 
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     step = max(spec.max_sim_s / 200, 50e-6)
     now = 0.0
     finished = False
+    stopped = None
     last_print = 0.0
     while now < spec.max_sim_s - 1e-12:
+        stopped = stop_requested()          # SIGINT/SIGTERM (simulation.fresh): end here, as at max_sim_s
+        if stopped:
+            break
         ns.Simulator.Stop(ns.Seconds(min(step, spec.max_sim_s - now)))
         ns.Simulator.Run()
         now = ns.Simulator.Now().GetSeconds()
@@ -160,20 +166,24 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
         elif job is None and spec.flows and _all_flows_done(simnet, len(spec.flows)):
             finished = True
         wall = time.perf_counter() - t1
-        if spec.progress and (finished or wall - last_print > 1.0 or now >= spec.max_sim_s - 1e-12):
+        every = spec.progress_lines_s or 1.0
+        if spec.progress and (finished or wall - last_print > every or now >= spec.max_sim_s - 1e-12):
             last_print = wall
             events = int(ns.Simulator.GetEventCount())
             done_it = min((_closed_iterations(j, w) for _, j in jobs for w in range(j.Workers())), default=0)
-            frac = now / spec.max_sim_s
-            bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
-            print(f"\r  [{bar}] {mode}: sim {now * 1e3:8.2f} ms, iterations {done_it}/"
-                  f"{job.Iterations() if job else 0}, {events:,} events, "
-                  f"{events / max(wall, 1e-9):,.0f} events/s", end="", file=sys.stderr, flush=True)
+            state = (f"{mode}: sim {now * 1e3:8.2f} ms, iterations {done_it}/{job.Iterations() if job else 0}, "
+                     f"{events:,} events, {events / max(wall, 1e-9):,.0f} events/s")
+            if spec.progress_lines_s:       # one whole line per print: runs in parallel share stderr
+                print(f"  {state}", file=sys.stderr, flush=True)
+            else:
+                frac = now / spec.max_sim_s
+                bar = "#" * int(30 * frac) + "-" * (30 - int(30 * frac))
+                print(f"\r  [{bar}] {state}", end="", file=sys.stderr, flush=True)
         if finished:
             break
-    if spec.progress:
+    if spec.progress and not spec.progress_lines_s:
         print("", file=sys.stderr)
-    run_wall = time.perf_counter() - t1
+    run_wall, run_cpu = time.perf_counter() - t1, time.process_time() - c1
     events = int(ns.Simulator.GetEventCount())
 
     t2 = time.perf_counter()
@@ -212,7 +222,10 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
                                   "open_retries": int(simnet.openRetries)}
     counters["host_queue"] = host_queue_waits(simnet, topo)
     extra = {"background_started": int(bg.Started()) if bg is not None else 0,
-             "ld_preload": os.environ.get("LD_PRELOAD", "")}       # the malloc it ran with (simulation.fresh)
+             "ld_preload": os.environ.get("LD_PRELOAD", ""),       # the malloc it ran with (simulation.fresh)
+             "run_cpu_s": round(run_cpu, 3)}                        # CPU time of the Run loop (this process)
+    if stopped:                     # not a complete run: it ended early on a signal
+        extra["stopped_early"] = {"signal": stopped, "sim_ms": round(now * 1e3, 6)}
     ns.Simulator.Destroy()
     collect = time.perf_counter() - t2
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
