@@ -16,9 +16,9 @@ The tolerance is stated in TOLERANCE and docs/simulation.md.
     python -m simulation.crosscheck [--scenario tcp-bulk,ecmp-collision] [--mininet-tcp-bulk DIR] ...
 
 Each run writes crosscheck.json with its date, commit and machine load; the ones in RECORDED (copied
-there by hand after a run, with the docs: the rebuild as is, and the same with the switch ports at the
-share of their link rate the Mininet switches were measured to deliver) are what every `dlcp-sim`
-report quotes (``report_section``).
+there by hand after a run, with the docs: the rebuild as is, and the same with the switch ports at a
+share of their link rate, as software switches that lose link time while backlogged) are what every
+`dlcp-sim` report quotes (``report_section``).
 """
 
 from __future__ import annotations
@@ -71,8 +71,10 @@ DATA = Path(__file__).resolve().parent / "data" / "mininet"
 # --mininet-ecmp-collision
 RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261203-211506", "ecmp-collision": DATA / "ecmp-collision-20261203-212102"}
 # the cross-check runs every dlcp-sim report quotes (crosscheck.json files, copied here after a run): the
-# rebuild as is, and with the switch ports at the share of their rate the Mininet switches delivered
-# while backlogged (0.5 in both modes; 0.4 in DLCP runs and 0.65 in TCP runs, as measured per mode)
+# rebuild as is, and with the switch ports at a share of their rate: 0.5 in both modes (about what session 5's
+# Mininet switches delivered while backlogged, 0.35-0.75), and 0.8 in DLCP runs with 0.87 in TCP runs (what the
+# switches of session 15's records delivered, backlog-weighted over every port of both scenarios' pcap runs,
+# simulation.pcap_drain; docs/simulation.md "Cross-check with Mininet")
 RECORDED = (Path(__file__).resolve().parent / "data" / "crosscheck.json",
             Path(__file__).resolve().parent / "data" / "crosscheck-switch-rate-0.5.json",
             Path(__file__).resolve().parent / "data" / "crosscheck-switch-rate-per-mode.json")
@@ -376,8 +378,8 @@ def _record_lines(path: Path) -> list[str]:
         what = (f"switch ports at {' and '.join(f'{f:g} x their link rate in the {m} runs' for m, f in share.items())}"
                 f" (the shares Mininet's software switches delivered while backlogged in each mode)")
     elif share != 1.0:
-        what = (f"switch ports at {share:g} x their link rate (the share Mininet's software switches delivered "
-                f"while backlogged)")
+        what = (f"switch ports at {share:g} x their link rate (a software switch's loss of link time while "
+                f"backlogged; the shares measured in Mininet: docs/simulation.md)")
     lines = [f"### {what[0].upper()}{what[1:]}", "",
              f"Quoted from `{path.name}`: run {rec['date']} at commit {rec['commit']}, load average "
              f"{rec.get('load_average', '?')}.{stale}", "",

@@ -7,7 +7,7 @@ packet when their (single) packet loop handles it, so a packet's stay in a switc
 time, and a port has a backlog while some packet waits in it. A work-conserving port sends at its
 full link rate then; the share it really sent is what a software switch loses to its stalls (the
 TM lets a port catch up at most 20 ms of link time after a pause, `PORT_CATCH_UP_NS`, since
-3466ced; 1 ms before, when the cross-check's records were made). That share is what
+3466ced; 1 ms before, when session 5's cross-check records were made). That share is what
 `python -m simulation.crosscheck --switch-rate-share F` gives ns-3's switch ports.
 
     python -m simulation.pcap_drain RUN_DIR/switches leaf2:1 [leaf1:1 ...] [--rate-mbps 20]
