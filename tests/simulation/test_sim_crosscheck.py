@@ -113,11 +113,11 @@ def test_bad_input_is_one_line_and_writes_nothing(argv: list[str], message: str,
 
 def test_every_report_quotes_the_recorded_crosscheck_with_its_date_and_commit(tmp_path: Path) -> None:
     recs = [cc.load_recorded(p) for p in cc.RECORDED]
-    assert [r.get("switch_rate_share", 1.0) for r in recs] == [1.0, 0.5, {"dlcp": 0.4, "tcp-cubic": 0.65}]
+    assert [r.get("switch_rate_share", 1.0) for r in recs] == [1.0, 0.5, {"dlcp": 0.8, "tcp-cubic": 0.87}]
     section = cc.report_section(list(cc.RECORDED))                       # as is, and the measured drain
     assert section.startswith("## Cross-check with Mininet")
     assert section.count("\n### ") == 3 and "### Switch ports at 0.5 x their link rate" in section
-    assert "### Switch ports at 0.4 x their link rate in the dlcp runs and 0.65 x their link rate in the tcp-cubic" in section
+    assert "### Switch ports at 0.8 x their link rate in the dlcp runs and 0.87 x their link rate in the tcp-cubic" in section
     rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| scenario")]
     assert len(rows) == sum(r["directions"] for rec in recs for r in rec["results"]) > 0
     assert sum(" yes |" in row for row in rows) == sum(r["directions_agree"] for rec in recs for r in rec["results"])
