@@ -54,13 +54,17 @@ def malloc_library() -> str | None:
 
 
 def run_fresh(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` in a fresh spawned process (malloc_library() preloaded there); its result."""
-    lib = malloc_library()
+    """``fn(*args)`` in a fresh spawned process (malloc_library() and the TCP fast path,
+    simulation.tcp_fastpath, preloaded there); its result."""
+    from simulation import tcp_fastpath
+
+    libs = [lib for lib in (malloc_library(), tcp_fastpath.library()) if lib]
     shared = _stop_value()
     with _ENV_LOCK:
         old = os.environ.get("LD_PRELOAD")
-        if lib and Path(lib).name not in (old or ""):
-            os.environ["LD_PRELOAD"] = f"{lib}:{old}" if old else lib
+        new = [lib for lib in libs if Path(lib).name not in (old or "")]
+        if new:
+            os.environ["LD_PRELOAD"] = ":".join(new + ([old] if old else []))
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)   # the child starts with them blocked
         try:
             pool = ProcessPoolExecutor(max_workers=1, mp_context=_SPAWN, max_tasks_per_child=1,

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from controller.netconfig import Policy
+from simulation import tcp_fastpath
 from simulation.fresh import run_fresh, stop_requested
 from simulation.scenario import (
     _longest_host_path_links,
@@ -223,7 +224,8 @@ def run_job(topo: Topology, policy: Policy, mode: str, spec: JobSpec) -> JobResu
     counters["host_queue"] = host_queue_waits(simnet, topo)
     extra = {"background_started": int(bg.Started()) if bg is not None else 0,
              "ld_preload": os.environ.get("LD_PRELOAD", ""),       # the malloc it ran with (simulation.fresh)
-             "run_cpu_s": round(run_cpu, 3)}                        # CPU time of the Run loop (this process)
+             "run_cpu_s": round(run_cpu, 3),                        # CPU time of the Run loop (this process)
+             "tcp_fastpath": tcp_fastpath.calls()}                  # NextSeg calls shortened / stock, or None
     if stopped:                     # not a complete run: it ended early on a signal
         extra["stopped_early"] = {"signal": stopped, "sim_ms": round(now * 1e3, 6)}
     ns.Simulator.Destroy()

@@ -15,6 +15,7 @@ import os
 
 import pytest
 
+from simulation import tcp_fastpath
 from simulation.fresh import MALLOC_ENV, malloc_library, run_fresh
 from simulation.job import JobSpec, run_job_fresh
 from simulation.policy import FABRIC_POLICY, load_policy
@@ -23,6 +24,7 @@ from simulation.workload import load_cdf, ps_workload
 
 
 def test_the_child_gets_the_library_and_the_caller_keeps_its_environment(monkeypatch) -> None:
+    monkeypatch.setenv(tcp_fastpath.ENV, "off")          # the malloc alone (the fast path: test_sim_tcp_fastpath)
     monkeypatch.delenv(MALLOC_ENV, raising=False)
     monkeypatch.delenv("LD_PRELOAD", raising=False)
     lib = malloc_library()
@@ -32,6 +34,7 @@ def test_the_child_gets_the_library_and_the_caller_keeps_its_environment(monkeyp
 
 
 def test_system_keeps_glibc_malloc_and_a_missing_library_is_refused(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv(tcp_fastpath.ENV, "off")
     monkeypatch.delenv("LD_PRELOAD", raising=False)
     monkeypatch.setenv(MALLOC_ENV, "system")
     assert malloc_library() is None
@@ -42,6 +45,7 @@ def test_system_keeps_glibc_malloc_and_a_missing_library_is_refused(monkeypatch,
 
 
 def test_jemalloc_and_glibc_malloc_simulate_the_same(ns3_installed, monkeypatch) -> None:
+    monkeypatch.setenv(tcp_fastpath.ENV, "off")
     monkeypatch.delenv("LD_PRELOAD", raising=False)
     monkeypatch.delenv(MALLOC_ENV, raising=False)
     if malloc_library() is None:
