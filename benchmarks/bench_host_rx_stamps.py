@@ -21,10 +21,11 @@ microseconds per packet, each as a median over the pairs with a bootstrap 95 % i
 (mininet_topos.stats.bootstrap). The kernel's own stamping of each skb happens on the sending side of loopback
 (outside the timed region); the send side's CPU per packet is printed beside for that reason. The same packets
 are also read by ``recvmsg_into`` alone, option on and off, to show how much of the difference is the kernel's
-and the call's (the rest is the endpoint's Python: one more ancillary item to look at, the timespec). ``--aa``: a
+and the call's in a tight loop. ``--differ option`` / ``--differ flag`` split the difference: the arms differ only
+in the socket option (the endpoint reads no stamp) or only in the endpoint's flag (no stamp arrives). ``--aa``: a
 control with both arms unstamped, which shows the pairing itself biases nothing (its ratio's interval holds 1).
 
-    .venv/bin/python benchmarks/bench_host_rx_stamps.py [--pairs 1000] [--burst 64] [--aa] [--quick]
+    .venv/bin/python benchmarks/bench_host_rx_stamps.py [--pairs 1000] [--burst 64] [--aa] [--differ both] [--quick]
 """
 
 from __future__ import annotations
@@ -50,10 +51,12 @@ ROUND_TIMEOUT_S = 5.0       # wall time a round may take before the benchmark gi
 SOCKET_TIMEOUT_S = 2.0      # the sender's blocking sendto
 
 
-def set_stamps(ep: Endpoint, on: bool) -> None:
-    """Kernel receive timestamps on or off on the receiving endpoint (socket option and the flag ``_drain`` reads)."""
-    ep.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, int(on))
-    ep._stamps = on
+def set_stamps(ep: Endpoint, on: bool, differ: str = "both") -> None:
+    """Kernel receive timestamps on or off on the receiving endpoint: the socket option and the flag ``_drain``
+    reads (``differ`` "both"), or only the option (the endpoint reads no stamp: no room for it in its ancillary
+    buffer, ``time.time()`` as without stamps) or only the flag (no stamp arrives to parse)."""
+    ep.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, int(on and differ != "flag"))
+    ep._stamps = on and differ != "option"
 
 
 def discard(s: socket.socket) -> int:
@@ -102,11 +105,11 @@ def one_round(ep: Endpoint, snd: socket.socket, pt: PacketizedTensor, burst: int
     return rx, tx, discard(snd)
 
 
-def recvmsg_only(ep: Endpoint, snd: socket.socket, datagrams: list[bytes], burst: int,
-                 on: bool) -> float:
+def recvmsg_only(ep: Endpoint, snd: socket.socket, datagrams: list[bytes], burst: int, on: bool,
+                 differ: str = "both") -> float:
     """CPU s of ``recvmsg_into`` alone on the endpoint's socket for ``datagrams`` (sent in bursts), with its
     ancillary buffer, the option on or off: the kernel's part of the cost and the extra ancillary item."""
-    set_stamps(ep, on)
+    set_stamps(ep, on, differ)
     space = 2 * socket.CMSG_SPACE(4) + socket.CMSG_SPACE(TIMESPEC.size)
     sock, mv, dest = ep.sock, ep._mv, ep.address
     used = 0.0
@@ -133,6 +136,9 @@ def main() -> int:
     ap.add_argument("--burst", type=int, default=64, help="DATA packets sent per burst, each burst read by poll "
                     "(default 64)")
     ap.add_argument("--aa", action="store_true", help="control: both arms unstamped (the ratio should hold 1)")
+    ap.add_argument("--differ", choices=("both", "option", "flag"), default="both",
+                    help="what the stamped arm changes: the socket option and the endpoint's flag (default, as "
+                    "deployed), only the option (no stamp read), only the flag (no stamp arrives)")
     add_quick_flag(ap)
     args = ap.parse_args()
     announce(args.quick)
@@ -166,7 +172,7 @@ def main() -> int:
                 it = 2 * i + k          # iterations only grow: a receiver refuses an older one
                 pt = packetize(g, tensor_id=3, policy=TagPolicy(), position=1, num_layers=4, job_id=1,
                                worker_id=1, iteration=it)
-                set_stamps(ep, stamps[arm])
+                set_stamps(ep, stamps[arm], args.differ)
                 rx, tx, a = one_round(ep, snd, pt, args.burst)
                 n = pt.n_packets
                 answers[arm] += a
@@ -179,7 +185,7 @@ def main() -> int:
             datagrams = [bytes(pt.packet(k)) for k in range(n)]
             bare = {arm: 0.0 for arm in stamps}
             for arm in (("base", "test") if i % 2 == 0 else ("test", "base")):
-                bare[arm] = recvmsg_only(ep, snd, datagrams, args.burst, stamps[arm])
+                bare[arm] = recvmsg_only(ep, snd, datagrams, args.burst, stamps[arm], args.differ)
             floor.append((bare["test"] - bare["base"]) / n * 1e6)
             discard(snd)
     except (RuntimeError, OSError) as exc:
@@ -189,6 +195,8 @@ def main() -> int:
         snd.close()
         ep.sock.close()
     test = "unstamped (A/A control)" if args.aa else "stamped (SO_TIMESTAMPNS)"
+    if args.differ != "both":
+        print(f"diagnostic: the arms differ only in the {'socket option' if args.differ == 'option' else 'flag'}")
     print(f"{pairs} pairs of rounds, {n} DATA packets each, bursts of {args.burst}; answers to the sender "
           f"per tensor: baseline {answers['base'] / pairs:.1f}, {'control' if args.aa else 'stamped'} "
           f"{answers['test'] / pairs:.1f}")
