@@ -194,7 +194,8 @@ def main() -> int:
     finally:
         snd.close()
         ep.sock.close()
-    test = "unstamped (A/A control)" if args.aa else "stamped (SO_TIMESTAMPNS)"
+    test = ("unstamped (A/A control)" if args.aa else
+            {"both": "stamped (SO_TIMESTAMPNS)", "option": "socket option only", "flag": "flag only"}[args.differ])
     if args.differ != "both":
         print(f"diagnostic: the arms differ only in the {'socket option' if args.differ == 'option' else 'flag'}")
     print(f"{pairs} pairs of rounds, {n} DATA packets each, bursts of {args.burst}; answers to the sender "
