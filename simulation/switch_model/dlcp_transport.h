@@ -220,7 +220,10 @@ class DlcpHost : public ns3::Application {
       // the packet's own priority tag: the socket's priority (SetPriority) does not reach the queue
       // disc, as ns-3's SetIpTos resets it and UdpSocketImpl replaces it by the TOS's (0) for ECT
       ns3::SocketPriorityTag prio;
-      prio.SetPriority(6);
+      // hostControlFirst: control at 7, its own band; read from the per-process defaults the host ports were
+      // built from (InstallHostPrio), so a per-run override cannot put control in a 2-band port's TCP band
+      bool control = TransportDefaults().hostControlFirst && (buf[0] & 0x0F) != kMsgData;
+      prio.SetPriority(control ? 7 : 6);
       pkt->ReplacePacketTag(prio);
     }
     m_udp->SendTo(pkt, 0, ns3::InetSocketAddress(ns3::Ipv4Address(net.addr[host]), kDlcpPortDefault));

@@ -224,15 +224,31 @@ struct TransportConfig {
   // Off: one FIFO of HOST_QUEUE_PACKETS per host port, every packet in arrival order. Read by
   // scenario.build_links too (so it is a per-process default, never a per-run override)
   bool hostPriority = true;
+  // With hostPriority, DLCP's control (OPEN, GRANT/HOLD, ACK, ECN echo, PROBE, BITMAP, DONE) in a band of
+  // its own ahead of DLCP's DATA (socket priority 7; a 3-band PrioQueueDisc), as the switches serve it
+  // (q7) ahead of every data queue; not in host_agent (one socket, one priority). Why: paper-144, load
+  // 0.6, iteration 1 (seed 1): the PS's ACKs and GRANTs queued behind its own pull DATA in its host
+  // port's DLCP band while the iteration-0 pulls were still going out (the first 200 us of the next
+  // pushes): the ACKs took 7-11.9 us instead of 4.0-4.1 to reach the granted workers, their 5-packet
+  // windows stalled, and the PS link ran at 76-93 % for ~110 us with 35-85 workers waiting. With it
+  // (seed 1, iterations 0-1): gradient mean 281.8 -> 275.8 us (iteration 1: 238.4 -> 226.4, its p99
+  // 450.3 -> 429.4; iteration 0 unchanged), the run's p99 615.4 -> 616.8 us, PS iteration 1.141 ->
+  // 1.130 ms. Off until more seeds are measured (tests/simulation/test_sim_host_control_first.py;
+  // docs/simulation.md "Where the steady-state mean goes"). Off: one DLCP band, DATA and control in
+  // arrival order. Read from the per-process defaults, as hostPriority (the host ports are built first)
+  bool hostControlFirst = false;
 };
 
 // A host port as ``hostPriority`` wants it: band 0 for socket priority 6 (DLCP), band 1 for the
-// rest, each a FIFO of ``packets``.
+// rest, each a FIFO of ``packets`` (``hostControlFirst``: DLCP control at 7 in a band ahead of both).
+inline TransportConfig& TransportDefaults();
 inline void InstallHostPrio(ns3::Ptr<ns3::NetDevice> dev, uint32_t packets) {
   ns3::TrafficControlHelper tch;
+  bool control = TransportDefaults().hostControlFirst;   // band 0 for priority 7 (DLCP control), then 6, then the rest
   uint16_t root = tch.SetRootQueueDisc("ns3::PrioQueueDisc", "Priomap",
-                                       ns3::StringValue("1 1 1 1 1 1 0 1 1 1 1 1 1 1 1 1"));
-  auto classes = tch.AddQueueDiscClasses(root, 2, "ns3::QueueDiscClass");
+                                       ns3::StringValue(control ? "2 2 2 2 2 2 1 0 2 2 2 2 2 2 2 2"
+                                                                : "1 1 1 1 1 1 0 1 1 1 1 1 1 1 1 1"));
+  auto classes = tch.AddQueueDiscClasses(root, control ? 3 : 2, "ns3::QueueDiscClass");
   for (auto c : classes)
     tch.AddChildQueueDisc(root, c, "ns3::FifoQueueDisc", "MaxSize",
                           ns3::QueueSizeValue(ns3::QueueSize(ns3::QueueSizeUnit::PACKETS, packets)));
