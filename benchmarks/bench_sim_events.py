@@ -35,7 +35,6 @@ Needs the ns3 wheel (make test installs it); says so and exits 0 where it is abs
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import sys
 import time
@@ -44,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmode import add_quick_flag, announce  # noqa: E402
+from benchmode import add_quick_flag, add_with_ns3_flag, announce, ns3_measures  # noqa: E402
 
 SINK_PORT = 6000
 ALT_SCHEDULER = "ns3::CalendarScheduler"   # the candidate against scenario.SCHEDULER (ns-3's default MapScheduler)
@@ -101,21 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sim-ms", type=float, default=3.0, help="simulated time per run (ms)")
     ap.add_argument("--trials", type=int, default=3, help="interleaved baseline/model/model-alt triples")
     ap.add_argument("--preset", default="small-16", help="fabric (simulation.topology presets), e.g. paper-144")
-    ap.add_argument("--with-ns3", action="store_true", help="with --quick: run the ns-3 part too (tiny)")
+    add_with_ns3_flag(ap)
     add_quick_flag(ap)
     a = ap.parse_args(argv)
     announce(a.quick)
-    if a.quick and not a.with_ns3:
-        # the smoke run (tests/test_benchmarks_smoke.py) has 150 s per benchmark; importing ns-3 and
-        # compiling the model alone took 20-60 s idle and over 220 s at load average 19
-        print("bench_sim_events: quick mode stops before the ns-3 import (minutes on a loaded machine); "
-              "--quick --with-ns3 runs the same code paths at 0.2 ms simulated")
+    if not ns3_measures("bench_sim_events", a.quick, a.with_ns3):
         return 0
     if a.quick:
         a.sim_ms, a.trials = 0.2, 1
-    if importlib.util.find_spec("ns") is None:
-        print("bench_sim_events: ns-3 is not installed (pip install ns3==3.44.post0); nothing measured")
-        return 0
     from simulation import switch_model
     from simulation.policy import FABRIC_POLICY, load_policy
     from simulation.scenario import SCHEDULER, build_network

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import os
 import statistics
@@ -32,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmode import add_quick_flag, announce  # noqa: E402
+from benchmode import add_quick_flag, add_with_ns3_flag, announce, ns3_measures  # noqa: E402
 
 
 def digest(r) -> str:
@@ -52,19 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--load", type=float, default=0.6)
     ap.add_argument("--sim-ms", type=float, default=1.0, help="simulated time per run (ms)")
     ap.add_argument("--trials", type=int, default=2, help="interleaved off/on pairs")
-    ap.add_argument("--with-ns3", action="store_true", help="with --quick: run the ns-3 part too (tiny)")
+    add_with_ns3_flag(ap)
     add_quick_flag(ap)
     a = ap.parse_args(argv)
     announce(a.quick)
-    if a.quick and not a.with_ns3:
-        print("bench_sim_tcp_fastpath: quick mode stops before the ns-3 import (minutes on a loaded machine); "
-              "--quick --with-ns3 runs the same code paths on scale-16 at 0.2 ms simulated")
+    if not ns3_measures("bench_sim_tcp_fastpath", a.quick, a.with_ns3):
         return 0
     if a.quick:
         a.preset, a.sim_ms, a.trials = "scale-16", 0.2, 1
-    if importlib.util.find_spec("ns") is None:
-        print("bench_sim_tcp_fastpath: ns-3 is not installed (pip install ns3==3.44.post0); nothing measured")
-        return 0
     from simulation import tcp_fastpath
     from simulation.job import JobSpec, run_job_fresh
     from simulation.policy import policy_for

@@ -33,3 +33,25 @@ def announce(quick: bool) -> None:
     """Say so when the figures that follow come from a quick run."""
     if quick:
         print("quick mode: smoke run, the figures below are not meaningful")
+
+
+def add_with_ns3_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--with-ns3`` to an ns-3 benchmark: its quick mode then runs the ns-3 part too (tiny)."""
+    parser.add_argument("--with-ns3", action="store_true", help="with --quick: run the ns-3 part too (tiny)")
+
+
+def ns3_measures(name: str, quick: bool, with_ns3: bool) -> bool:
+    """Whether an ns-3 benchmark goes on to measure; if not, say why. Quick mode stops before the
+    ns-3 import unless ``--with-ns3`` (the smoke run has 150 s per benchmark; importing ns-3 and
+    compiling the model alone took 20-60 s idle and over 220 s at load average 19), and nothing is
+    measured where ns-3 is not installed."""
+    import importlib.util
+
+    if quick and not with_ns3:
+        print(f"{name}: quick mode stops before the ns-3 import (minutes on a loaded machine); "
+              "--quick --with-ns3 runs the same code paths at a tiny size")
+        return False
+    if importlib.util.find_spec("ns") is None:
+        print(f"{name}: ns-3 is not installed (pip install ns3==3.44.post0); nothing measured")
+        return False
+    return True
