@@ -67,14 +67,22 @@ def test_final_line_reports_link_time_lost_while_the_loop_could_not_run(caplog) 
     dev.tm.set_port_rate(2, 800_000)                 # 1000-byte frames hold the link 10 ms each
     dev.start()
     try:
-        for i in range(10):
-            a.send(probe_frame(i, size=1000))
+        # Stop the loop while port 2 has packets queued: look at the queue and hold the lock in one
+        # critical section, so what was seen stays queued. A burst of 10 drains in ~90 ms; a thread
+        # that slept through that (a loaded machine) sees an empty TM and sends the next burst.
         deadline = time.monotonic() + 5
-        while dev.tm.size < 5 and time.monotonic() < deadline:
+        sent = held = 0
+        while not held and time.monotonic() < deadline:
+            with dev.control():
+                if dev.tm.size:
+                    time.sleep(0.2)                  # the loop cannot dequeue for 0.2 s
+                    held = 1
+                elif dev.counters["rx"] == sent:     # every burst read and drained: send one more
+                    for i in range(10):
+                        a.send(probe_frame(sent + i, size=1000))
+                    sent += 10
             time.sleep(0.001)
-        assert dev.tm.size >= 5
-        with dev.control():                          # the loop cannot dequeue for 0.2 s
-            time.sleep(0.2)
+        assert held, f"no packet seen queued on port 2 in 5 s ({sent} frames sent)"
         deadline = time.monotonic() + 5
         while dev.tm.size and time.monotonic() < deadline:
             time.sleep(0.01)
