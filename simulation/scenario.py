@@ -319,6 +319,13 @@ def build_network(topo: Topology, policy: Policy, mode: str, scheduler: str | No
     host_priority = mode == "dlcp" and bool(defaults.hostPriority)
     ends, host_ip = build_links(ns, topo, nodes, switch_port, host_priority)
 
+    for host, skip in topo.tcp_port_skip.items():        # the next connection's port: 49153 + skip
+        if host not in topo.hosts or skip < 0:
+            raise ValueError(f"tcp_port_skip: '{host}': {skip} (a host of {topo.name}, a count >= 0)")
+        tcp = nodes[host].GetObject[ns.TcpL4Protocol]()
+        for _ in range(skip):
+            tcp.DeAllocate(tcp.Allocate())
+
     static = ns.Ipv4StaticRoutingHelper()
     for host in topo.hosts:
         sw = topo.host_switch(host)

@@ -31,6 +31,10 @@ class Topology:
     # delay thresholds keep the nominal rate. 1.0 everywhere but the Mininet cross-check's model of a
     # software switch that loses link time to its stalls (crosscheck --switch-rate-share)
     switch_rate_share: float = 1.0
+    # host -> ephemeral TCP ports the host skips before its first connection (ns-3 hands them out in turn from
+    # 49153): which spine a TCP flow takes is a hash of its ports, so this chooses the per-flow ECMP placement.
+    # Empty everywhere but the Mininet cross-check's placements (simulation/ecmp_placement.py)
+    tcp_port_skip: dict[str, int] = field(default_factory=dict)
 
     def host_switch(self, host: str) -> str:
         for link in self.links:
