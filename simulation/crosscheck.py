@@ -11,7 +11,11 @@ overlap; tcp-bulk's two long-lived cubic flows; host_agent's own transport and a
 instead of the µs-scaled ones) and compares, per scenario and job, the direction of every DLCP-vs-TCP-cubic
 comparison (iteration mean and p99, tail drops) and the selective drops per queue and per
 magnitude-class group with the Mininet runs (`results/<run>/runs.jsonl`, `iterations.jsonl`).
-The tolerance is stated in TOLERANCE and docs/simulation.md.
+The tolerance is stated in TOLERANCE and docs/simulation.md. Two more comparisons make it like with like:
+each job's iteration mean "beside the other job" (only iterations that ran while the other job did, on both
+sides: Mininet's agents take seconds to start, and in some runs one job ran alone), and, where the Mininet record
+has its TCP runs' ECMP placements (``--extract RUN --tcp-conns FILE``, simulation/ecmp_placement.py), the TCP
+cubic rebuild once per placement, compared per Mininet run (``run_placed``, ``compare_placements``).
 
     python -m simulation.crosscheck [--scenario tcp-bulk,ecmp-collision] [--mininet-tcp-bulk DIR] ...
 
@@ -78,8 +82,13 @@ RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261203-211506", "ecmp-collision": DATA
 RECORDED = (Path(__file__).resolve().parent / "data" / "crosscheck.json",
             Path(__file__).resolve().parent / "data" / "crosscheck-switch-rate-0.5.json",
             Path(__file__).resolve().parent / "data" / "crosscheck-switch-rate-per-mode.json")
-RUN_KEYS = ("mode", "seed", "iterations", "failure", "selective_drops", "tail_drops")
-ITER_KEYS = ("scenario", "job", "mode", "seed", "worker", "iteration", "iter_time_s")
+RUN_KEYS = ("mode", "seed", "iterations", "failure", "selective_drops", "tail_drops", "placement")
+ITER_KEYS = ("scenario", "job", "mode", "seed", "worker", "iteration", "iter_time_s", "start_s")
+# Mininet starts every agent of a run at once, but each takes 4-14 s to reach its first iteration on the loaded
+# 2-core machine, so in some runs one job ran before or after the other: in the records' ecmp-collision study
+# the ring started after the PS had ended in 8 of 16 runs (0.65-0.85 s per ring iteration alone, 1.07-1.44 s
+# beside the PS). ns-3 starts both jobs at 0. "Beside" comparisons keep, on both sides, only the iterations
+# whose midpoint lies within the other job's span in the same run (``iteration_times(beside=True)``)
 # host_agent's timings (docs/simulation.md's mapping table): RTO 20 ms..0.5 s, hold-off 0.5 ms, AIMD
 # (ratecontrol.py), and its admission (receiver.py GRANT_IDLE, GRANT_TICK, GRANT_MEMORY; ratecontrol.py
 # GRANT_BURST_S; endpoint.py WRITE_OFF_MIN and the grant wait's 0.1 s), not the µs-scaled defaults: at
@@ -177,8 +186,7 @@ def run_scenario(name: str, out: Path, rate_share: dict[str, float] | None = Non
     for mode in MODES:
         # status quo: one 64-packet FIFO per port (Mininet's tcp-cubic switches), not 8 x 64
         pol = policy if mode == "dlcp" else dataclasses.replace(policy, queues=1)
-        spec = JobSpec(None, loss_bound=0.10, max_sim_s=60.0, jobs=jobs, bulk=bulk, bulk_tcp="TcpCubic",
-                       holdoff_s=0.5e-3, rto_min_s=20e-3, transport=HOST_AGENT_TIMING)
+        spec = _spec(jobs, bulk)
         print(f"crosscheck: {name} {mode} ...", flush=True)
         topo.switch_rate_share = shares[mode]
         # host_agent has no host egress priority: the Mininet hosts' DLCP and TCP share one queue
@@ -191,28 +199,171 @@ def run_scenario(name: str, out: Path, rate_share: dict[str, float] | None = Non
     return runs
 
 
-def extract(src: Path, dst: Path) -> None:
-    """Keep of a Mininet run directory what the cross-check reads (DLCP and TCP cubic only)."""
+def record_placements(record_dir: Path) -> list[dict[str, int]]:
+    """The distinct ECMP placements of a Mininet record's TCP cubic runs (none in a record without them)."""
+    out: list[dict[str, int]] = []
+    for line in (record_dir / "runs.jsonl").read_text().splitlines():
+        p = json.loads(line).get("placement")
+        if p and p not in out:
+            out.append(p)
+    return out
+
+
+def run_placed(name: str, out: Path, placements: list[dict[str, int]], rate_share: float = 1.0
+               ) -> list[tuple[dict, SavedRun]]:
+    """The TCP cubic run of scenario ``name`` once per ECMP placement (ecmp_placement: the ports each ns-3 host
+    skips so that its connections hash as the placement says), all in one fresh process; written to
+    ``out/<name>/placements.jsonl`` (``--from-results`` reads them back). The DLCP run has one placement (DATA
+    sprayed, control hashed per tensor on fixed ports) and is the scenario's own."""
+    from simulation import ecmp_placement
+    from simulation.policy import policy_for
+    from simulation.switch_model.transport_knobs import run_jobs_fresh
+    from simulation.topology import preset
+
+    pname, jobs, bulk, _ = scenario(name)
+    pol = dataclasses.replace(policy_for(LINK_BPS, None), queues=1)
+    todo = []
+    for placement in placements:
+        topo = preset(pname)
+        topo.tcp_port_skip = ecmp_placement.ns3_port_skips(placement)
+        topo.switch_rate_share = rate_share
+        todo.append(({"hostPriority": False}, topo, pol, "tcp-cubic", _spec(jobs, bulk)))
+    print(f"crosscheck: {name} tcp-cubic at {len(placements)} ECMP placements ...", flush=True)
+    runs = run_jobs_fresh(todo)
+    (out / name).mkdir(parents=True, exist_ok=True)
+    with open(out / name / "placements.jsonl", "w") as f:
+        for placement, (_, topo, *_), r in zip(placements, todo, runs, strict=True):
+            f.write(json.dumps({"placement": placement, "tcp_port_skip": topo.tcp_port_skip, "mode": r.mode,
+                                "counters": r.counters, "iterations": r.iterations}) + "\n")
+    return load_placed(out / name)
+
+
+def load_placed(directory: Path) -> list[tuple[dict, SavedRun]]:
+    """``run_placed``'s runs as written (none if it did not run there)."""
+    f = directory / "placements.jsonl"
+    recs = [json.loads(x) for x in f.read_text().splitlines() if x.strip()] if f.is_file() else []
+    return [(r["placement"], SavedRun(r["mode"], r["counters"], r["iterations"])) for r in recs]
+
+
+def _spec(jobs: list[JobDef], bulk: list) -> JobSpec:
+    return JobSpec(None, loss_bound=0.10, max_sim_s=60.0, jobs=jobs, bulk=bulk, bulk_tcp="TcpCubic",
+                   holdoff_s=0.5e-3, rto_min_s=20e-3, transport=HOST_AGENT_TIMING)
+
+
+def extract(src: Path, dst: Path, tcp_conns: Path | None = None) -> None:
+    """Keep of a Mininet run directory what the cross-check reads (DLCP and TCP cubic only), with each
+    iteration's start (``iteration_starts``) where the agents' own files are there, and each TCP run's ECMP
+    placement from the connections sampled while the study ran (``tcp_conns``, ``run_placements``)."""
     dst.mkdir(parents=True, exist_ok=True)
-    for name, keys in (("runs.jsonl", RUN_KEYS), ("iterations.jsonl", ITER_KEYS)):
-        recs = [json.loads(x) for x in (src / name).read_text().splitlines() if x.strip()]
+    runs = [json.loads(x) for x in (src / "runs.jsonl").read_text().splitlines() if x.strip()]
+    iters = [json.loads(x) for x in (src / "iterations.jsonl").read_text().splitlines() if x.strip()]
+    iteration_starts(src, runs, iters)
+    if tcp_conns is not None:
+        run_placements(src, runs, [json.loads(x) for x in tcp_conns.read_text().splitlines() if x.strip()])
+    for name, keys, recs in (("runs.jsonl", RUN_KEYS, runs), ("iterations.jsonl", ITER_KEYS, iters)):
         (dst / name).write_text("".join(json.dumps({k: r.get(k) for k in keys}) + "\n"
                                         for r in recs if r.get("mode") in MODES))
 
 
-def iteration_times(records: list[dict], key: str) -> dict[tuple[str, str], list[float]]:
-    """(mode, job) -> per (run, iteration >= 1) the slowest worker's time (s), as Mininet's tables."""
+def iteration_starts(src: Path, runs: list[dict], iters: list[dict]) -> None:
+    """Set ``start_s`` of every iteration record of a Mininet study (seconds after the run's first
+    iteration began): an agent writes one JSON line per iteration, at its end, so its file's last write is
+    the end of its last iteration, and its iterations ran back to back before it (``iter_time_s``; checked
+    against the DLCP agents' own start stamps: within 0.03 s). Left unset for a run whose files are not
+    there (an extract, a copy that lost its times)."""
+    dirs = {(r["mode"], r["seed"]): _run_dir(src, r) for r in runs}
+    workers: dict[tuple, list[dict]] = defaultdict(list)
+    for rec in iters:
+        workers[(rec["mode"], rec["seed"], rec["worker"])].append(rec)
+    begun: dict[tuple, dict[str, float]] = defaultdict(dict)       # run -> worker -> its iteration 0's start
+    for (mode, seed, worker), recs in workers.items():
+        f = dirs.get((mode, seed), Path("/nonexistent")) / f"{worker}.jsonl"
+        if not f.is_file() or any(r.get("iter_time_s") is None for r in recs):
+            continue
+        begun[(mode, seed)][worker] = f.stat().st_mtime - sum(r["iter_time_s"] for r in recs)
+    for (mode, seed, worker), recs in workers.items():
+        run = begun.get((mode, seed), {})
+        if len(run) < len({w for m, s, w in workers if (m, s) == (mode, seed)}):
+            continue                                                # every worker of the run, or none
+        t = run[worker] - min(run.values())
+        for rec in sorted(recs, key=lambda r: r["iteration"]):
+            rec["start_s"] = round(t, 3)
+            t += rec["iter_time_s"]
+
+
+def _run_dir(src: Path, run: dict) -> Path:
+    return src / Path(run.get("dir") or f"seed{run['seed']}-{run['mode']}").name
+
+
+def run_placements(src: Path, runs: list[dict], conns: list[dict]) -> None:
+    """Set ``placement`` of every TCP cubic run (ecmp_placement.FLOWS -> ECMP member) from the connections a
+    study's sampler saw (``{"t", "local", "remote"}``, ``python -m simulation.ecmp_placement sample``): a run
+    owns those first seen after the previous run's end (its agents' files' last write) and by its own."""
+    import yaml
+
+    from simulation import ecmp_placement
+
+    net = yaml.safe_load((src / "net-tcp-cubic.yaml").read_text())
+    host_ip = {h: spec["ip"] for h, spec in net["hosts"].items()}
+    ends = sorted((max(f.stat().st_mtime for f in _run_dir(src, r).glob("*.jsonl")), i) for i, r in enumerate(runs)
+                  if _run_dir(src, r).is_dir())
+    prev = 0.0
+    for end, i in ends:
+        mine = [(c["local"], c["remote"]) for c in conns if prev < c["t"] <= end]
+        if runs[i]["mode"] == "tcp-cubic":
+            runs[i]["placement"] = ecmp_placement.mininet_placement(mine, host_ip)
+        prev = end
+
+
+def back_to_back(records: list[dict], key: str) -> list[dict]:
+    """ns-3's iteration records with ``start_s``: both jobs start at 0 and a worker's iterations follow each
+    other (``iter_s`` runs from one forward pass's end to the next: iteration 0 starts after the first
+    forward pass, here counted from 0, as Mininet's are counted from the run's first iteration)."""
+    t: dict[tuple, float | None] = {}
+    out = []
+    for rec in sorted(records, key=lambda r: (r["mode"], r["job"], r["worker"], r["iteration"])):
+        k = (rec["mode"], rec["job"], rec["worker"])
+        start = t.get(k, 0.0)
+        out.append(rec | {"start_s": start})
+        t[k] = None if start is None or rec.get(key) is None else start + rec[key]
+    return out
+
+
+def iteration_times(records: list[dict], key: str, beside: bool = False) -> dict[tuple[str, str], list[float]]:
+    """(mode, job) -> per (run, iteration >= 1) the slowest worker's time (s), as Mininet's tables.
+    ``beside``: only iterations whose midpoint (the earliest worker's start to the latest worker's end) lies
+    within another job's span (its first start to its last end) in the same run; needs ``start_s``."""
     slowest: dict[tuple, float] = {}
+    window: dict[tuple, list[float]] = {}
+    span: dict[tuple, list[float]] = {}
     for rec in records:
         t = rec.get(key)
-        if t is None or rec["iteration"] < 1:
+        if t is None:
+            continue
+        run = (rec["mode"], rec.get("seed", 0))
+        if beside and rec.get("start_s") is not None:
+            a, b = rec["start_s"], rec["start_s"] + t
+            for table, k in ((span, (*run, rec["job"])), (window, (*run, rec["job"], rec["iteration"]))):
+                w = table.setdefault(k, [a, b])
+                w[0], w[1] = min(w[0], a), max(w[1], b)
+        if rec["iteration"] < 1:
             continue
         k = (rec["mode"], rec["job"], rec.get("seed", 0), rec["iteration"])
         slowest[k] = max(slowest.get(k, 0.0), t)
     out: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for (mode, job, _, _), t in sorted(slowest.items()):
+    for (mode, job, seed, it), t in sorted(slowest.items()):
+        if beside:
+            w = window.get((mode, seed, job, it))
+            mid = (w[0] + w[1]) / 2 if w else None
+            if mid is None or not any(j != job and a <= mid <= b for (m, s, j), (a, b) in span.items()
+                                      if (m, s) == (mode, seed)):
+                continue
         out[(mode, job)].append(t)
     return out
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
 
 
 def _p99(xs: list[float]) -> float:
@@ -242,21 +393,32 @@ def drops_per_run(runs: list[dict]) -> dict[str, float]:
     return {k: v / len(runs) for k, v in acc.items()} if runs else {}
 
 
-def compare(name: str, sim_runs: list, record_dir: Path) -> dict:
-    """Every comparison of scenario ``name``: Mininet's direction vs ns-3's, drops within tolerance."""
-    mn_iters = iteration_times([json.loads(x) for x in (record_dir / "iterations.jsonl").read_text().splitlines()],
-                               "iter_time_s")
+def compare(name: str, sim_runs: list, record_dir: Path, placed: list[tuple[dict, SavedRun]] | None = None) -> dict:
+    """Every comparison of scenario ``name``: Mininet's direction vs ns-3's, drops within tolerance; with
+    ``placed`` (``run_placed``) also per Mininet TCP run at its ECMP placement (``compare_placements``)."""
+    mn_recs = [json.loads(x) for x in (record_dir / "iterations.jsonl").read_text().splitlines()]
+    mn_iters = iteration_times(mn_recs, "iter_time_s")
     mn_runs = [json.loads(x) for x in (record_dir / "runs.jsonl").read_text().splitlines()]
-    sim_iters = iteration_times([rec | {"iter_time_s": rec["iter_s"]} for r in sim_runs for rec in r.iterations],
-                                "iter_time_s")
+    sim_recs = [rec | {"iter_time_s": rec["iter_s"]} for r in sim_runs for rec in r.iterations]
+    sim_iters = iteration_times(sim_recs, "iter_time_s")
     rows = []
-    for job in sorted({j for _, j in sim_iters}):
-        for stat, fn in (("iteration mean", lambda xs: sum(xs) / len(xs)), ("iteration p99", _p99)):
+    jobs = sorted({j for _, j in sim_iters})
+    for job in jobs:
+        for stat, fn in (("iteration mean", _mean), ("iteration p99", _p99)):
             vals = {}
             for src, table in (("mininet", mn_iters), ("ns-3", sim_iters)):
                 d, t = table.get(("dlcp", job)), table.get(("tcp-cubic", job))
                 vals[src] = (fn(d) if d else None, fn(t) if t else None)   # None: no iteration closed
             rows.append(_row(f"{job}: {stat} (s)", vals))
+    if len(jobs) > 1 and all(r.get("start_s") is not None for r in mn_recs):   # a record with the iterations' times
+        tables = {"mininet": iteration_times(mn_recs, "iter_time_s", beside=True),
+                  "ns-3": iteration_times(back_to_back(sim_recs, "iter_time_s"), "iter_time_s", beside=True)}
+        for job in jobs:
+            vals = {src: tuple(_mean(t[(m, job)]) if t.get((m, job)) else None for m in MODES)
+                    for src, t in tables.items()}
+            n = {src: [len(t.get((m, job), [])) for m in MODES] for src, t in tables.items()}
+            rows.append(_row(f"{job}: iteration mean beside the other job (s; iterations: Mininet "
+                             f"{'/'.join(map(str, n['mininet']))}, ns-3 {'/'.join(map(str, n['ns-3']))})", vals))
     mn_drops = {m: drops_per_run([r for r in mn_runs if r["mode"] == m and not r.get("failure")]) for m in MODES}
     sim_drops = {r.mode: drops_per_run([{"selective_drops": r.counters.get("selective_drops"),
                                          "tail_drops": r.counters.get("tail_drops")
@@ -270,9 +432,49 @@ def compare(name: str, sim_runs: list, record_dir: Path) -> dict:
         mn, sim = mn_drops["dlcp"].get(k, 0.0), sim_drops.get("dlcp", {}).get(k, 0.0)
         ok = (1 / FACTOR) * mn <= sim <= FACTOR * mn if mn >= MIN_COUNT else sim < MIN_COUNT
         drops.append({"class": k, "mininet_per_run": round(mn, 1), "ns3_per_run": round(sim, 1), "within": ok})
-    return {"scenario": name, "mininet_run": str(record_dir), "comparisons": rows, "selective_drops": drops,
-            "directions_agree": sum(r["agree"] for r in rows), "directions": len(rows),
-            "drops_within": sum(d["within"] for d in drops), "drop_classes": len(drops)}
+    out = {"scenario": name, "mininet_run": str(record_dir), "comparisons": rows, "selective_drops": drops,
+           "directions_agree": sum(r["agree"] for r in rows), "directions": len(rows),
+           "drops_within": sum(d["within"] for d in drops), "drop_classes": len(drops)}
+    per = compare_placements(sim_runs, placed, record_dir) if placed else []
+    if per:
+        out["placements"] = per
+        out["placements_agree"] = {job: sum(bool(r[job] and r[job]["agree"]) for r in per) for job in ("ring", "ps")}
+        out["placements_compared"] = {job: sum(r[job] is not None for r in per) for job in ("ring", "ps")}
+    return out
+
+
+def compare_placements(sim_runs: list, placed: list[tuple[dict, SavedRun]], record_dir: Path) -> list[dict]:
+    """Per Mininet TCP cubic run with a known ECMP placement (``extract --tcp-conns``): each job's iteration
+    mean beside the other job, DLCP (every DLCP run: one placement) against that run, in Mininet and in ns-3
+    (the DLCP run against the TCP cubic run at the same placement, ``run_placed``)."""
+    from simulation import ecmp_placement
+
+    mn_recs = [json.loads(x) for x in (record_dir / "iterations.jsonl").read_text().splitlines()]
+    mn_runs = [json.loads(x) for x in (record_dir / "runs.jsonl").read_text().splitlines()]
+    dlcp = [r for r in sim_runs if r.mode == "dlcp"]
+    if not dlcp or any(r.get("start_s") is None for r in mn_recs):
+        return []
+    mn_dlcp = iteration_times([r for r in mn_recs if r["mode"] == "dlcp"], "iter_time_s", beside=True)
+    ns_dlcp = iteration_times(back_to_back([x | {"iter_time_s": x["iter_s"]} for x in dlcp[0].iterations],
+                                           "iter_time_s"), "iter_time_s", beside=True)
+    rows = []
+    for run in sorted((r for r in mn_runs if r["mode"] == "tcp-cubic" and r.get("placement")), key=lambda r: r["seed"]):
+        sim = next((r for p, r in placed if p == run["placement"]), None)
+        if sim is None:
+            continue
+        mn_tcp = iteration_times([r for r in mn_recs if r["mode"] == "tcp-cubic" and r["seed"] == run["seed"]],
+                                 "iter_time_s", beside=True)
+        ns_tcp = iteration_times(back_to_back([x | {"iter_time_s": x["iter_s"]} for x in sim.iterations],
+                                              "iter_time_s"), "iter_time_s", beside=True)
+        row = {"seed": run["seed"], "collisions": ecmp_placement.collisions(run["placement"]),
+               "placement": run["placement"]}
+        for job in ("ring", "ps"):
+            vals = {src: tuple(_mean(t[(m, job)]) if t.get((m, job)) else None for m, t in zip(MODES, tables, strict=True))
+                    for src, tables in (("mininet", (mn_dlcp, mn_tcp)), ("ns-3", (ns_dlcp, ns_tcp)))}
+            # a run whose jobs never overlapped (one started after the other had ended) has nothing to compare
+            row[job] = _row(f"{job}: iteration mean beside the other job (s)", vals) if vals["mininet"][1] else None
+        rows.append(row)
+    return rows
 
 
 def _row(what: str, vals: dict) -> dict:
@@ -302,6 +504,19 @@ def markdown(results: list[dict]) -> str:
                          f"{'yes' if d['within'] else '**no**'} |")
         lines += ["", f"Directions agree: {res['directions_agree']} of {res['directions']}; selective-drop classes "
                       f"within tolerance: {res['drops_within']} of {res['drop_classes']}.", ""]
+        if res.get("placements"):
+            lines += ["Per ECMP placement (each Mininet TCP cubic run's, replayed in ns-3; DLCP: every run, one "
+                      "placement); iteration means beside the other job, DLCP / TCP cubic (s):", "",
+                      "| Mininet seed | ring-PS collisions | ring Mininet | ring ns-3 | agree | PS Mininet | PS ns-3 "
+                      "| agree |", "|---|---|---|---|---|---|---|---|"]
+            for p in res["placements"]:
+                cells = [f"{_pair(p[j]['mininet'])} ({p[j]['mininet_direction']}) | {_pair(p[j]['ns3'])} "
+                         f"({p[j]['ns3_direction']}) | {'yes' if p[j]['agree'] else '**no**'}" if p[j] else
+                         "jobs did not overlap | - | -" for j in ("ring", "ps")]
+                lines.append(f"| {p['seed']} | {p['collisions']} | {' | '.join(cells)} |")
+            ok, n = res["placements_agree"], res["placements_compared"]
+            lines += ["", f"Placements agreeing (runs whose jobs overlapped): ring {ok['ring']} of {n['ring']}, PS "
+                          f"{ok['ps']} of {n['ps']}.", ""]
     return "\n".join(lines)
 
 
@@ -348,6 +563,7 @@ def report_section(paths: list[Path]) -> str:
 
 # what the ns-3 side of a cross-check depends on: a change here since a record makes the record stale
 MODEL_PATHS = ("simulation/switch_model", "simulation/job.py", "simulation/scenario.py", "simulation/topology.py",
+               "simulation/ecmp_placement.py",
                "simulation/workload.py", "simulation/crosscheck.py", "controller/data/default_policy.yaml")
 
 
@@ -396,7 +612,11 @@ def _record_lines(path: Path) -> list[str]:
         lines.append(f"* `{res['scenario']}` (Mininet record `{Path(res.get('mininet_run', '?')).name}`): directions "
                      f"agree {res['directions_agree']} of {res['directions']}; DLCP selective drops per run within "
                      f"tolerance {res['drops_within']} of {res['drop_classes']}"
-                     + (f" (outside, Mininet vs ns-3: {', '.join(off)})" if off else "") + ".")
+                     + (f" (outside, Mininet vs ns-3: {', '.join(off)})" if off else "")
+                     + (f"; per ECMP placement of Mininet's TCP runs, replayed in ns-3, the ring's direction beside "
+                        f"the PS agrees in {res['placements_agree']['ring']} of {res['placements_compared']['ring']}, "
+                        f"the PS's in {res['placements_agree']['ps']} of {res['placements_compared']['ps']}"
+                        if res.get("placements") else "") + ".")
     return lines + [""]
 
 
@@ -428,6 +648,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="every switch port sends at F x its link rate (0 < F <= 1; the Mininet switches' "
                          "measured loss of link time to stalls), or F in the DLCP run and F_TCP in the TCP cubic "
                          "run; transport and thresholds keep the nominal rate")
+    ap.add_argument("--tcp-conns", metavar="FILE", help="with --extract: the TCP connections sampled while the study "
+                    "ran (python -m simulation.ecmp_placement sample FILE): each TCP cubic run's ECMP placement")
+    ap.add_argument("--placements", choices=("record", "none"), default="record",
+                    help="record (default): also run TCP cubic at every ECMP placement of the Mininet record's TCP "
+                         "runs (where the record has them) and compare per placement; none: only the rebuild as is")
     ap.add_argument("--out", default=f"results/sim-crosscheck-{time.strftime('%Y%m%d-%H%M%S')}")
     a = ap.parse_args(argv)
     try:
@@ -444,8 +669,17 @@ def main(argv: list[str] | None = None) -> int:
         if not (src / "runs.jsonl").is_file() or not (src / "iterations.jsonl").is_file():
             print(f"crosscheck: --extract: {src} holds no runs.jsonl and iterations.jsonl", file=sys.stderr)
             return 2
-        extract(src, Path(a.extract[1]))
+        if a.tcp_conns and not Path(a.tcp_conns).is_file():
+            print(f"crosscheck: --tcp-conns: {a.tcp_conns} not found", file=sys.stderr)
+            return 2
+        if a.tcp_conns and not (src / "net-tcp-cubic.yaml").is_file():
+            print(f"crosscheck: --tcp-conns: {src} holds no net-tcp-cubic.yaml (the hosts' addresses)", file=sys.stderr)
+            return 2
+        extract(src, Path(a.extract[1]), Path(a.tcp_conns) if a.tcp_conns else None)
         return 0
+    if a.tcp_conns:
+        print("crosscheck: --tcp-conns: only with --extract", file=sys.stderr)
+        return 2
     names = [s.strip() for s in a.scenario.split(",") if s.strip()]
     records = {"tcp-bulk": Path(a.mininet_tcp_bulk), "ecmp-collision": Path(a.mininet_ecmp_collision)}
     for n in names:
@@ -467,9 +701,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"crosscheck: --from-results: {Path(a.from_results) / n / 'runs.json'} not found", file=sys.stderr)
                 return 2
             runs = load_runs(Path(a.from_results) / n)
+            placed = load_placed(Path(a.from_results) / n)
         else:
             runs = run_scenario(n, out, rate_share)
-        results.append(compare(n, runs, records[n]))
+            wanted = record_placements(records[n]) if a.placements == "record" else []
+            placed = run_placed(n, out, wanted, rate_share["tcp-cubic"]) if wanted else []
+        results.append(compare(n, runs, records[n], placed))
     out.mkdir(parents=True, exist_ok=True)
     record |= {"ns3_runs": str(a.from_results or out), "wall_s": round(time.perf_counter() - t0),
                "load_average_end": round(os.getloadavg()[0], 1), "results": results}

@@ -11,10 +11,12 @@ themselves are the documented command (minutes). Budget: < 5 s.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from simulation import cli
 from simulation import crosscheck as cc
@@ -37,6 +39,137 @@ def test_records_give_the_published_iteration_means() -> None:
     assert {k: (len(v), round(sum(v) / len(v), 3)) for k, v in got.items()} == {
         ("dlcp", "ps"): (24, 1.445), ("tcp-cubic", "ps"): (24, 1.474),
         ("dlcp", "ring"): (24, 1.018), ("tcp-cubic", "ring"): (24, 0.995)}
+
+
+def test_only_iterations_beside_the_other_job_compare_like_with_like() -> None:
+    """Mininet's agents take seconds to start, so in the records' ecmp-collision study the ring began after the PS
+    had ended in 8 of 16 runs (every other run: DLCP seeds 1, 3, 5, 7 and TCP cubic seeds 2, 4, 6, 8; each run's
+    iteration times from its agents' files, ``iteration_starts``). Beside the PS: 10 ring iterations per mode of 24."""
+    recs = [json.loads(x) for x in (cc.DATA / "ecmp-collision-20261203-212102" / "iterations.jsonl").read_text()
+            .splitlines()]
+    span: dict[tuple, list[float]] = {}
+    for r in recs:
+        a, b = r["start_s"], r["start_s"] + r["iter_time_s"]
+        w = span.setdefault((r["mode"], r["seed"], r["job"]), [a, b])
+        w[0], w[1] = min(w[0], a), max(w[1], b)
+    alone = sorted((m, s) for (m, s, j), (a, _) in span.items() if j == "ring" and a > span[(m, s, "ps")][1])
+    assert alone == [("dlcp", s) for s in (1, 3, 5, 7)] + [("tcp-cubic", s) for s in (2, 4, 6, 8)]
+    got = cc.iteration_times(recs, "iter_time_s", beside=True)
+    assert {k: (len(v), round(sum(v) / len(v), 3)) for k, v in got.items()} == {
+        ("dlcp", "ps"): (12, 1.544), ("tcp-cubic", "ps"): (11, 1.61),
+        ("dlcp", "ring"): (10, 1.215), ("tcp-cubic", "ring"): (10, 1.283)}
+    assert cc.iteration_times(recs, "iter_time_s") == _iters_of(recs)      # without ``beside``: every iteration
+
+
+def _iters_of(recs: list[dict]) -> dict:
+    return cc.iteration_times([{k: v for k, v in r.items() if k != "start_s"} for r in recs], "iter_time_s")
+
+
+def test_ns3_iterations_run_back_to_back_from_zero() -> None:
+    recs = [{"mode": "dlcp", "job": j, "worker": w, "iteration": i, "iter_s": t}
+            for j, w, ts in (("ps", "h0", (1.0, 1.0, 1.0)), ("ring", "h2", (0.5, 0.5, 0.5, None)))
+            for i, t in enumerate(ts)]
+    timed = {(r["job"], r["iteration"]): r["start_s"] for r in cc.back_to_back(recs, "iter_s")}
+    assert timed == {("ps", 0): 0.0, ("ps", 1): 1.0, ("ps", 2): 2.0,
+                     ("ring", 0): 0.0, ("ring", 1): 0.5, ("ring", 2): 1.0, ("ring", 3): 1.5}
+    got = cc.iteration_times([r | {"t": r["iter_s"]} for r in cc.back_to_back(recs, "iter_s")], "t", beside=True)
+    assert got == {("dlcp", "ps"): [1.0], ("dlcp", "ring"): [0.5, 0.5]}   # the PS's iteration 2 is after the ring's end
+
+
+def _study(tmp_path: Path, ends: dict[tuple[str, int], float]) -> tuple[Path, list[dict], list[dict]]:
+    """A Mininet study directory as mininet_topos.study writes it: per run its agents' JSON lines, last written
+    at ``ends`` (unix s); two PS workers h1, h2 (1 s iterations) and a ring rank h3 (0.5 s)."""
+    runs, iters = [], []
+    for (mode, seed), end in ends.items():
+        d = tmp_path / f"seed{seed}-{mode}"
+        d.mkdir()
+        runs.append({"mode": mode, "seed": seed, "dir": f"/elsewhere/{d.name}"})
+        for worker, job, t in (("h1", "ps", 1.0), ("h2", "ps", 1.0), ("h3", "ring", 0.5)):
+            f = d / f"{worker}.jsonl"
+            f.write_text("{}\n")
+            os.utime(f, (end, end - (0.5 if worker == "h2" else 0.0)))
+            iters += [{"scenario": "ecmp-collision", "job": job, "mode": mode, "seed": seed, "worker": worker,
+                       "iteration": i, "iter_time_s": t} for i in range(3)]
+    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    (tmp_path / "iterations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in iters))
+    return tmp_path, runs, iters
+
+
+def test_iteration_starts_come_from_the_agents_files(tmp_path: Path) -> None:
+    """An agent writes a line at each iteration's end: its file's last write ends its last iteration."""
+    src, runs, iters = _study(tmp_path, {("dlcp", 1): 1000.0})
+    cc.iteration_starts(src, runs, iters)
+    got = {(r["worker"], r["iteration"]): r["start_s"] for r in iters}
+    # h1 ends at 1000 after 3 x 1 s (began 997), h2 at 999.5 (996.5, the run's first), h3 at 1000 after 1.5 s
+    assert got == {("h1", 0): 0.5, ("h1", 1): 1.5, ("h1", 2): 2.5, ("h2", 0): 0.0, ("h2", 1): 1.0, ("h2", 2): 2.0,
+                   ("h3", 0): 2.0, ("h3", 1): 2.5, ("h3", 2): 3.0}
+    (src / "seed1-dlcp" / "h3.jsonl").unlink()                  # a worker's file gone: no times for the run
+    iters = [{k: v for k, v in r.items() if k != "start_s"} for r in iters]
+    cc.iteration_starts(src, runs, iters)
+    assert all("start_s" not in r for r in iters)
+
+
+def test_extract_keeps_the_tcp_runs_placements(tmp_path: Path) -> None:
+    """Each TCP cubic run's ECMP placement from the connections sampled while the study ran: a run owns those
+    first seen after the previous run's end and by its own (the agents' files' last write)."""
+    from simulation import ecmp_placement as ep
+    src, _, _ = _study(tmp_path, {("dlcp", 1): 1000.0, ("tcp-cubic", 1): 1010.0, ("tcp-cubic", 2): 1020.0})
+    ip = {h: f"10.0.{1 if int(h[1:]) <= 4 else 2}.{(int(h[1:]) - 1) % 4 + 1}" for h in
+          ("h1", "h2", "h3", "h4", "h5", "h7", "h8")}
+    (src / "net-tcp-cubic.yaml").write_text(yaml.safe_dump({"hosts": {h: {"ip": a} for h, a in ip.items()}}))
+    pairs = [("h1", "h5"), ("h2", "h5"), ("h3", "h7"), ("h7", "h4"), ("h4", "h8"), ("h8", "h3")]   # who connects
+    conns = [{"t": t, "local": f"{ip[a]}:{port + k}", "remote": f"{ip[b]}:9290"}
+             for t, port in ((1005.0, 40000), (1015.0, 50000)) for k, (a, b) in enumerate(pairs)]
+    (src / "conns.jsonl").write_text("".join(json.dumps(c) + "\n" for c in conns))
+    assert cc.main(["--extract", str(src), str(tmp_path / "x"), "--tcp-conns", str(src / "conns.jsonl")]) == 0
+    runs = {(r["mode"], r["seed"]): r for r in map(json.loads, (tmp_path / "x" / "runs.jsonl").read_text().splitlines())}
+    assert runs[("dlcp", 1)]["placement"] is None
+    for seed, port in ((1, 40000), (2, 50000)):
+        sport = {f"{a}>{b}": port + k for k, (a, b) in enumerate(pairs)}
+        want = {}
+        for f in ep.FLOWS:
+            a, b = f.split(">")
+            fwd = sport.get(f)                                  # a connected to b: a's port, b's 9290; else b's
+            s, d = (fwd, 9290) if fwd else (9290, sport[f"{b}>{a}"])
+            want[f] = ep.member(ep.ip_int(ip[a]), ep.ip_int(ip[b]), s, d)
+        assert runs[("tcp-cubic", seed)]["placement"] == want
+    placements = [runs[("tcp-cubic", s)]["placement"] for s in (1, 2)]
+    assert cc.record_placements(tmp_path / "x") == [p for i, p in enumerate(placements) if p not in placements[:i]]
+
+
+def test_each_mininet_tcp_run_is_compared_with_ns3_at_its_placement(tmp_path: Path) -> None:
+    """Per Mininet TCP cubic run: DLCP (every run) against that run beside the other job, and ns-3's DLCP run
+    against its TCP cubic run at the same ECMP placement; a run whose jobs never overlapped has nothing to say."""
+    p1, p2 = ({f: b for f in ep_flows()} for b in (0, 1))
+
+    def job(mode: str, seed: int, ring_s: float, ring_start: float) -> list[dict]:
+        return ([{"job": "ps", "mode": mode, "seed": seed, "worker": "h1", "iteration": i, "iter_time_s": 1.0,
+                  "start_s": float(i)} for i in range(3)]
+                + [{"job": "ring", "mode": mode, "seed": seed, "worker": "h3", "iteration": i, "iter_time_s": ring_s,
+                    "start_s": ring_start + i * ring_s} for i in range(3)])
+    recs = job("dlcp", 1, 0.6, 0.0) + job("tcp-cubic", 1, 0.5, 0.0) + job("tcp-cubic", 2, 0.5, 5.0)
+    (tmp_path / "iterations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
+        {"mode": "dlcp", "seed": 1, "placement": None}, {"mode": "tcp-cubic", "seed": 1, "placement": p1},
+        {"mode": "tcp-cubic", "seed": 2, "placement": p2})))
+    assert cc.record_placements(tmp_path) == [p1, p2]
+
+    def sim(mode: str, ring_s: float) -> cc.SavedRun:
+        return cc.SavedRun(mode, {}, [{"mode": mode, "job": j, "worker": w, "iteration": i, "iter_s": t}
+                                      for j, w, t in (("ps", "h0", 1.0), ("ring", "h2", ring_s)) for i in range(3)])
+    rows = cc.compare_placements([sim("dlcp", 0.4)], [(p2, sim("tcp-cubic", 0.8)), (p1, sim("tcp-cubic", 0.3))],
+                                 tmp_path)
+    assert [(r["seed"], r["collisions"]) for r in rows] == [(1, 8), (2, 8)]
+    ring = rows[0]["ring"]
+    assert (ring["mininet"], ring["mininet_direction"]) == ([0.6, 0.5], "DLCP higher")     # ring iterations 1-2
+    assert (ring["ns3"], ring["ns3_direction"], ring["agree"]) == ([0.4, 0.3], "DLCP higher", True)
+    assert rows[0]["ps"]["mininet"] == [1.0, 1.0] and rows[0]["ps"]["agree"] is False    # Mininet tie, ns-3 none
+    assert rows[1]["ring"] is None and rows[1]["ps"] is None                # seed 2's ring began after the PS ended
+
+
+def ep_flows() -> tuple[str, ...]:
+    from simulation.ecmp_placement import FLOWS
+    return FLOWS
 
 
 def test_drops_per_run_by_queue_and_magnitude_group() -> None:
@@ -102,6 +235,11 @@ def test_the_ps_job_pushes_the_hidden_layer_in_the_slices_and_order_of_a_worker(
     (["--switch-rate-share", "0"], "crosscheck: --switch-rate-share: '0': expected one or two (DLCP, TCP cubic)"),
     (["--switch-rate-share", "0.5,x"], "crosscheck: --switch-rate-share: '0.5,x': expected one or two"),
     (["--switch-rate-share", "0.4,0.6,0.7"], "crosscheck: --switch-rate-share: '0.4,0.6,0.7': expected"),
+    (["--tcp-conns", "/nonexistent"], "crosscheck: --tcp-conns: only with --extract"),
+    (["--extract", str(cc.DATA / "tcp-bulk-20261203-211506"), "x", "--tcp-conns", "/nonexistent"],
+     "crosscheck: --tcp-conns: /nonexistent not found"),
+    (["--extract", str(cc.DATA / "tcp-bulk-20261203-211506"), "x", "--tcp-conns", __file__],
+     f"crosscheck: --tcp-conns: {cc.DATA / 'tcp-bulk-20261203-211506'} holds no net-tcp-cubic.yaml"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(argv: list[str], message: str, tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
