@@ -200,11 +200,15 @@ def run_scenario(name: str, out: Path, rate_share: dict[str, float] | None = Non
 
 
 def record_placements(record_dir: Path) -> list[dict[str, int]]:
-    """The distinct ECMP placements of a Mininet record's TCP cubic runs (none in a record without them)."""
+    """The distinct ECMP placements of a Mininet record's TCP cubic runs whose jobs overlapped (an iteration
+    beside the other job: the others have nothing to compare), none in a record without them."""
+    recs = [json.loads(x) for x in (record_dir / "iterations.jsonl").read_text().splitlines()]
     out: list[dict[str, int]] = []
     for line in (record_dir / "runs.jsonl").read_text().splitlines():
-        p = json.loads(line).get("placement")
-        if p and p not in out:
+        run = json.loads(line)
+        p = run.get("placement")
+        if p and p not in out and iteration_times([r for r in recs if (r["mode"], r["seed"]) == (run["mode"], run["seed"])
+                                                   and r.get("start_s") is not None], "iter_time_s", beside=True):
             out.append(p)
     return out
 

@@ -133,7 +133,7 @@ def test_extract_keeps_the_tcp_runs_placements(tmp_path: Path) -> None:
             s, d = (fwd, 9290) if fwd else (9290, sport[f"{b}>{a}"])
             want[f] = ep.member(ep.ip_int(ip[a]), ep.ip_int(ip[b]), s, d)
         assert runs[("tcp-cubic", seed)]["placement"] == want
-    placements = [runs[("tcp-cubic", s)]["placement"] for s in (1, 2)]
+    placements = [runs[("tcp-cubic", s)]["placement"] for s in (1, 2)]   # both runs' jobs overlap (_study)
     assert cc.record_placements(tmp_path / "x") == [p for i, p in enumerate(placements) if p not in placements[:i]]
 
 
@@ -152,7 +152,7 @@ def test_each_mininet_tcp_run_is_compared_with_ns3_at_its_placement(tmp_path: Pa
     (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
         {"mode": "dlcp", "seed": 1, "placement": None}, {"mode": "tcp-cubic", "seed": 1, "placement": p1},
         {"mode": "tcp-cubic", "seed": 2, "placement": p2})))
-    assert cc.record_placements(tmp_path) == [p1, p2]
+    assert cc.record_placements(tmp_path) == [p1]                    # seed 2's jobs never overlapped
 
     def sim(mode: str, ring_s: float) -> cc.SavedRun:
         return cc.SavedRun(mode, {}, [{"mode": mode, "job": j, "worker": w, "iteration": i, "iter_s": t}
