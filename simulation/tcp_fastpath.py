@@ -1,13 +1,15 @@
-"""Build the library that takes the O(window) walk out of ns-3's TCP sender (simulation/tcp_fastpath.cc).
+"""Build the library that takes the O(window) walks out of ns-3's TCP sender (simulation/tcp_fastpath.cc).
 
-Why this exists: a DCTCP run at paper-144, load 0.6 spent most of its CPU in ns-3's
-``TcpTxBuffer::NextSeg``, which walks every segment in flight for every segment sent even when no
-segment can be lost (docs/simulation.md, "DCTCP's per-event cost"). tcp_fastpath.cc answers those
-calls without the walk, with ns-3's own code, so every record of a run stays the same. Each ns-3 run's
-process preloads it (simulation/fresh.py, beside jemalloc). It is compiled here, once per source and
-ns-3 install, into ``~/.cache/dlcp-sim/`` (``$XDG_CACHE_HOME`` if set), with the C++ compiler that
-cppyy needs anyway. ``DLCP_SIM_TCP_FASTPATH=off`` runs stock ns-3 (for A/B); if it cannot be built,
-the run says so once and uses stock ns-3 (the same results, slower).
+Why this exists: a DCTCP run at paper-144, load 0.6 spent most of its CPU in ns-3's TcpTxBuffer
+walking its list of segments in flight: ``NextSeg`` for every segment sent, even when no segment can be
+lost, and, later in the run, the search for each retransmitted segment (``GetPacketFromList``, whose
+assert compares the whole list at every step) (docs/simulation.md, "DCTCP's per-event cost").
+tcp_fastpath.cc answers those calls without the walks, with ns-3's own code for everything that
+changes the list, so every record of a run stays the same. Each ns-3 run's process preloads it
+(simulation/fresh.py, beside jemalloc). It is compiled here, once per source and ns-3 install, into
+``~/.cache/dlcp-sim/`` (``$XDG_CACHE_HOME`` if set), with the C++ compiler that cppyy needs anyway.
+``DLCP_SIM_TCP_FASTPATH=off`` runs stock ns-3 (for A/B), ``nextseg`` the NextSeg cut alone (session
+15's); if it cannot be built, the run says so once and uses stock ns-3 (the same results, slower).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import sys
 import threading
 from pathlib import Path
 
-ENV = "DLCP_SIM_TCP_FASTPATH"              # "off": stock ns-3's NextSeg
+ENV = "DLCP_SIM_TCP_FASTPATH"              # "off": stock ns-3; "nextseg": the NextSeg cut only
 SOURCE = Path(__file__).with_name("tcp_fastpath.cc")
+CHOICES = ("on", "1", "yes", "nextseg", "off", "0", "no")
 NS3_CORE = "ns3.44-core"                    # linked (its Time::StaticInit runs from ns-3's headers)
 _LOCK = threading.Lock()
 _built: dict[str, str | None] = {}
@@ -47,7 +50,10 @@ def _cache_dir() -> Path:
 def library() -> str | None:
     """Path of the built library to preload, or None (off, ns-3 not installed, or the build failed:
     then one line on stderr says why)."""
-    if os.environ.get(ENV, "on").strip().lower() in ("off", "0", "no"):
+    choice = os.environ.get(ENV, "on").lower()
+    if choice not in CHOICES:
+        raise ValueError(f"{ENV}={os.environ[ENV]!r}: expected one of {', '.join(CHOICES)}")
+    if choice in ("off", "0", "no"):
         return None
     root = _ns3_root()
     if root is None:
@@ -87,7 +93,9 @@ def _build(root: Path, key: str) -> str | None:
 
 def calls() -> dict[str, int] | None:
     """In a run's process after Simulator::Run: NextSeg calls answered without the walk ("shortened")
-    and passed to ns-3 ("stock"), or None when the library is not loaded here."""
+    and passed to ns-3 ("stock"), retransmissions found through the index ("retx_indexed") and
+    rebuilds of an index by a walk ("index_rebuilds"), whether the retransmission index is on
+    ("retx_index_on": 0 with ``nextseg``), or None when the library is not loaded here."""
     import ctypes
 
     try:
@@ -95,4 +103,5 @@ def calls() -> dict[str, int] | None:
     except AttributeError:
         return None
     fn.restype, fn.argtypes = ctypes.c_ulonglong, [ctypes.c_int]
-    return {"shortened": int(fn(1)), "stock": int(fn(0))}
+    return {"shortened": int(fn(1)), "stock": int(fn(0)), "retx_indexed": int(fn(2)),
+            "index_rebuilds": int(fn(3)), "retx_index_on": int(fn(4))}
