@@ -69,11 +69,13 @@ MAG_GROUPS = (("m0-3", range(0, 4)), ("m4-7", range(4, 8)), ("m8-11", range(8, 1
 # the Mininet runs on record (docs/simulation.md "Cross-check with Mininet"), extracted from results/<run>/
 # (git-ignored) by ``--extract``: per run mode, seed, iterations, drops; per iteration and worker its time
 DATA = Path(__file__).resolve().parent / "data" / "mininet"
-# session 15's records at c5fa973 (H15c, slot 21:15-21:28 UTC, from a clone, through quiet.sh, --no-calibrate, dlcp
-# and tcp-cubic interleaved): tcp-bulk 6 seeds x 6 iterations, ecmp-collision 8 seeds x 4 iterations. The
-# session-5 records (the 04:50 demo, H10b's 04:18 study) and older ones stay in DATA for --mininet-tcp-bulk /
-# --mininet-ecmp-collision
-RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261203-211506", "ecmp-collision": DATA / "ecmp-collision-20261203-212102"}
+# tcp-bulk: session 15's record at c5fa973 (H15c, slot 21:15-21:21 UTC, from a clone, through quiet.sh,
+# --no-calibrate, dlcp and tcp-cubic interleaved), 6 seeds x 6 iterations. ecmp-collision: session 16's (H16b, slot
+# M1 01:35-01:52 UTC, the same way at 64e4e5d, whose Mininet side is c5fa973's), three studies of 8 seeds x 4
+# iterations (seeds 1-8, 9-16, 17-24) merged, with every iteration's start and every TCP run's ECMP placement
+# (``--extract RUN DEST --tcp-conns FILE``); session 15's (8 seeds, 21:21 UTC), session 5's (the 04:50 demo, H10b's
+# 04:18 study) and older ones stay in DATA for --mininet-tcp-bulk / --mininet-ecmp-collision
+RECORDS = {"tcp-bulk": DATA / "tcp-bulk-20261203-211506", "ecmp-collision": DATA / "ecmp-collision-20261204-013500"}
 # the cross-check runs every dlcp-sim report quotes (crosscheck.json files, copied here after a run): the
 # rebuild as is, and with the switch ports at a share of their rate: 0.5 in both modes (about what session 5's
 # Mininet switches delivered while backlogged, 0.35-0.75), and 0.8 in DLCP runs with 0.87 in TCP runs (what the

@@ -29,16 +29,48 @@ def _iters(name: str) -> dict:
 
 
 def test_records_give_the_published_iteration_means() -> None:
-    """The Mininet reports of session 15's records (docs/results/crosscheck-s15/): tcp-bulk (6 seeds x 6
-    iterations, 30 each) DLCP 1.414 / TCP cubic 2.204 s; ecmp-collision (8 seeds x 4 iterations, 24 each) PS
-    1.445 / 1.474 s, ring 1.018 / 0.995 s: the slowest worker's time per iteration >= 1, as the report's."""
+    """The Mininet reports of the records: tcp-bulk (session 15, docs/results/crosscheck-s15/; 6 seeds x 6
+    iterations, 30 each) DLCP 1.414 / TCP cubic 2.204 s; ecmp-collision (session 16, docs/results/crosscheck-s16/:
+    three studies of 8 seeds x 4 iterations merged) per study PS 1.449 / 1.478, 1.209 / 1.407, 1.177 / 1.302 s and
+    ring 1.110 / 1.078, 0.814 / 1.028, 0.770 / 0.910 s; session 15's ecmp-collision record (8 seeds) PS 1.445 /
+    1.474 s, ring 1.018 / 0.995 s: the slowest worker's time per iteration >= 1, as the reports'."""
     got = _iters("tcp-bulk")
     assert {k: (len(v), round(sum(v) / len(v), 3)) for k, v in got.items()} == {
         ("dlcp", "ps"): (30, 1.414), ("tcp-cubic", "ps"): (30, 2.204)}
-    got = _iters("ecmp-collision")
-    assert {k: (len(v), round(sum(v) / len(v), 3)) for k, v in got.items()} == {
+    recs = [json.loads(x) for x in (cc.RECORDS["ecmp-collision"] / "iterations.jsonl").read_text().splitlines()]
+    for first, (ps_d, ps_t, ring_d, ring_t) in ((1, (1.449, 1.478, 1.110, 1.078)), (9, (1.209, 1.407, 0.814, 1.028)),
+                                                (17, (1.177, 1.302, 0.770, 0.910))):
+        got = cc.iteration_times([r for r in recs if first <= r["seed"] < first + 8], "iter_time_s")
+        assert {k: (len(v), round(sum(v) / len(v), 3)) for k, v in got.items()} == {
+            ("dlcp", "ps"): (24, ps_d), ("tcp-cubic", "ps"): (24, ps_t),
+            ("dlcp", "ring"): (24, ring_d), ("tcp-cubic", "ring"): (24, ring_t)}
+    s15 = [json.loads(x) for x in (cc.DATA / "ecmp-collision-20261203-212102" / "iterations.jsonl").read_text()
+           .splitlines()]
+    assert {k: (len(v), round(sum(v) / len(v), 3)) for k, v in cc.iteration_times(s15, "iter_time_s").items()} == {
         ("dlcp", "ps"): (24, 1.445), ("tcp-cubic", "ps"): (24, 1.474),
         ("dlcp", "ring"): (24, 1.018), ("tcp-cubic", "ring"): (24, 0.995)}
+
+
+def test_the_record_knows_every_tcp_runs_placement_and_each_first_run_of_a_seed_started_its_ring_late() -> None:
+    """Session 16's ecmp-collision record: every TCP cubic run's ECMP placement (2-6 ring-PS collisions; the
+    rebuild as is has 8), and the lone rings of 14 runs: the first run of a seed new to the machine (seeds 9-24;
+    host_agent's ProfileWorkload then computes its torch gradients, ~/.cache/dlcp/torch-grads-<seed>.npz, in every
+    ring agent before its first iteration). 16 placements of runs whose jobs overlapped are replayed in ns-3."""
+    from simulation import ecmp_placement as ep
+    d = cc.RECORDS["ecmp-collision"]
+    runs = [json.loads(x) for x in (d / "runs.jsonl").read_text().splitlines()]
+    recs = [json.loads(x) for x in (d / "iterations.jsonl").read_text().splitlines()]
+    assert sorted(ep.collisions(r["placement"]) for r in runs if r["mode"] == "tcp-cubic") == [2] * 3 + [4] * 14 + [6] * 7
+    assert all(r["placement"] is None for r in runs if r["mode"] == "dlcp")
+    span: dict[tuple, list[float]] = {}
+    for r in recs:
+        a, b = r["start_s"], r["start_s"] + r["iter_time_s"]
+        w = span.setdefault((r["mode"], r["seed"], r["job"]), [a, b])
+        w[0], w[1] = min(w[0], a), max(w[1], b)
+    alone = sorted((m, s) for (m, s, j), (a, _) in span.items() if j == "ring" and a > span[(m, s, "ps")][1])
+    assert alone == [("dlcp", s) for s in (9, 13, 15, 17, 19, 21, 23)] + [("tcp-cubic", s) for s in range(10, 25, 2)
+                                                                          if s != 12]
+    assert len(cc.record_placements(d)) == 16
 
 
 def test_only_iterations_beside_the_other_job_compare_like_with_like() -> None:
