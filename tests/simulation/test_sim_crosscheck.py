@@ -62,12 +62,7 @@ def test_the_record_knows_every_tcp_runs_placement_and_each_first_run_of_a_seed_
     recs = [json.loads(x) for x in (d / "iterations.jsonl").read_text().splitlines()]
     assert sorted(ep.collisions(r["placement"]) for r in runs if r["mode"] == "tcp-cubic") == [2] * 3 + [4] * 14 + [6] * 7
     assert all(r["placement"] is None for r in runs if r["mode"] == "dlcp")
-    span: dict[tuple, list[float]] = {}
-    for r in recs:
-        a, b = r["start_s"], r["start_s"] + r["iter_time_s"]
-        w = span.setdefault((r["mode"], r["seed"], r["job"]), [a, b])
-        w[0], w[1] = min(w[0], a), max(w[1], b)
-    alone = sorted((m, s) for (m, s, j), (a, _) in span.items() if j == "ring" and a > span[(m, s, "ps")][1])
+    alone = _lone_rings(recs)
     assert alone == [("dlcp", s) for s in (9, 13, 15, 17, 19, 21, 23)] + [("tcp-cubic", s) for s in range(10, 25, 2)
                                                                           if s != 12]
     assert len(cc.record_placements(d)) == 16
@@ -79,18 +74,23 @@ def test_only_iterations_beside_the_other_job_compare_like_with_like() -> None:
     iteration times from its agents' files, ``iteration_starts``). Beside the PS: 10 ring iterations per mode of 24."""
     recs = [json.loads(x) for x in (cc.DATA / "ecmp-collision-20261203-212102" / "iterations.jsonl").read_text()
             .splitlines()]
-    span: dict[tuple, list[float]] = {}
-    for r in recs:
-        a, b = r["start_s"], r["start_s"] + r["iter_time_s"]
-        w = span.setdefault((r["mode"], r["seed"], r["job"]), [a, b])
-        w[0], w[1] = min(w[0], a), max(w[1], b)
-    alone = sorted((m, s) for (m, s, j), (a, _) in span.items() if j == "ring" and a > span[(m, s, "ps")][1])
+    alone = _lone_rings(recs)
     assert alone == [("dlcp", s) for s in (1, 3, 5, 7)] + [("tcp-cubic", s) for s in (2, 4, 6, 8)]
     got = cc.iteration_times(recs, "iter_time_s", beside=True)
     assert {k: (len(v), round(sum(v) / len(v), 3)) for k, v in got.items()} == {
         ("dlcp", "ps"): (12, 1.544), ("tcp-cubic", "ps"): (11, 1.61),
         ("dlcp", "ring"): (10, 1.215), ("tcp-cubic", "ring"): (10, 1.283)}
     assert cc.iteration_times(recs, "iter_time_s") == _iters_of(recs)      # without ``beside``: every iteration
+
+
+def _lone_rings(recs: list[dict]) -> list[tuple[str, int]]:
+    """(mode, seed) of the runs whose ring began after the PS had ended."""
+    span: dict[tuple, list[float]] = {}
+    for r in recs:
+        a, b = r["start_s"], r["start_s"] + r["iter_time_s"]
+        w = span.setdefault((r["mode"], r["seed"], r["job"]), [a, b])
+        w[0], w[1] = min(w[0], a), max(w[1], b)
+    return sorted((m, s) for (m, s, j), (a, _) in span.items() if j == "ring" and a > span[(m, s, "ps")][1])
 
 
 def _iters_of(recs: list[dict]) -> dict:
