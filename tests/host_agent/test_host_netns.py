@@ -20,6 +20,15 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
                                 reason="needs root and iproute2 to create network namespaces")
 AGENT = [sys.executable, "-m", "host_agent.cli"]
 A_IP, B_IP = "10.251.7.1", "10.251.7.2"
+# How long the test lets the sender run, start-up included, and the receiver finish after it. The
+# receiver's idle limit (--timeout: no packet for that long) is the sender's whole bound: before the
+# first packet it is waiting for the relay and the sender to start (measured: 0.6 s of CPU to import,
+# the sender 1.3 s more to make and packetize its 161 tensors), which took over 20 s at nice 19 on the
+# loaded 2-core machine (recv left after 20 s idle, 8 s after the sender had opened its output file;
+# the sender then found nobody behind the relay: "no answer ... to the OPEN"). The test's waits
+# end when the processes exit; these bounds only decide how long a real hang takes to be reported.
+GEN_WAIT_S = 60
+RECV_WAIT_S = 30
 
 
 def sh(*cmd: str) -> None:
@@ -67,7 +76,7 @@ def records(path: Path) -> list[dict]:
 def run_gen_recv(tmp_path: Path, a: str, b: str, loss: float, bound: float,
                  offload: str = "auto") -> tuple[dict, dict, list]:
     rx_out, tx_out, relay_out = tmp_path / "rx.jsonl", tmp_path / "tx.jsonl", tmp_path / "relay.jsonl"
-    procs = [in_ns(b, ["recv", "--bind", "0.0.0.0:9290", "--count", "161", "--timeout", "20",
+    procs = [in_ns(b, ["recv", "--bind", "0.0.0.0:9290", "--count", "161", "--timeout", str(GEN_WAIT_S),
                        "--out", str(rx_out)])]
     try:
         first_address(rx_out)
@@ -79,8 +88,8 @@ def run_gen_recv(tmp_path: Path, a: str, b: str, loss: float, bound: float,
             dest = f"{B_IP}:9291"
         gen = in_ns(a, ["gen", "--dest", dest, "--profile", "resnet50", "--scale", "0.005", "--worker", "1",
                         "--loss-bound", str(bound), "--offload", offload, "--out", str(tx_out)])
-        assert gen.wait(60) == 0
-        assert procs[0].wait(30) == 0
+        assert gen.wait(GEN_WAIT_S) == 0
+        assert procs[0].wait(RECV_WAIT_S) == 0
     finally:
         for p in procs[1:]:
             p.terminate()
