@@ -233,10 +233,12 @@ struct TransportConfig {
   // windows stalled, and the PS link ran at 76-93 % for ~110 us with 35-85 workers waiting. With it
   // (seed 1, iterations 0-1): gradient mean 281.8 -> 275.8 us (iteration 1: 238.4 -> 226.4, its p99
   // 450.3 -> 429.4; iteration 0 unchanged), the run's p99 615.4 -> 616.8 us, PS iteration 1.141 ->
-  // 1.130 ms. Off until more seeds are measured (tests/simulation/test_sim_host_control_first.py;
-  // docs/simulation.md "Where the steady-state mean goes"). Off: one DLCP band, DATA and control in
-  // arrival order. Read from the per-process defaults, as hostPriority (the host ports are built first)
-  bool hostControlFirst = false;
+  // 1.130 ms. Seeds 2 and 3: mean 282.8 -> 276.4 and 282.4 -> 275.9 us, PS iteration faster on all
+  // three, the pooled p99 +1.4, +1.6, -2.3 us. On since session 16 (tests/simulation/
+  // test_sim_host_control_first.py; docs/simulation.md "Where the steady-state mean goes"). Off: one
+  // DLCP band, DATA and control in arrival order (the behaviour up to session 15). Read from the
+  // per-process defaults, as hostPriority (the host ports are built first)
+  bool hostControlFirst = true;
 };
 
 // A host port as ``hostPriority`` wants it: band 0 for socket priority 6 (DLCP), band 1 for the

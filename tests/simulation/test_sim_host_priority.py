@@ -6,7 +6,8 @@ silently built the plain FIFO would produce such a finding by itself. One did, d
 ports were built, but DLCP's packets never carried the priority, and the finding was wrong
 (tests/simulation/test_sim_host_queue.py checks where the packets wait). On by default since session 8.
 The test builds scale-16 with the knob set as a default (as transport_knobs --set does) and checks
-the host ports' queue discs (the TCP baselines' stay FIFOs), and that a per-run override, which would come too late for the host
+the host ports' queue discs (3 bands with hostControlFirst, the default since session 16, 2 without;
+the TCP baselines' stay FIFOs), and that a per-run override, which would come too late for the host
 ports, is refused. Real ns-3, in the test process. Budget: about 40 s (the ns-3 import).
 """
 
@@ -27,10 +28,14 @@ def _root(net, host: str):
     return node.GetObject[ns.TrafficControlLayer]().GetRootQueueDiscOnDevice(node.GetDevice(1))
 
 
-def test_host_ports_get_two_bands_with_the_knob_and_by_default(ns3_model) -> None:
+def test_host_ports_get_priority_bands_with_the_knob_and_by_default(ns3_model) -> None:
     topo = preset("scale-16")
     try:
-        set_transport_defaults(hostPriority=True)
+        set_transport_defaults(hostPriority=True)       # with hostControlFirst (default): control, DLCP, the rest
+        net = build_network(topo, load_policy(FABRIC_POLICY), "dlcp")
+        q = _root(net, topo.hosts[3])
+        assert q.GetInstanceTypeId().GetName() == "ns3::PrioQueueDisc" and q.GetNQueueDiscClasses() == 3
+        set_transport_defaults(hostPriority=True, hostControlFirst=False)    # DLCP, the rest
         net = build_network(topo, load_policy(FABRIC_POLICY), "dlcp")
         q = _root(net, topo.hosts[3])
         assert q.GetInstanceTypeId().GetName() == "ns3::PrioQueueDisc" and q.GetNQueueDiscClasses() == 2
@@ -40,7 +45,8 @@ def test_host_ports_get_two_bands_with_the_knob_and_by_default(ns3_model) -> Non
     finally:
         set_transport_defaults()
     net = build_network(topo, load_policy(FABRIC_POLICY), "dlcp")      # the default since session 8: on
-    assert _root(net, topo.hosts[3]).GetInstanceTypeId().GetName() == "ns3::PrioQueueDisc"
+    q = _root(net, topo.hosts[3])
+    assert q.GetInstanceTypeId().GetName() == "ns3::PrioQueueDisc" and q.GetNQueueDiscClasses() == 3
     net = build_network(topo, load_policy(FABRIC_POLICY), "tcp-cubic")  # the baselines keep the FIFO
     assert _root(net, topo.hosts[3]).GetInstanceTypeId().GetName() == "ns3::FifoQueueDisc"
 
