@@ -14,7 +14,9 @@ gradient structure.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -58,12 +60,26 @@ def _unit(g: np.ndarray) -> np.ndarray:
     return flat / max(float(np.abs(flat).mean()), 1e-12)
 
 
+def torch_gradients_cache(seed: int) -> Path:
+    """Where ``torch_gradients`` keeps seed ``seed``'s gradients ($XDG_CACHE_HOME or ~/.cache, dlcp/)."""
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dlcp" / f"torch-grads-{seed}.npz"
+
+
+def warm_gradient_cache(seed: int) -> None:
+    """Compute and cache seed ``seed``'s torch gradients now, as the first ``ProfileWorkload`` of that seed would
+    in every agent: a runner calls it before it starts the agents, so that no agent's start-up pays the torch
+    import and the CNN (seconds on a busy machine: in a Mininet study the ring's four agents then began their
+    first iteration after the PS job had ended, in the first run of every new seed)."""
+    if not torch_gradients_cache(seed).is_file():
+        from host_agent.training import load_digits_split
+        xtr, ytr, _, _ = load_digits_split(seed)
+        torch_gradients(seed, xtr, ytr)
+
+
 def torch_gradients(seed: int, x: np.ndarray, y: np.ndarray, batches: int = 2) -> list[np.ndarray]:
     """Per-parameter gradients of a small CNN (2 conv + 2 linear layers) trained on digits with torch."""
-    import os
     import tempfile
-    from pathlib import Path
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dlcp" / f"torch-grads-{seed}.npz"
+    cache = torch_gradients_cache(seed)
     try:
         with np.load(cache) as z:
             return [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]

@@ -178,6 +178,9 @@ def run_mode(cfg: ExperimentConfig, mode: str, run_dir: Path, pipeline: dict[str
             cmd = agents.background(hosts[0], cfg.background_mbps, cfg.timeout_s, burst=32, burst_every=0.3)
             procs.append(net.host(hosts[-1].name).popen(cmd, stdout=open(mode_dir / "background.jsonl", "w"),
                                                         stderr=subprocess.STDOUT))
+        if cfg.workload == "allreduce" or cfg.workload.startswith("profile:"):
+            from host_agent.workloads import warm_gradient_cache
+            warm_gradient_cache(cfg.seed)        # the profile's gradients before the agents start (study.warm_workloads)
         agent_procs = {}
         for name, cmd in workload_commands(cfg, topo, mode, mode_dir).items():
             with open(mode_dir / f"{name}.log", "w") as logf:

@@ -110,6 +110,25 @@ class StudyConfig:
     notes: list[str] = field(default_factory=list)
 
 
+NUMPY_WORKLOADS = ("digits", "digits-wide")   # host_agent.workloads.make_workload: every other name is a profile
+
+
+def warm_workloads(scen: Scenario, seed: int) -> list[str]:
+    """Compute now what a run's agents would otherwise each compute at start-up: seed ``seed``'s torch gradients
+    of every job built on a model profile (host_agent ``ProfileWorkload`` -> ``warm_gradient_cache``). Without
+    it the first run of a seed new to the machine started those agents seconds late (the torch import and a CNN in
+    each, on the busy 2-core machine): in ecmp-collision the ring began after the PS job had ended in 8 of 16 runs
+    of session 15's record and 14 of 48 in session 16's (docs/simulation.md, "Cross-check with Mininet").
+    Returns the jobs warmed."""
+    from host_agent.workloads import warm_gradient_cache
+    warmed = []
+    for job in scen.jobs:
+        if job.kind in ("ps", "allreduce") and job.workload not in NUMPY_WORKLOADS:
+            warm_gradient_cache(seed)
+            warmed.append(job.name)
+    return warmed
+
+
 def run_order(modes: tuple[str, ...], seeds: list[int]) -> list[tuple[int, str]]:
     """Seed by seed; within seed k the mode list is rotated by k (interleaved, no fixed position)."""
     order = []
@@ -326,6 +345,7 @@ class Study:
         assert self.net is not None and self.topo is not None
         out_dir = self.run_dir / f"{tag}seed{seed}-{mode}"
         out_dir.mkdir(parents=True, exist_ok=True)
+        warm_workloads(self.scen, seed)            # before any agent starts: every job's start-up as fast
         config = self.configs[mode]
         _sh(agents.dlcpctl(config, "apply"), f"dlcpctl apply ({mode})")
         before = self._counters(config)
