@@ -60,6 +60,7 @@ struct DestGrant {
   bool hold = false;                          // the receiver's HOLD (overcommitment): no DATA until a GRANT
   double holdSince = 0;                       // when the hold began or its OPENs were last re-sent
   bool answered = false;                      // a GRANT or HOLD came from this destination (openRetry)
+  bool shed = false;                          // shedDroppable: its last GRANT said it holds other senders
   double openRetryIn = 0;                     // s: the next retry's base wait (doubles per retry)
   ns3::EventId openRetryEvent;
   uint64_t InFlight() const { return sent > acked + writtenOff ? sent - acked - writtenOff : 0; }
@@ -78,6 +79,7 @@ struct InTransfer {
   uint32_t src = 0;
   double opened = 0, reopened = -1;            // its first OPEN; an OPEN again (a held sender's)
   uint8_t layer = 0;                           // its layer class (the OPEN's or PROBE's header)
+  bool probed = false;                         // shedDroppable: a PROBE came (the sender sent what it will)
 };
 
 // One end host: a DLCP endpoint on UDP 9290 (sender and receiver sides, one AIMD pacer shared by
@@ -377,6 +379,11 @@ class DlcpHost : public ns3::Application {
         continue;
       }
       Blocked(o, r, -1, now);
+      if (net.cfg.shedDroppable && !o.retxRound && m_dest[r.dst].shed)   // shedDroppable (TransportConfig):
+        while (o.queue.size() > 1 && !o.crit[o.queue.front()] && o.mag[o.queue.front()] < net.cfg.protectedMag) {
+          o.queue.pop_front();                   // the droppable-by-design packets are not sent
+          r.shed++;
+        }
       uint32_t i = o.queue.front();
       o.queue.pop_front();
       uint32_t chunk = (uint32_t)std::min<uint64_t>(net.cfg.payload, r.bytes - (uint64_t)i * net.cfg.payload);
@@ -442,10 +449,11 @@ class DlcpHost : public ns3::Application {
     if (d->second.writtenOff > before) net.writeOffs++;
     d->second.progress = ns3::Simulator::Now().GetSeconds();
   }
-  void OnGrant(uint32_t id, double rate, uint32_t window) {
+  void OnGrant(uint32_t id, double rate, uint32_t window, bool shed = false) {
     SimNet& net = SimNet::Get();
     uint32_t dst = net.transfers[id].dst;
     DestGrant& d = m_dest[dst];
+    if (rate > 0) d.shed = shed;                 // shedDroppable: each GRANT says whether others are held
     double now = ns3::Simulator::Now().GetSeconds();
     bool first = !d.answered;                    // the first answer from dst: no more OPEN retries
     d.answered = true;
@@ -578,7 +586,8 @@ class DlcpHost : public ns3::Application {
         if (sub == kSubOpen) Open(id, srcHost, Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8),
                                   Get32(h + kDlcpHeaderLen + 12), (uint8_t)(h[1] >> 5), true);
         else if (sub == kSubEcnEcho) OnEcnEcho(id, Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8));
-        else if (sub == kSubGrant) OnGrant(id, Get32(h + kDlcpHeaderLen + 4) * 1000.0, Get32(h + kDlcpHeaderLen + 12));
+        else if (sub == kSubGrant) OnGrant(id, Get32(h + kDlcpHeaderLen + 4) * 1000.0, Get32(h + kDlcpHeaderLen + 12),
+                                           (flags & kFlagShed) != 0);
         else if (sub == kSubAck) OnAck(id, Get32(h + kDlcpHeaderLen + 4));
       } else if (msg == kMsgProbe && len >= kDlcpHeaderLen + 12) {
         Open(id, srcHost, Get32(h + kDlcpHeaderLen), Get32(h + kDlcpHeaderLen + 4), Get32(h + kDlcpHeaderLen + 8),
@@ -648,6 +657,7 @@ class DlcpHost : public ns3::Application {
     if (critical) t.gotCrit++; else t.gotNc++;
     t.lastData = now;
     if (t.gotAll == t.n) { Finish(id, t); return; }
+    if (t.probed && net.cfg.shedDroppable && RuleHolds(t)) { Finish(id, t); return; }   // the PROBE overtook it
     // grantAhead: a granted sender may have become a finishing one (Regrant decides, over all its
     // transfers here): only while senders are held and this transfer is below the threshold
     if (net.cfg.grantAhead > 0 && !m_held.empty() && m_sched.count(src)) {
@@ -657,6 +667,7 @@ class DlcpHost : public ns3::Application {
   }
   void OnProbe(uint32_t id, uint32_t round) {
     InTransfer& t = m_in[id];
+    t.probed = true;
     if (t.complete) { SendDone(id, t); return; }
     if (RuleHolds(t)) { Finish(id, t); return; }
     t.pendingRound = round;
@@ -798,6 +809,7 @@ class DlcpHost : public ns3::Application {
     m_sched = granted;
     // grantAhead's granted set over time (SimNet::grantedSetMax and the rest): the state since the last call
     bool heldNow = c.overcommit && active.size() > c.overcommitSenders;
+    m_pressure = heldNow;                        // shedDroppable: the GRANTs below carry it
     bool overNow = heldNow && granted.size() > c.overcommitSenders;
     if (m_setHeld) net.heldS += now - m_setAt;
     if (m_setOver) net.overBoundS += now - m_setAt;
@@ -904,7 +916,8 @@ class DlcpHost : public ns3::Application {
   }
   void SendGrantPacket(uint32_t sender, uint32_t id, uint32_t wireRate, uint32_t n, uint32_t window) {
     std::vector<uint8_t> buf(kDlcpHeaderLen + 16, 0);
-    Header(buf.data(), kMsgControl, 7, 15, kFlagCritical, id, 0, 0, 0, (uint16_t)sender);
+    uint8_t flags = kFlagCritical | (SimNet::Get().cfg.shedDroppable && m_pressure && wireRate > 0 ? kFlagShed : 0);
+    Header(buf.data(), kMsgControl, 7, 15, flags, id, 0, 0, 0, (uint16_t)sender);
     uint8_t* p = buf.data() + kDlcpHeaderLen;
     Put(p, kSubGrant, 4); Put(p, wireRate, 4); Put(p, n, 4); Put(p, window, 4);
     SendTo(sender, buf, false);
@@ -957,6 +970,7 @@ class DlcpHost : public ns3::Application {
   std::set<uint32_t> m_sched, m_held;               // receiver: senders granted now; senders sent a HOLD
   std::map<uint32_t, std::pair<double, uint32_t>> m_recent;   // receiver: sender host -> (last active, a transfer of it)
   std::map<uint32_t, uint32_t> m_rxFrom, m_ackedAt; // receiver: DATA from each sender, count at the last ACK
+  bool m_pressure = false;                          // receiver: senders held at the last Regrant (shedDroppable)
   double m_nextSend = 0, m_rate = 1e9, m_line = 1e9, m_cutRate = 0, m_lastCut = -1, m_lastIncrease = 0;
   double m_srtt = 0, m_rttvar = 0;
   uint32_t m_seq = 0;

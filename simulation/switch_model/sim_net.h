@@ -26,6 +26,7 @@ namespace dlcpsim {
 
 constexpr uint8_t kMsgProbe = 1, kMsgBitmap = 2, kMsgDone = 3, kMsgControl = 4;   // protocol.py MSG_*
 constexpr uint8_t kFlagRetx = 0x20, kFlagPull = 0x10;
+constexpr uint8_t kFlagShed = 0x01;             // GRANT: shedDroppable (the receiver holds other senders)
 constexpr uint8_t kSubOpen = 1, kSubEcnEcho = 2, kSubGrant = 4, kSubAck = 5;   // protocol.py CTRL_*
 constexpr uint16_t kTcpPort = 5000;
 constexpr uint32_t kElem = 4;                 // float32
@@ -40,7 +41,7 @@ struct TransferRec {
   double lossBound = 0;
   double start = -1, end = -1;                // s; end = receiver complete
   uint32_t packets = 0, critical = 0, droppable = 0;
-  uint32_t sent = 0, retx = 0, probes = 0, rounds = 0, zeroFilled = 0, ceMarks = 0;
+  uint32_t sent = 0, retx = 0, probes = 0, rounds = 0, zeroFilled = 0, ceMarks = 0, shed = 0;
   int32_t iteration = -1;
   double grantWait = 0;                       // s its DATA waited for the GRANT answering its OPEN
   // s its next DATA was held, by cause (the pacer's own gaps not counted): the receiver's HOLD
@@ -73,6 +74,18 @@ struct TransportConfig {
   uint32_t windowPackets = 40;                // WINDOW_PACKETS: all granted senders together in flight ...
   uint32_t windowMin = 4;                     // WINDOW_MIN: ... but each at least this many
   uint32_t ackEvery = 4;                      // ACK_EVERY: CONTROL/ACK after this many DATA from a sender
+  // Not in host_agent: a receiver that holds senders (overcommit, more than overcommitSenders active)
+  // flags its GRANTs (kFlagShed), and a sender whose last GRANT from that receiver carried the flag
+  // does not send its droppable-by-design packets to it (not CRITICAL, magnitude class below
+  // protectedMag: the smallest-|g| packets the loss bound lets the receiver zero-fill; never the LAST,
+  // never in a retransmission round), as the switches would drop them first under pressure. A
+  // receiver that got the PROBE finishes a transfer on the DATA that makes its rule hold (the PROBE,
+  // in the control queue, can overtake the last DATA). Why: paper-144, load 0.6, iteration 1 (seed 1,
+  // hostControlFirst): the PS link carried 608.1 us of push DATA where the fluid without droppable
+  // packets needs 590.9; the 143 droppable packets (one per worker, in its 16,012-byte group) cost
+  // 7.8 us of the 23.4 between the measured mean and DLCP's own whole-sender fluid. Cost: those
+  // packets are zero-filled (within the loss bound). Off: every packet is sent; only the switches drop
+  bool shedDroppable = false;
   uint32_t unscheduled = 4;                   // UNSCHEDULED_PACKETS before the GRANT answering an OPEN
   double grantIdle = 500e-6;                  // s (host_agent GRANT_IDLE 0.5 s): sender no longer active
   double grantTick = 20e-6;                   // s (GRANT_TICK 20 ms): check for senders gone quiet
