@@ -20,12 +20,13 @@ import numpy as np
 
 from host_agent import overlap
 from host_agent.collectives import PS_SERVER_ID
-from host_agent.endpoint import Endpoint, EndpointConfig, RecvHandle
+from host_agent.endpoint import Endpoint, EndpointConfig, RecvHandle, shed_droppable
 from host_agent.errors import HostAgentError, TransportError, UserError
 from host_agent.overlap import ComputeModel
 from host_agent.packetizer import packetize
 from host_agent.policy import BASELINE_POLICY, TagPolicy, load_policy
 from host_agent.ratecontrol import RateConfig
+from host_agent.receiver import SHED_SENDERS
 from host_agent.tcp_baseline import FRAME, recv_exact, send_tensor
 from host_agent.training import TrainConfig, train, write_jsonl
 from host_agent.workloads import make_workload
@@ -66,6 +67,12 @@ def _common(p: argparse.ArgumentParser, bind_default: str = "0.0.0.0:9290") -> N
                         "switches); on = GSO everywhere; off = one datagram per syscall")
     p.add_argument("--receive-deadline", type=float,
                    help="seconds after a tensor's OPEN after which it completes as soon as the loss bound is met")
+    p.add_argument("--shed-droppable", action=argparse.BooleanOptionalAction, default=None,
+                   help="shed droppable packets while a receiver holds senders (default on; environment "
+                        "DLCP_SHED_DROPPABLE=0/1 when neither flag is given): as a receiver with more than "
+                        f"{SHED_SENDERS} active senders, flag GRANTs; as a sender to a receiver whose last GRANT "
+                        "was flagged, leave out the packets it can do without by design (not CRITICAL, magnitude "
+                        "below the protected class, not LAST, within the loss bound); --no-shed-droppable: never")
     p.add_argument("--out", default="-", help="JSON-lines output file, appended to (default stdout)")
     p.add_argument("--timeout", type=float, default=60.0,
                    help="seconds before giving up (recv: seconds without traffic) (default 60)")
@@ -176,11 +183,13 @@ def make_endpoint(args: argparse.Namespace, worker_id: int) -> Endpoint:
     rate = RateConfig(initial_rate=args.rate * 1e6 / 8) if args.rate else RateConfig()
     link_mbps = getattr(args, "link_mbps", None)
     link_rate = link_mbps * 1e6 / 8 if link_mbps else None
+    shed = getattr(args, "shed_droppable", None)
     try:
         return Endpoint(EndpointConfig(job_id=args.job, worker_id=worker_id, bind=args.bind, rate=rate,
                                        link_rate=link_rate,
                                        give_up_after=min(args.timeout, 30.0), offload=args.offload,
                                        receive_deadline=args.receive_deadline,
+                                       shed_droppable=shed_droppable() if shed is None else shed,
                                        protected_mag_class=make_policy(args).protected_mag_class))
     except OSError as exc:
         raise UserError(f"--bind {args.bind[0]}:{args.bind[1]}: {exc.strerror}") from None
@@ -279,6 +288,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
              "comm_seconds": round(time.perf_counter() - t0, 6),
              "bytes_sent": sum(h.stats.bytes for h in sends),
              "retransmissions": sum(h.stats.retransmitted for h in sends),
+             "shed_packets": sum(h.stats.shed for h in sends),
              "zero_filled_elements": sum(h.stats.zero_filled_elements for h in sends),
              "ce_marks": sum(h.stats.ce_marks for h in sends),
              "sha256": [hashlib.sha256(g.tobytes()).hexdigest() for g in grads]})

@@ -36,6 +36,7 @@ class CommStats:
     bytes_sent: int = 0
     packets_sent: int = 0
     retransmitted: int = 0
+    shed: int = 0                       # droppable packets left out: the receiver held senders
     packets_by_class: dict[int, int] = field(default_factory=lambda: collections.Counter())
     missing_by_class: dict[int, int] = field(default_factory=lambda: collections.Counter())
     zero_filled_elements: int = 0
@@ -54,6 +55,7 @@ class CommStats:
         self.bytes_sent += h.stats.bytes
         self.packets_sent += h.stats.packets
         self.retransmitted += h.stats.retransmitted
+        self.shed += h.stats.shed
 
     def add_recv(self, h: RecvHandle) -> None:
         assert h.stats is not None
@@ -67,6 +69,7 @@ class CommStats:
         self.bytes_sent += other.bytes_sent
         self.packets_sent += other.packets_sent
         self.retransmitted += other.retransmitted
+        self.shed += other.shed
         self.packets_by_class.update(other.packets_by_class)
         self.missing_by_class.update(other.missing_by_class)
         self.zero_filled_elements += other.zero_filled_elements
@@ -83,7 +86,7 @@ class CommStats:
     def as_record(self) -> dict:
         rec = {"comm_seconds": round(self.seconds, 6), "bytes_sent": self.bytes_sent,
                "packets_sent": self.packets_sent, "retransmissions": self.retransmitted,
-               "spurious_retransmissions": self.spurious_retransmissions,
+               "shed_packets": self.shed, "spurious_retransmissions": self.spurious_retransmissions,
                "zero_filled_elements": self.zero_filled_elements, "loss_by_class": self.loss_by_class()}
         if self.step_recv_s:
             rec["ring_step_recv_ms"] = [round(t * 1e3, 1) for t in self.step_recv_s]

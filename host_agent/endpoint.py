@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import os
 import select
 import socket
@@ -29,7 +30,7 @@ from host_agent.outgoing import OutgoingTensor, SendState, SendStats
 from host_agent.packetizer import PacketizedTensor
 from host_agent.policy import TagPolicy
 from host_agent.ratecontrol import CRITICAL_CLASS, AimdPacer, GrantPacer, RateConfig
-from host_agent.receiver import ACK_EVERY, ReceiveSide, RecvHandle
+from host_agent.receiver import ACK_EVERY, SHED_SENDERS, ReceiveSide, RecvHandle
 
 __all__ = ["Endpoint", "EndpointConfig", "RecvHandle", "SendHandle"]
 
@@ -64,14 +65,25 @@ WRITE_OFF_MAX = 0.5
 SEND_BY_CLASS = False
 
 
-def send_by_class(default: bool = SEND_BY_CLASS) -> bool:
-    """Whether an endpoint sends the highest layer class first: ``default`` unless DLCP_SEND_BY_CLASS says."""
-    raw = os.environ.get("DLCP_SEND_BY_CLASS")
+def env_switch(name: str, default: bool) -> bool:
+    """``default`` unless the environment variable ``name`` says 0 or 1 (UserError on anything else)."""
+    raw = os.environ.get(name)
     if raw is None:
         return default
     if raw not in ("0", "1"):
-        raise UserError(f"DLCP_SEND_BY_CLASS={raw!r}: 0 or 1")
+        raise UserError(f"{name}={raw!r}: 0 or 1")
     return raw == "1"
+
+
+def shed_droppable(default: bool = True) -> bool:
+    """Whether endpoints shed droppable packets (``EndpointConfig.shed_droppable``): ``default`` unless the
+    environment variable DLCP_SHED_DROPPABLE (0/1) says (measurements only: an A/B of a whole study)."""
+    return env_switch("DLCP_SHED_DROPPABLE", default)
+
+
+def send_by_class(default: bool = SEND_BY_CLASS) -> bool:
+    """Whether an endpoint sends the highest layer class first: ``default`` unless DLCP_SEND_BY_CLASS says."""
+    return env_switch("DLCP_SEND_BY_CLASS", default)
 
 
 @dataclass
@@ -113,6 +125,16 @@ class EndpointConfig:
     # dropped by design are never acknowledged; ratecontrol.GrantPacer). ack_split False: format 1.
     protected_mag_class: int = TagPolicy.protected_mag_class
     ack_split: bool = True
+    # Shed droppable packets while the receiver holds senders (ns-3's ``shedDroppable``). As a receiver that
+    # grants: with more than ``shed_senders`` senders active (standby: recent) our GRANTs carry
+    # GRANT_FLAG_SHED (receiver.SHED_SENDERS). As a sender: while the last GRANT from a destination carried
+    # it, a gradient's first transmission leaves out the packets the receiver can do without by design (not
+    # CRITICAL, magnitude class below protected_mag_class, not LAST, at most the tensor's loss budget); they
+    # count as lost and the receiver zero-fills them within the loss bound. Parameters (kept stale where
+    # missing) and retransmission rounds never leave a packet out.
+    # Off: GRANTs in format 1 (no flags) and flags from others ignored. CLI: --no-shed-droppable.
+    shed_droppable: bool = field(default_factory=shed_droppable)
+    shed_senders: int = SHED_SENDERS
 
 
 class SendHandle:
@@ -141,6 +163,8 @@ class Endpoint:
         self.cfg = cfg or EndpointConfig()
         if not 1 <= self.cfg.protected_mag_class <= P.MAG_CLASS_MAX:
             raise ValueError(f"protected_mag_class {self.cfg.protected_mag_class} outside 1..{P.MAG_CLASS_MAX}")
+        if self.cfg.shed_senders < 0:
+            raise ValueError(f"shed_senders {self.cfg.shed_senders} is negative")
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._size_buffers()
         if self.cfg.ecn:
@@ -182,6 +206,10 @@ class Endpoint:
         self._classes: weakref.WeakKeyDictionary[OutgoingTensor, tuple[int, list[int]]] = weakref.WeakKeyDictionary()
         self.rx = ReceiveSide(self.cfg, self._sendto, self.drops)
         self._protected = self.cfg.protected_mag_class   # DATA below it (not CRITICAL): droppable by design
+        self._shed_by: set[tuple[str, int]] = set()   # destinations whose last GRANT carried GRANT_FLAG_SHED
+        # per tensor being sent: the packets its first transmission leaves out while its receiver sheds
+        self._sheddable: weakref.WeakKeyDictionary[OutgoingTensor, np.ndarray] = weakref.WeakKeyDictionary()
+        self.shed_packets = 0          # DATA packets left out (all-time; per tensor: SendStats.shed)
         self._buf = bytearray(65536)
         self._mv = memoryview(self._buf)
         self.ecn_echoes_received = 0
@@ -384,6 +412,7 @@ class Endpoint:
         return {"send_blocked_s": {k: round(v, 4) for k, v in sorted(self.send_blocked.items())},
                 "window_stalls": g.window_stalls, "unwindowed_sent": g.unwindowed_sent(), "standby_grants_sent": self.rx.standby_grants_sent,
                 "grants_received": g.grants_received, "grants_sent": self.rx.grants_sent,
+                "shed_packets": self.shed_packets, "shed_grants_sent": self.rx.shed_grants_sent,
                 "acks_sent": self.rx.acks_sent, "ce_not_echoed": self.rx.ce_own_port, "aimd_cuts": sum(p.decreases for p in self.pacers.values()),
                 "aimd_cuts_by_peer": {f"{a}:{p}": v.decreases for (a, p), v in self.pacers.items() if v.decreases},
                 "aimd_rate": {f"{a}:{p}": round(v.rate) for (a, p), v in self.pacers.items() if v.rate is not None},
@@ -464,10 +493,23 @@ class Endpoint:
         window = grants.window_limit(dest)
         if window is not None:                 # ... nor beyond the window
             gso_k = min(gso_k, window)
+        # the receiver holds senders (its last GRANT said so): a first transmission leaves out the droppable
+        shed = self._sheddable_of(tx) if dest in self._shed_by and tx.stats.rounds == 0 else None
         stopped = ""
         while pos < end:
             i = int(queue[pos])
             k = min(gso_k, end - pos, full - i)
+            if shed is not None:
+                if shed[i]:
+                    shed[i] = False            # once: counted as lost from now on
+                    tx.stats.shed += 1
+                    self.shed_packets += 1
+                    pos += 1
+                    continue
+                if k > 1:                      # a GSO run stops before the next packet to leave out
+                    nxt = np.flatnonzero(shed[i:i + k])
+                    if nxt.size:
+                        k = max(1, int(nxt[0]))
             try:
                 if not grants.window_open(dest, write_off):
                     stopped = "window"
@@ -514,6 +556,36 @@ class Endpoint:
             pos += k
         tx.pos = pos
         return stopped
+
+    def _sheddable_of(self, tx: OutgoingTensor) -> np.ndarray:
+        """Per packet of ``tx``: left out of its first transmission while its receiver sheds.
+
+        Droppable by design (not CRITICAL, magnitude class below ``protected_mag_class``), never the LAST
+        packet, and at most the tensor's loss budget (``n_nc - ceil((1 - p) n_nc)`` non-critical packets, the
+        smallest magnitude classes first), so the packets left out never take the tensor past its bound.
+        Gradients only, as in ns-3: a parameter's missing elements keep the receiver's stale values (the
+        switch may still drop its droppable packets; the sender never leaves them out). Packets sent before
+        the flag came are not marked; a packet is cleared once left out.
+        """
+        got = self._sheddable.get(tx)
+        if got is not None:
+            return got
+        pt = tx.pt
+        rec = pt.records
+        mask = np.asarray(P.droppable_by_design(rec["flags"], rec["b1"], self._protected), bool)
+        if pt.kind != P.KIND_GRADIENT:
+            mask[:] = False
+        mask &= (rec["flags"] & P.FLAG_LAST) == 0
+        n_nc = pt.n_packets - int(pt.critical.sum())
+        budget = n_nc - math.ceil((1.0 - pt.loss_bound) * n_nc - 1e-9)
+        idx = np.flatnonzero(mask)
+        if idx.size > budget:
+            keep = idx[np.argsort(rec["b1"][idx] & P.MAG_CLASS_MAX, kind="stable")[:max(0, budget)]]
+            mask[:] = False
+            mask[keep] = True
+        mask[tx.queue[:tx.pos]] = False        # already sent
+        self._sheddable[tx] = mask
+        return mask
 
     def _packet_classes(self, tx: OutgoingTensor) -> list[int]:
         """Class code of each of ``tx``'s packets as its header now says (a retransmission promoted
@@ -671,9 +743,17 @@ class Endpoint:
                 if len(rest) < P.GRANT_BODY.size:
                     self.drops["bad_control"] += 1
                     return
-                rate, _senders, window = P.GRANT_BODY.unpack_from(rest)
+                try:
+                    rate, _senders, window, gflags = P.unpack_grant(rest)
+                except ValueError:
+                    self.drops["bad_control"] += 1
+                    return
                 self.grants.grant(addr, max(GRANT_FLOOR, float(rate)))
                 self.grants.set_window(addr, window)
+                if gflags & P.GRANT_FLAG_SHED and self.cfg.shed_droppable:
+                    self._shed_by.add(addr)
+                else:
+                    self._shed_by.discard(addr)
             elif sub == P.CTRL_ECN_ECHO:
                 tx = self.outgoing.get((addr, tid))
                 if tx is not None and tx.pt.iteration == it and len(rest) >= P.ECN_ECHO_BODY.size:

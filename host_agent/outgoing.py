@@ -44,6 +44,7 @@ class SendStats:
     retransmitted: int = 0
     rounds: int = 0
     probes: int = 0
+    shed: int = 0             # droppable packets left out while the receiver held senders (endpoint.py)
     # from the receiver's DONE
     received: int = 0
     zero_filled_packets: int = 0

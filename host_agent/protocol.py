@@ -189,6 +189,14 @@ CTRL_OPEN_ACK = 3   # no body; receiver accepted an OPEN (first contact: sender 
 ECN_ECHO_BODY = struct.Struct("!I")  # cumulative CE-marked packets of this tensor
 CTRL_GRANT = 4      # body: GRANT_BODY; receiver-driven rate and window for this sender (receiver.py)
 GRANT_BODY = struct.Struct("!III")   # granted bytes/s, senders active towards the receiver, window (packets)
+# GRANT format 2 extends the body (the first 12 bytes unchanged, so a reader of GRANT_BODY still works):
+# the format (GRANT_FORMAT_FLAGS) and a flags byte. GRANT_FLAG_SHED: the receiver holds more senders than
+# it admits (receiver.py, ``shed_senders``), so the sender leaves out its droppable-by-design packets to
+# it (endpoint.py, ``shed_droppable``; ns-3's ``shedDroppable``). A format-1 body (12 bytes) has no flags.
+GRANT_BODY_FLAGS = struct.Struct("!IIIBB2x")
+GRANT_FORMAT_FLAGS = 2
+GRANT_FLAG_SHED = 0x01
+GRANT_FLAGS_DEFINED = GRANT_FLAG_SHED
 CTRL_ACK = 5        # body: ACK_BODY; DATA packets received from this sender so far (all tensors)
 ACK_BODY = struct.Struct("!I")
 # ACK format 2 extends the body (the first field unchanged, so a reader of ACK_BODY still works):
@@ -230,6 +238,32 @@ def unpack_ack(body: bytes | memoryview) -> tuple[int, int | None, int]:
     if droppable > received or not 1 <= protected <= MAG_CLASS_MAX:
         raise ValueError(f"inconsistent ACK: {droppable} droppable of {received}, protected class {protected}")
     return received, droppable, protected
+
+def pack_grant(rate: int, senders: int, window: int, flags: int | None = None) -> bytes:
+    """CONTROL/GRANT body: format 1 (``flags`` None, 12 bytes) or format 2 (with the flags byte)."""
+    if flags is None:
+        return GRANT_BODY.pack(rate, senders, window)
+    return GRANT_BODY_FLAGS.pack(rate, senders, window, GRANT_FORMAT_FLAGS, flags)
+
+
+def unpack_grant(body: bytes | memoryview) -> tuple[int, int, int, int]:
+    """(bytes/s, senders, window, flags) of a CONTROL/GRANT body.
+
+    A format-1 body (12 bytes, or a longer one of another format) has no flags (0); ValueError when
+    the body is shorter than 12 bytes, or a format-2 body is truncated or sets an undefined flag.
+    """
+    if len(body) < GRANT_BODY.size:
+        raise ValueError(f"GRANT body needs {GRANT_BODY.size} bytes, got {len(body)}")
+    rate, senders, window = GRANT_BODY.unpack_from(body)
+    if len(body) == GRANT_BODY.size or body[GRANT_BODY.size] != GRANT_FORMAT_FLAGS:
+        return rate, senders, window, 0
+    if len(body) < GRANT_BODY_FLAGS.size:
+        raise ValueError(f"GRANT format {GRANT_FORMAT_FLAGS} needs {GRANT_BODY_FLAGS.size} bytes, got {len(body)}")
+    flags = body[GRANT_BODY.size + 1]
+    if flags & ~GRANT_FLAGS_DEFINED:
+        raise ValueError(f"GRANT flags {flags:#04x}: undefined bits {flags & ~GRANT_FLAGS_DEFINED:#04x}")
+    return rate, senders, window, flags
+
 
 # Kind of payload a tensor carries (decides loss semantics at the receiver).
 KIND_GRADIENT = 0    # missing elements are zero-filled

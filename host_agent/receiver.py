@@ -67,6 +67,14 @@ WINDOW_PACKETS = 40           # DATA packets all granted senders together may ha
 # given up 93 -> 127; tcp-bulk (3 workers: windows 13 and 40, unchanged) 7 x 7: 0.998 [0.990, 1.006], p99
 # 1.019 [0.969, 1.068] (the same code path: the demo scenario's noise).
 WINDOW_MIN = 8
+# A receiver "holds" senders when more are active (or, for standby grants, recent) than SHED_SENDERS: past
+# WINDOW_PACKETS // WINDOW_MIN each sender's window is at its floor, so together they may have more packets in
+# flight than WINDOW_PACKETS, the receiver's queue budget (host_agent admits every sender; ns-3 holds the ones
+# past ``overcommitSenders`` instead). Its GRANTs then carry GRANT_FLAG_SHED (cfg.shed_droppable): a flagged
+# sender leaves out its droppable-by-design packets (endpoint.py), which would otherwise take link time in
+# front of everyone's protected packets only to be zero-filled or dropped by the switch (ns-3's shedDroppable,
+# session 16: -2.7 % mean over iterations 0-1 at paper-144, seeds 1-3).
+SHED_SENDERS = WINDOW_PACKETS // WINDOW_MIN
 ACK_EVERY = 4                 # CONTROL/ACK after this many DATA packets from a sender
 # A receiver that grants does not echo CE marks while DATA arrives at OWN_PORT_FULL of its granted
 # total or more: then its own link is the bottleneck, and the queue in front of it is already
@@ -138,11 +146,12 @@ class ReceiveSide:
         self.early_held = 0           # DATA packets held for a later OPEN (all-time count)
         # receiver-driven admission (cfg.link_rate known): the (rate, window) last granted to each
         # sender, and when each sender was last active (with a tensor of it, to address grants)
-        self._granted: dict[Address, tuple[int, int]] = {}
+        self._granted: dict[Address, tuple[int, int, int]] = {}
         self._recent: dict[Address, tuple[float, P.DlcpHeader]] = {}   # -> (last active, GRANT header)
         self.standby_grants_sent = 0
         self._next_grant_check = 0.0
         self.grants_sent = 0
+        self.shed_grants_sent = 0     # GRANTs that carried GRANT_FLAG_SHED (we held senders)
         self.active_senders_max = 0   # most senders granted at once (all-time)
         self._rx_from: collections.Counter[Address] = collections.Counter()   # DATA packets per sender
         self._rx_droppable: collections.Counter[Address] = collections.Counter()   # ... droppable by design
@@ -452,22 +461,29 @@ class ReceiveSide:
             del self._granted[peer]
             self._granted_at.pop(peer, None)
 
-    def _share(self, senders: int) -> tuple[int, int]:
-        """(bytes/s, window in packets) for each of ``senders`` senders sharing our link."""
+    def _share(self, senders: int) -> tuple[int, int, int]:
+        """(bytes/s, window in packets, GRANT flags) for each of ``senders`` senders sharing our link:
+        GRANT_FLAG_SHED when they are more than ``cfg.shed_senders`` and ``cfg.shed_droppable`` is on."""
         assert self.cfg.link_rate is not None and senders > 0
-        return int(GRANT_SHARE * self.cfg.link_rate / senders), max(WINDOW_MIN, WINDOW_PACKETS // senders)
+        shed = P.GRANT_FLAG_SHED if self.cfg.shed_droppable and senders > self.cfg.shed_senders else 0
+        return (int(GRANT_SHARE * self.cfg.link_rate / senders), max(WINDOW_MIN, WINDOW_PACKETS // senders),
+                shed)
 
     @staticmethod
     def _grant_header(asm: TensorAssembly) -> P.DlcpHeader:
         return P.DlcpHeader(msg_type=P.MSG_CONTROL, flags=P.FLAG_CRITICAL, dtype=asm.dtype, job_id=asm.job_id,
                             worker_id=asm.worker_id, iteration=asm.iteration, tensor_id=asm.tensor_id)
 
-    def _grant(self, peer: Address, hdr: P.DlcpHeader, share: tuple[int, int], senders: int) -> None:
+    def _grant(self, peer: Address, hdr: P.DlcpHeader, share: tuple[int, int, int], senders: int) -> None:
         self._granted[peer] = share
         self._granted_at[peer] = time.monotonic()
         self.grants_sent += 1
-        self._send(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_GRANT) + P.GRANT_BODY.pack(share[0], senders, share[1]),
-                   peer)
+        rate, window, flags = share
+        if flags & P.GRANT_FLAG_SHED:
+            self.shed_grants_sent += 1
+        # format 2 (with the flags byte) when shedding is on, so a flag that clears is said too; off: format 1
+        body = P.pack_grant(rate, senders, window, flags if self.cfg.shed_droppable else None)
+        self._send(hdr.pack() + P.CONTROL_HEAD.pack(P.CTRL_GRANT) + body, peer)
 
     def _expire_idle(self, now: float) -> None:
         """Forget unfinished tensors that got no DATA for ``idle_timeout`` s (forged or dead OPENs).
