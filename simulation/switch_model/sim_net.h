@@ -83,9 +83,13 @@ struct TransportConfig {
   // in the control queue, can overtake the last DATA). Why: paper-144, load 0.6, iteration 1 (seed 1,
   // hostControlFirst): the PS link carried 608.1 us of push DATA where the fluid without droppable
   // packets needs 590.9; the 143 droppable packets (one per worker, in its 16,012-byte group) cost
-  // 7.8 us of the 23.4 between the measured mean and DLCP's own whole-sender fluid. Cost: those
-  // packets are zero-filled (within the loss bound). Off: every packet is sent; only the switches drop
-  bool shedDroppable = false;
+  // 7.8 us of the 23.4 between the measured mean and DLCP's own whole-sender fluid. With it (goal
+  // command, iterations 0-1): gradient mean 275.8 -> 268.3 us (seed 1), 276.4 -> 268.8 (2), 275.9 ->
+  // 268.3 (3), p99 and PS iteration lower on all three. Cost: those packets are zero-filled (within
+  // the loss bound): 249 gradient packets of 10,868 instead of 104, parameters none. On since session
+  // 17 (tests/simulation/test_sim_shed_droppable.py; docs/simulation.md "Where iteration 1 still
+  // loses"). Off: every packet is sent; only the switches drop (the behaviour up to session 16)
+  bool shedDroppable = true;
   uint32_t unscheduled = 4;                   // UNSCHEDULED_PACKETS before the GRANT answering an OPEN
   double grantIdle = 500e-6;                  // s (host_agent GRANT_IDLE 0.5 s): sender no longer active
   double grantTick = 20e-6;                   // s (GRANT_TICK 20 ms): check for senders gone quiet
