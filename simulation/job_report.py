@@ -4,6 +4,10 @@ Why this exists: every figure of a run is kept as data (transfers.jsonl: one obj
 iterations.jsonl: one per worker and iteration; runs.json: per mode and load) beside the human
 report and its plots (FCT mean and p99 by flow-size bucket vs load, iteration-time CDF, drops per
 class), so a reader can recompute any number. The report states the scale of what was simulated.
+For a PS job it also has a table per iteration with the background on the PS's host link: a TCP
+baseline's iterations are not alike over a long run (the web-search background's heavy tail sends a
+few flows of tens of MB into the PS now and then, and the gradients share that port with them), so
+the per-iteration figures say which iterations met such flows (docs/results/dctcp-late-iterations).
 """
 
 from __future__ import annotations
@@ -51,6 +55,45 @@ def summary(r: JobResult) -> dict:
             "dlcp_packets": sum(t.get("packets", 0) for t in grads)}
 
 
+def ps_host(transfers: list[dict]) -> str | None:
+    """The parameter server: the one host every gradient goes to (None: no gradient, or several)."""
+    dsts = {t["dst"] for t in transfers if t["kind"] == "gradient"}
+    return dsts.pop() if len(dsts) == 1 else None
+
+
+def ps_iterations(transfers: list[dict]) -> list[dict]:
+    """Per iteration of a PS job, its gradients and the background on the PS's host link: the flows
+    into the PS in flight at the iteration's first gradient start (started by then, not complete by
+    then; a flow never completed counts whole), and of the background flows into or out of the PS
+    started from then to the next iteration's first gradient start, how many completed by the run's
+    end. [] without a PS job."""
+    ps = ps_host(transfers)
+    if ps is None:
+        return []
+    grads: dict[int, list[dict]] = {}
+    for t in transfers:
+        if t["kind"] == "gradient":
+            grads.setdefault(t["iteration"], []).append(t)
+    into = [t for t in transfers if t["kind"] == "background" and t["dst"] == ps]
+    touching = [t for t in transfers if t["kind"] == "background" and ps in (t["src"], t["dst"])]
+    firsts = {it: min(t["start_s"] for t in g) for it, g in grads.items()}
+    rows = []
+    for it in sorted(grads):
+        g, at = grads[it], firsts[it]
+        until = min((v for k, v in firsts.items() if k > it), default=math.inf)
+        open_then = [t for t in into if t["start_s"] <= at and not (t["completed"] and t["start_s"] + t["fct_s"] <= at)]
+        started = [t for t in touching if at <= t["start_s"] < until]
+        st = fct_stats(g, "gradient")
+        rows.append({"iteration": it, "gradients": st["flows"], "completed": st["completed"],
+                     "first_start_ms": round(at * 1e3, 3),
+                     "start_spread_ms": round((max(t["start_s"] for t in g) - at) * 1e3, 3),
+                     "mean_us": st["mean_us"], "p99_us": st["p99_us"],
+                     "into_ps_flows": len(open_then), "into_ps_mb": round(sum(t["bytes"] for t in open_then) / 1e6, 2),
+                     "ps_background_started": len(started),
+                     "ps_background_completed": sum(1 for t in started if t["completed"])})
+    return rows
+
+
 def write(out: Path, runs: list[JobResult], header: str) -> Path:
     """transfers.jsonl, iterations.jsonl, runs.json, report.md and plots/*.png into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -84,6 +127,21 @@ def write(out: Path, runs: list[JobResult], header: str) -> Path:
             st = fct_stats(r.transfers, "background", lo, hi)
             cells.append(f"{st['mean_us']} / {st['p99_us']} / {st['completed']} of {st['flows']}")
         lines.append(f"| {s['mode']} | {s['load']} | " + " | ".join(cells) + " |")
+    for r in runs:
+        rows = ps_iterations(r.transfers)
+        if not rows:
+            continue
+        lines += ["", f"Per iteration, {r.mode} load {r.extra.get('load')} (PS {ps_host(r.transfers)}): gradient FCT "
+                  "(µs) and the background on the PS's host link: flows into the PS in flight at the iteration's "
+                  "first gradient start, and background flows into or out of the PS started during the iteration, "
+                  "complete by the run's end of started:", "",
+                  "| iteration | gradients complete | first start (ms) | start spread (ms) | gradient FCT mean | "
+                  "gradient FCT p99 | into the PS in flight: flows / MB | to or from the PS: complete of started |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for w in rows:
+            lines.append(f"| {w['iteration']} | {w['completed']}/{w['gradients']} | {w['first_start_ms']} | "
+                         f"{w['start_spread_ms']} | {w['mean_us']} | {w['p99_us']} | {w['into_ps_flows']} / "
+                         f"{w['into_ps_mb']} | {w['ps_background_completed']} of {w['ps_background_started']} |")
     lines += ["", "Switch counters:", ""]
     for r in runs:
         lines.append(f"* {r.mode} (load {r.extra.get('load')}): `{json.dumps(r.counters, sort_keys=True)}`")
