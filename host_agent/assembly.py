@@ -72,6 +72,8 @@ class TensorAssembly:
         self.ce_echoed = 0
         self.complete = False
         self.probed = False
+        # the first transmission's LAST packet arrived: an implicit PROBE (EndpointConfig.last_as_probe)
+        self.last_probed = False
         # monotonic time of the last accepted DATA; until the first one, when the tensor was
         # announced (a PROBE that overtook every DATA packet is held from there)
         self.last_data = time.monotonic()

@@ -20,7 +20,7 @@ import numpy as np
 
 from host_agent import overlap
 from host_agent.collectives import PS_SERVER_ID
-from host_agent.endpoint import Endpoint, EndpointConfig, RecvHandle, shed_droppable
+from host_agent.endpoint import Endpoint, EndpointConfig, RecvHandle, last_as_probe, shed_droppable
 from host_agent.errors import HostAgentError, TransportError, UserError
 from host_agent.overlap import ComputeModel
 from host_agent.packetizer import packetize
@@ -73,6 +73,11 @@ def _common(p: argparse.ArgumentParser, bind_default: str = "0.0.0.0:9290") -> N
                         f"{SHED_SENDERS} active senders, flag GRANTs; as a sender to a receiver whose last GRANT "
                         "was flagged, leave out the packets it can do without by design (not CRITICAL, magnitude "
                         "below the protected class, not LAST, within the loss bound); --no-shed-droppable: never")
+    p.add_argument("--last-as-probe", action=argparse.BooleanOptionalAction, default=None,
+                   help="as a receiver, treat a tensor's LAST DATA packet (first transmission) as an implicit "
+                        "PROBE: from then on complete it (DONE) on the DATA that meets the loss bound, without "
+                        "waiting for the sender's PROBE (default on; environment DLCP_LAST_AS_PROBE=0/1 when "
+                        "neither flag is given); --no-last-as-probe: only a PROBE does")
     p.add_argument("--out", default="-", help="JSON-lines output file, appended to (default stdout)")
     p.add_argument("--timeout", type=float, default=60.0,
                    help="seconds before giving up (recv: seconds without traffic) (default 60)")
@@ -184,12 +189,14 @@ def make_endpoint(args: argparse.Namespace, worker_id: int) -> Endpoint:
     link_mbps = getattr(args, "link_mbps", None)
     link_rate = link_mbps * 1e6 / 8 if link_mbps else None
     shed = getattr(args, "shed_droppable", None)
+    last = getattr(args, "last_as_probe", None)
     try:
         return Endpoint(EndpointConfig(job_id=args.job, worker_id=worker_id, bind=args.bind, rate=rate,
                                        link_rate=link_rate,
                                        give_up_after=min(args.timeout, 30.0), offload=args.offload,
                                        receive_deadline=args.receive_deadline,
                                        shed_droppable=shed_droppable() if shed is None else shed,
+                                       last_as_probe=last_as_probe() if last is None else last,
                                        protected_mag_class=make_policy(args).protected_mag_class))
     except OSError as exc:
         raise UserError(f"--bind {args.bind[0]}:{args.bind[1]}: {exc.strerror}") from None

@@ -81,6 +81,12 @@ def shed_droppable(default: bool = True) -> bool:
     return env_switch("DLCP_SHED_DROPPABLE", default)
 
 
+def last_as_probe(default: bool = True) -> bool:
+    """Whether a receiver treats a tensor's LAST DATA packet as an implicit PROBE (``EndpointConfig.last_as_probe``):
+    ``default`` unless the environment variable DLCP_LAST_AS_PROBE (0/1) says (measurements only)."""
+    return env_switch("DLCP_LAST_AS_PROBE", default)
+
+
 def send_by_class(default: bool = SEND_BY_CLASS) -> bool:
     """Whether an endpoint sends the highest layer class first: ``default`` unless DLCP_SEND_BY_CLASS says."""
     return env_switch("DLCP_SEND_BY_CLASS", default)
@@ -135,6 +141,13 @@ class EndpointConfig:
     # Off: GRANTs in format 1 (no flags) and flags from others ignored. CLI: --no-shed-droppable.
     shed_droppable: bool = field(default_factory=shed_droppable)
     shed_senders: int = SHED_SENDERS
+    # As a receiver: the first transmission's LAST DATA packet is an implicit PROBE (ns-3's ``lastAsProbe``). It
+    # is sent after every other packet of the first transmission, so once it is here the tensor completes (DONE)
+    # on the DATA that meets the loss bound, as after a PROBE, without waiting for the PROBE itself: a shed
+    # tensor never has all its packets, and a lost PROBE cost it an RTO. Never a BITMAP (those answer PROBEs
+    # only), and only with complete_when_bound_met. Needs no wire change (DATA carries FLAG_LAST).
+    # CLI: --no-last-as-probe; environment DLCP_LAST_AS_PROBE=0/1.
+    last_as_probe: bool = field(default_factory=last_as_probe)
 
 
 class SendHandle:
@@ -413,6 +426,7 @@ class Endpoint:
                 "window_stalls": g.window_stalls, "unwindowed_sent": g.unwindowed_sent(), "standby_grants_sent": self.rx.standby_grants_sent,
                 "grants_received": g.grants_received, "grants_sent": self.rx.grants_sent,
                 "shed_packets": self.shed_packets, "shed_grants_sent": self.rx.shed_grants_sent,
+                "last_probe_completions": self.rx.last_probe_completions,
                 "acks_sent": self.rx.acks_sent, "ce_not_echoed": self.rx.ce_own_port, "aimd_cuts": sum(p.decreases for p in self.pacers.values()),
                 "aimd_cuts_by_peer": {f"{a}:{p}": v.decreases for (a, p), v in self.pacers.items() if v.decreases},
                 "aimd_rate": {f"{a}:{p}": round(v.rate) for (a, p), v in self.pacers.items() if v.rate is not None},

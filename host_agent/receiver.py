@@ -152,6 +152,7 @@ class ReceiveSide:
         self._next_grant_check = 0.0
         self.grants_sent = 0
         self.shed_grants_sent = 0     # GRANTs that carried GRANT_FLAG_SHED (we held senders)
+        self.last_probe_completions = 0   # tensors completed by the DATA after LAST that met the bound (last_as_probe)
         self.active_senders_max = 0   # most senders granted at once (all-time)
         self._rx_from: collections.Counter[Address] = collections.Counter()   # DATA packets per sender
         self._rx_droppable: collections.Counter[Address] = collections.Counter()   # ... droppable by design
@@ -233,8 +234,7 @@ class ReceiveSide:
         asm.note_arrival(now, index, 1, first_tx)
         if ce:
             self._echo_ce(asm)
-        if asm.all_received:
-            self._complete(asm)
+        self._after_data(asm, first_tx and bool(flags & P.FLAG_LAST))
 
     def gro_batch(self, buf: bytearray, seg: int, n: int, ce: bool, addr: Address, at: float | None = None) -> int:
         """Vectorised path for a GRO run of consecutive full DATA packets of one tensor from ``addr``
@@ -285,9 +285,28 @@ class ReceiveSide:
         asm.note_arrival(time.monotonic(), off // asm.epp, k)
         if ce:
             self._echo_ce(asm)
+        self._after_data(asm, bool(fl[-1] & P.FLAG_LAST) and not retx[-1])
+        return k * seg
+
+    def _after_data(self, asm: TensorAssembly, last_first_tx: bool) -> None:
+        """Complete a tensor once every packet is here, or once the loss bound is met after an implicit PROBE.
+
+        ``last_as_probe``: the first transmission's LAST packet (sent after every other first-transmission
+        packet) tells the receiver what a PROBE would, that the sender has sent what it will, so from then on
+        the tensor completes on the DATA that meets the bound (``complete_when_bound_met``), as ns-3's
+        receiver does once probed. Only DONE: BITMAPs still answer the sender's own PROBEs. A shed tensor
+        (receiver.SHED_SENDERS) never has all its packets, so without this a lost PROBE cost it an RTO.
+        """
         if asm.all_received:
             self._complete(asm)
-        return k * seg
+            return
+        if not self.cfg.last_as_probe:
+            return
+        if last_first_tx:
+            asm.last_probed = True
+        if asm.last_probed and self._bound_ends_wait(asm):
+            self.last_probe_completions += 1
+            self._complete(asm)
 
     def _hold_early(self, mv: memoryview, worker: int, it: int, tid: int, ce: bool,
                     asm: TensorAssembly | None, addr: Address) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from host_agent import cli
 from host_agent.endpoint import Endpoint
 
 
@@ -31,3 +32,18 @@ def run_both(sender: Endpoint, send_handles: list, receiver: Endpoint, recv_hand
         t.join(timeout + 5)
     if err:
         raise err[0]
+
+
+def agent_switch(monkeypatch, env_name: str, env: str | None, argv: list[str], attr: str) -> bool:
+    """The value of EndpointConfig ``attr`` in the endpoint dlcp-agent makes from ``recv`` ``argv``, with the
+    environment variable ``env_name`` set to ``env`` (None: unset)."""
+    if env is None:
+        monkeypatch.delenv(env_name, raising=False)
+    else:
+        monkeypatch.setenv(env_name, env)
+    args = cli.build_parser().parse_args(["recv", "--bind", "127.0.0.1:0", *argv])
+    ep = cli.make_endpoint(args, 0)
+    try:
+        return getattr(ep.cfg, attr)
+    finally:
+        ep.sock.close()

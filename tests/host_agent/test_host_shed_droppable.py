@@ -17,9 +17,8 @@ import time
 
 import numpy as np
 import pytest
-from host_helpers import run_both
+from host_helpers import agent_switch, run_both
 
-from host_agent import cli
 from host_agent import protocol as P
 from host_agent.endpoint import EndpointConfig
 from host_agent.errors import UserError
@@ -230,16 +229,7 @@ def test_malformed_grant_is_counted_not_obeyed(endpoints):
 ])
 def test_agent_switch(monkeypatch, argv, env, want):
     """dlcp-agent's --shed-droppable/--no-shed-droppable, else DLCP_SHED_DROPPABLE, else on."""
-    if env is None:
-        monkeypatch.delenv("DLCP_SHED_DROPPABLE", raising=False)
-    else:
-        monkeypatch.setenv("DLCP_SHED_DROPPABLE", env)
-    args = cli.build_parser().parse_args(["recv", "--bind", "127.0.0.1:0", *argv])
-    ep = cli.make_endpoint(args, 0)
-    try:
-        assert ep.cfg.shed_droppable is want
-    finally:
-        ep.sock.close()
+    assert agent_switch(monkeypatch, "DLCP_SHED_DROPPABLE", env, argv, "shed_droppable") is want
 
 
 def test_bad_environment_value_is_a_clear_error(monkeypatch):
