@@ -248,10 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", default="dctcp", choices=("dctcp", "dlcp", "tcp-cubic", "tcp-newreno"))
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--src", default="h68", help="the extra flow's source host")
+    ap.add_argument("--src", default="h68", help="the extra flow's source host (comma-separated: several flows)")
     ap.add_argument("--ps", default="h0")
-    ap.add_argument("--mbytes", type=float, default=26.5, help="the extra flow's size (MB, 1e6 bytes)")
-    ap.add_argument("--at-ms", type=float, default=3.0, help="when the extra flow starts")
+    ap.add_argument("--mbytes", default="26.5", help="the extra flow's size (MB, 1e6 bytes; comma-separated: one each)")
+    ap.add_argument("--at-ms", default="3.0", help="when the extra flow starts (ms; comma-separated: one each)")
     ap.add_argument("--no-flow", action="store_true", help="trace the unmodified run")
     ap.add_argument("--max-sim-ms", type=float, default=6.5)
     ap.add_argument("--out", required=True)
@@ -265,16 +265,25 @@ def main(argv: list[str] | None = None) -> int:
     from simulation.workload import load_cdf, ps_workload
 
     topo = preset("paper-144")
-    for name, host in (("--src", a.src), ("--ps", a.ps)):
+    srcs = [x.strip() for x in a.src.split(",")]
+    try:
+        sizes = [float(x) for x in a.mbytes.split(",")]
+        ats = [float(x) for x in a.at_ms.split(",")]
+    except ValueError:
+        ap.error(f"--mbytes {a.mbytes!r} / --at-ms {a.at_ms!r}: expected numbers, comma-separated")
+    if not len(srcs) == len(sizes) == len(ats):
+        ap.error(f"--src, --mbytes, --at-ms: {len(srcs)}, {len(sizes)}, {len(ats)} values; give one of each per flow")
+    for name, host in [("--src", h) for h in srcs] + [("--ps", a.ps)]:
         if host not in topo.hosts:
             ap.error(f"{name} {host}: not a host of paper-144 (h0-h143)")
-    if a.src == a.ps or a.mbytes <= 0 or not 0 <= a.at_ms < a.max_sim_ms:
-        ap.error("need --src != --ps, --mbytes > 0 and 0 <= --at-ms < --max-sim-ms")
+    if a.ps in srcs or min(sizes) <= 0 or not all(0 <= t < a.max_sim_ms for t in ats):
+        ap.error("need every --src != --ps, --mbytes > 0 and 0 <= --at-ms < --max-sim-ms")
     policy = policy_for(min(lk.rate_bps for lk in topo.links), None)
     host_bps = max(lk.rate_bps for lk in topo.links if lk.a in topo.hosts or lk.b in topo.hosts)
     work = ps_workload("resnet50", 0.0005, 4, 10, host_bps, 1.0)
     idx = {h: i for i, h in enumerate(topo.hosts)}
-    bulk = [] if a.no_flow else [(idx[a.src], idx[a.ps], int(a.mbytes * 1e6), a.at_ms / 1e3)]
+    bulk = [] if a.no_flow else [(idx[h], idx[a.ps], int(mb * 1e6), t / 1e3) for h, mb, t in zip(srcs, sizes, ats,
+                                                                                                 strict=True)]
     spec = JobSpec(work, load_cdf("web-search"), "web-search", 0.6, 0.1, a.seed, a.max_sim_ms / 1e3, bulk=bulk)
     r, trace = run_fresh(run_traced, topo, policy, a.mode, spec, a.ps)
     out = Path(a.out)
@@ -284,11 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     (out / "iterations.jsonl").write_text("".join(json.dumps(t | {"load": 0.6}) + "\n" for t in r.iterations))
     (out / "trace.json").write_text(json.dumps(trace))
     (out / "run.json").write_text(json.dumps(r.as_dict() | {"args": vars(a)}, indent=1, default=str))
-    print(f"{a.mode} seed {a.seed}, extra flow: {'none' if a.no_flow else f'{a.src} -> {a.ps} {a.mbytes} MB at {a.at_ms} ms'}; "
+    extra = "none" if a.no_flow else ", ".join(f"{h} -> {a.ps} {mb:g} MB at {t:g} ms" for h, mb, t in zip(srcs, sizes, ats,
+                                                                                                          strict=True))
+    print(f"{a.mode} seed {a.seed}, extra flow(s): {extra}; "
           f"{r.sim_time_s * 1e3:.2f} ms simulated, {r.events:,} events, {r.extra['run_cpu_s']:.0f} s CPU")
     summarize(recs, trace, a.ps, fabric_timer_floor_s(topo, policy))
     if a.compare:
-        compare(recs, a.compare, a.at_ms / 1e3 if not a.no_flow else a.max_sim_ms / 1e3)
+        compare(recs, a.compare, min(ats) / 1e3 if not a.no_flow else a.max_sim_ms / 1e3)
     return 0
 
 
