@@ -74,6 +74,7 @@ class TensorAssembly:
         self.probed = False
         # the first transmission's LAST packet arrived: an implicit PROBE (EndpointConfig.last_as_probe)
         self.last_probed = False
+        self.bitmap_round = -1         # the last probe round answered with a BITMAP
         # monotonic time of the last accepted DATA; until the first one, when the tensor was
         # announced (a PROBE that overtook every DATA packet is held from there)
         self.last_data = time.monotonic()

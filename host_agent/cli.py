@@ -74,10 +74,11 @@ def _common(p: argparse.ArgumentParser, bind_default: str = "0.0.0.0:9290") -> N
                         "was flagged, leave out the packets it can do without by design (not CRITICAL, magnitude "
                         "below the protected class, not LAST, within the loss bound); --no-shed-droppable: never")
     p.add_argument("--last-as-probe", action=argparse.BooleanOptionalAction, default=None,
-                   help="as a receiver, treat a tensor's LAST DATA packet (first transmission) as an implicit "
-                        "PROBE: from then on complete it (DONE) on the DATA that meets the loss bound, without "
-                        "waiting for the sender's PROBE (default on; environment DLCP_LAST_AS_PROBE=0/1 when "
-                        "neither flag is given); --no-last-as-probe: only a PROBE does")
+                   help="as a receiver, take a tensor's LAST DATA packet (first transmission) arriving before any "
+                        "PROBE as PROBE(0): DONE at once when the loss bound is met, else BITMAP(0) after the "
+                        "hold-off, then DONE on the DATA that meets the bound, without waiting for the sender's "
+                        "PROBE (default on; environment DLCP_LAST_AS_PROBE=0/1 when neither flag is given); "
+                        "--no-last-as-probe: only PROBEs do")
     p.add_argument("--out", default="-", help="JSON-lines output file, appended to (default stdout)")
     p.add_argument("--timeout", type=float, default=60.0,
                    help="seconds before giving up (recv: seconds without traffic) (default 60)")

@@ -141,11 +141,12 @@ class EndpointConfig:
     # Off: GRANTs in format 1 (no flags) and flags from others ignored. CLI: --no-shed-droppable.
     shed_droppable: bool = field(default_factory=shed_droppable)
     shed_senders: int = SHED_SENDERS
-    # As a receiver: the first transmission's LAST DATA packet is an implicit PROBE (ns-3's ``lastAsProbe``). It
-    # is sent after every other packet of the first transmission, so once it is here the tensor completes (DONE)
-    # on the DATA that meets the loss bound, as after a PROBE, without waiting for the PROBE itself: a shed
-    # tensor never has all its packets, and a lost PROBE cost it an RTO. Never a BITMAP (those answer PROBEs
-    # only), and only with complete_when_bound_met. Needs no wire change (DATA carries FLAG_LAST).
+    # As a receiver: the first transmission's LAST DATA packet is an implicit PROBE(0) (ns-3's ``lastAsProbe``).
+    # It is sent after every other packet of the first transmission, right before PROBE(0), so when it arrives
+    # before any PROBE the receiver acts as on PROBE(0): DONE at once if the loss bound is met, else BITMAP(0)
+    # after the hold-off; from then on the tensor completes on the DATA that meets the bound. A shed tensor
+    # never has all its packets, and a lost PROBE cost it an RTO. PROBE(0) arriving after LAST's BITMAP(0) is
+    # not answered again. Needs no wire change (DATA carries FLAG_LAST).
     # CLI: --no-last-as-probe; environment DLCP_LAST_AS_PROBE=0/1.
     last_as_probe: bool = field(default_factory=last_as_probe)
 
@@ -427,6 +428,7 @@ class Endpoint:
                 "grants_received": g.grants_received, "grants_sent": self.rx.grants_sent,
                 "shed_packets": self.shed_packets, "shed_grants_sent": self.rx.shed_grants_sent,
                 "last_probe_completions": self.rx.last_probe_completions,
+                "last_probe_repeats": self.rx.last_probe_repeats,
                 "acks_sent": self.rx.acks_sent, "ce_not_echoed": self.rx.ce_own_port, "aimd_cuts": sum(p.decreases for p in self.pacers.values()),
                 "aimd_cuts_by_peer": {f"{a}:{p}": v.decreases for (a, p), v in self.pacers.items() if v.decreases},
                 "aimd_rate": {f"{a}:{p}": round(v.rate) for (a, p), v in self.pacers.items() if v.rate is not None},

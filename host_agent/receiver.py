@@ -153,6 +153,7 @@ class ReceiveSide:
         self.grants_sent = 0
         self.shed_grants_sent = 0     # GRANTs that carried GRANT_FLAG_SHED (we held senders)
         self.last_probe_completions = 0   # tensors completed by the DATA after LAST that met the bound (last_as_probe)
+        self.last_probe_repeats = 0       # PROBE(0)s not answered: LAST's BITMAP(0) had left (last_as_probe)
         self.active_senders_max = 0   # most senders granted at once (all-time)
         self._rx_from: collections.Counter[Address] = collections.Counter()   # DATA packets per sender
         self._rx_droppable: collections.Counter[Address] = collections.Counter()   # ... droppable by design
@@ -289,21 +290,26 @@ class ReceiveSide:
         return k * seg
 
     def _after_data(self, asm: TensorAssembly, last_first_tx: bool) -> None:
-        """Complete a tensor once every packet is here, or once the loss bound is met after an implicit PROBE.
+        """Complete a tensor once every packet is here, or act on the first transmission's LAST packet.
 
-        ``last_as_probe``: the first transmission's LAST packet (sent after every other first-transmission
-        packet) tells the receiver what a PROBE would, that the sender has sent what it will, so from then on
-        the tensor completes on the DATA that meets the bound (``complete_when_bound_met``), as ns-3's
-        receiver does once probed. Only DONE: BITMAPs still answer the sender's own PROBEs. A shed tensor
-        (receiver.SHED_SENDERS) never has all its packets, so without this a lost PROBE cost it an RTO.
+        ``last_as_probe`` (ns-3's ``lastAsProbe``): LAST leaves after every other packet of the first
+        transmission, right before PROBE(0), so its arrival is taken as that PROBE when no PROBE came yet: the
+        tensor completes at once if the loss bound is met, else BITMAP(0) is answered once DATA has been quiet
+        for the hold-off (stragglers behind LAST are not asked for again), and from then on it completes on the
+        DATA that meets the bound. A shed tensor (receiver.SHED_SENDERS) never has all its packets, so without
+        this a lost PROBE cost it an RTO. A retransmitted LAST is no trigger (a repair round's order is its
+        plan's); PROBE(0) arriving after LAST's BITMAP left is not answered again (``on_probe``).
         """
         if asm.all_received:
             self._complete(asm)
             return
         if not self.cfg.last_as_probe:
             return
-        if last_first_tx:
+        if last_first_tx and not asm.last_probed:
             asm.last_probed = True
+            if not asm.probed and not self._bound_ends_wait(asm):
+                asm.held_probe = 0            # PROBE(0)'s answer: BITMAP once DATA goes quiet (tick)
+                self._held.add(asm)
         if asm.last_probed and self._bound_ends_wait(asm):
             self.last_probe_completions += 1
             self._complete(asm)
@@ -357,6 +363,9 @@ class ReceiveSide:
                  addr: Address, now: float) -> None:
         asm = self._open(layer, dtype, worker, it, tid, body, addr)
         if asm is None:
+            return
+        if self.cfg.last_as_probe and not asm.complete and seq == asm.bitmap_round:
+            self.last_probe_repeats += 1  # PROBE(0) after LAST's BITMAP(0) left: answered already
             return
         asm.probed = True
         if not asm.complete and not self._bound_ends_wait(asm) and now - asm.last_data < self.holdoff(asm):
@@ -563,6 +572,7 @@ class ReceiveSide:
         if asm.complete or asm.bound_met():
             self._complete(asm)
         else:
+            asm.bitmap_round = round_
             for chunk in asm.bitmap_chunks(round_):
                 self._reply(asm, P.MSG_BITMAP, chunk, round_)
 

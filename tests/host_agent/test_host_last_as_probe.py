@@ -1,9 +1,10 @@
 """The first transmission's LAST DATA packet as an implicit PROBE (``last_as_probe``), with real sockets.
 
 A shed tensor (test_host_shed_droppable.py) never has all its packets at the receiver, so it could finish
-only through its PROBE: a lost PROBE cost it a whole RTO. With ``last_as_probe`` the receiver completes it
-on the DATA that meets the loss bound once LAST has arrived, as ns-3's receiver does once probed. The
-PROBEs are dropped by a real relay (``LossyRelay``'s raw rule, each header decoded with the agent's own
+only through its PROBE: a lost PROBE cost it a whole RTO. With ``last_as_probe`` (ns-3's ``lastAsProbe``) the
+receiver takes the first transmission's LAST packet, arriving before any PROBE, as PROBE(0): DONE when the loss
+bound is met, else BITMAP(0) after the hold-off (a packet reordered behind LAST within it is not asked for),
+then DONE on the DATA that meets the bound. The PROBEs are dropped by a real relay (``LossyRelay``'s raw rule, each header decoded with the agent's own
 parser); the sender's RTO is made long (3 s) so that waiting for it cannot pass for finishing without it.
 """
 
@@ -26,12 +27,14 @@ RTO = 3.0                    # the sender's first re-probe: the old code's cost 
 
 
 class DropFirstProbe:
-    """Raw rule: drop the first PROBE of each tensor; optionally hold one DATA packet back and send it
-    ``delay`` s after the first transmission's LAST packet went through (reordering behind LAST)."""
+    """Raw rule: drop the first PROBE of each tensor; optionally drop packet ``drop``'s first transmission, or
+    hold packet ``hold`` back and send it ``delay`` s after the first transmission's LAST went through
+    (reordering behind LAST)."""
 
-    def __init__(self, relay_box: list, hold: int | None = None, delay: float = 0.05) -> None:
+    def __init__(self, relay_box: list, hold: int | None = None, delay: float = 0.02,
+                 drop: int | None = None) -> None:
         self.relay_box = relay_box
-        self.hold, self.delay = hold, delay
+        self.hold, self.delay, self.drop = hold, delay, drop
         self.probes_dropped = 0
         self.held: bytes | None = None
         self.released_at: float | None = None
@@ -44,6 +47,8 @@ class DropFirstProbe:
             self.probes_dropped += 1
             return DROP
         if h.msg_type == P.MSG_DATA and not h.flags & P.FLAG_RETX:
+            if h.offset // 362 == self.drop:
+                return DROP
             if self.hold is not None and h.offset // 362 == self.hold:
                 self.held = data
                 return DROP
@@ -57,12 +62,12 @@ class DropFirstProbe:
         self.released_at = time.monotonic()
 
 
-def run_dropping_probes(endpoints, seed: int, tid: int, last_as_probe: bool, hold: int | None = None):
+def run_dropping_probes(endpoints, seed: int, tid: int, last_as_probe: bool, rx_kw: dict | None = None, **rule_kw):
     g, pt = tensor(seed, tid=tid)
-    rx = endpoints(job_id=1, link_rate=LINK, shed_senders=0, last_as_probe=last_as_probe)
+    rx = endpoints(job_id=1, link_rate=LINK, shed_senders=0, last_as_probe=last_as_probe, **(rx_kw or {}))
     tx = endpoints(job_id=1, worker_id=1, rto_initial=RTO, rto_max=RTO)
     box: list = []
-    rule = DropFirstProbe(box, hold=hold)
+    rule = DropFirstProbe(box, **rule_kw)
     out = np.full_like(g, np.nan)
     with LossyRelay(rx.address, raw_rule=rule) as relay:
         box.append(relay)
@@ -98,13 +103,33 @@ def test_shed_tensor_whose_probe_is_lost_completes_without_an_rto(endpoints, las
         assert rx.counters()["last_probe_completions"] == 0
 
 
+@pytest.mark.parametrize("last_as_probe", [True, False])
+def test_bound_not_met_at_last_answers_bitmap_without_the_probe(endpoints, last_as_probe):
+    """A CRITICAL packet's first transmission and the PROBE are dropped: at LAST the bound is not met, so the
+    receiver answers BITMAP(0) once DATA is quiet, as to PROBE(0); the sender repairs at once and the tensor
+    completes long before the 3 s RTO. Without last_as_probe only the re-probe after the RTO gets a BITMAP."""
+    g, pt = tensor(8, tid=10)
+    lost = int(np.flatnonzero(pt.critical[:-1])[0])
+    g, pt, rx, send, recv, out, _rule, took = run_dropping_probes(endpoints, 8, 10, last_as_probe, drop=lost)
+    assert recv.stats.missing_critical == 0 and send.stats.retransmitted >= 1
+    assert np.array_equal(out.reshape(-1, 362)[lost], g.reshape(-1, 362)[lost])
+    if last_as_probe:
+        assert took < RTO / 2, took
+        assert send.stats.probes == 2                     # the lost PROBE(0), then PROBE(1) after the repair
+    else:
+        assert took >= RTO, took
+        assert send.stats.probes == 3                     # and the re-probe after the RTO
+
+
 def test_data_reordered_behind_last_is_accepted_not_zero_filled(endpoints):
-    """A CRITICAL packet (not LAST) held back and delivered 50 ms after LAST: at LAST the bound is not met
-    (a critical packet is missing), so the receiver neither finishes nor zero-fills; the late packet is
-    accepted, meets the bound, and completes the tensor then (its PROBE was lost: no RTO waited)."""
+    """A CRITICAL packet (not LAST) held back and delivered 20 ms after LAST, within the hold-off (0.1 s here):
+    at LAST the bound is not met (a critical packet is missing), so the receiver neither finishes nor asks for
+    it; the late packet is accepted, meets the bound, and completes the tensor then, with no repair round (its
+    PROBE was lost: no RTO waited)."""
     g, pt = tensor(6, tid=8)
     hold = int(np.flatnonzero(pt.critical[:-1])[0])
-    g, pt, rx, send, recv, out, rule, took = run_dropping_probes(endpoints, 6, 8, True, hold=hold)
+    g, pt, rx, send, recv, out, rule, took = run_dropping_probes(
+        endpoints, 6, 8, True, rx_kw={"probe_holdoff": 0.1}, hold=hold)
     shed = expected_shed(pt)
     assert rule.released_at is not None
     assert hold not in shed
