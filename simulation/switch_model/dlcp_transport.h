@@ -657,6 +657,13 @@ class DlcpHost : public ns3::Application {
     if (critical) t.gotCrit++; else t.gotNc++;
     t.lastData = now;
     if (t.gotAll == t.n) { Finish(id, t); return; }
+    // lastAsProbe: the first transmission's LAST is sent after every other first-round packet and
+    // right before the round-0 PROBE: act as on that PROBE (a retransmitted LAST is not a trigger)
+    if (net.cfg.lastAsProbe && !t.probed && (flags & kFlagLast) && !(flags & kFlagRetx)) {
+      net.lastProbes++;
+      OnProbe(id, 0);
+      if (t.complete) return;
+    }
     if (t.probed && net.cfg.shedDroppable && RuleHolds(t)) { Finish(id, t); return; }   // the PROBE overtook it
     // grantAhead: a granted sender may have become a finishing one (Regrant decides, over all its
     // transfers here): only while senders are held and this transfer is below the threshold

@@ -90,6 +90,13 @@ struct TransportConfig {
   // 17 (tests/simulation/test_sim_shed_droppable.py; docs/simulation.md "Where iteration 1 still
   // loses"). Off: every packet is sent; only the switches drop (the behaviour up to session 16)
   bool shedDroppable = true;
+  // lastAsProbe: a receiver takes a transfer's LAST DATA packet in its first transmission (LAST
+  // flag, no RETX) as the round-0 PROBE it precedes: probed; finish if the rule holds, else the
+  // hold-off BITMAP a PROBE arms (dlcp_transport.h OnData; the rule in docs/simulation.md, session
+  // 18). Why: a shed transfer never gets all n packets, so it finished only on its PROBE and a lost
+  // PROBE cost an RTO (tests/simulation/test_sim_first_contact.py's burst: 257 us against <= 135).
+  // The sender still sends the PROBE (a lost LAST falls back to it). Off: only a PROBE (session 17)
+  bool lastAsProbe = false;
   uint32_t unscheduled = 4;                   // UNSCHEDULED_PACKETS before the GRANT answering an OPEN
   double grantIdle = 500e-6;                  // s (host_agent GRANT_IDLE 0.5 s): sender no longer active
   double grantTick = 20e-6;                   // s (GRANT_TICK 20 ms): check for senders gone quiet
@@ -295,6 +302,7 @@ class SimNet {
   uint64_t dataPackets = 0, ctrlPackets = 0;
   uint64_t grantsSent = 0, acksSent = 0, grantsMissed = 0, windowStalls = 0, writeOffs = 0, standbyGrantsSent = 0;
   uint64_t holdsSent = 0, holdReopens = 0;    // HOLDs sent (overcommitment); OPENs re-sent by held senders
+  uint64_t lastProbes = 0;                    // lastAsProbe: LAST packets taken as the round-0 PROBE
   uint64_t openRetries = 0;                   // first contact: OPENs re-sent for want of any answer (openRetry)
   uint64_t holdOpens = 0;                     // OPENs re-sent by a granted sender on a HOLD (reopenOnHold)
   std::vector<uint64_t> ctrlBytesIn, ctrlBytesOut;   // host index -> DLCP control bytes (UDP payload) received / sent
