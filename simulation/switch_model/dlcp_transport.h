@@ -61,6 +61,10 @@ struct DestGrant {
   double holdSince = 0;                       // when the hold began or its OPENs were last re-sent
   bool answered = false;                      // a GRANT or HOLD came from this destination (openRetry)
   bool shed = false;                          // shedDroppable: its last GRANT said it holds other senders
+  uint32_t awaitId = UINT32_MAX;              // preemptWait: the top-class transfer whose DONE lower classes wait for
+  uint8_t awaitLayer = 0;                     // ... its layer class
+  uint32_t lagSent = 0;                       // ... lower-class DATA sent since (at most ``unscheduled``)
+  double awaitSince = 0;                      // ... since when (a grant wait at most)
   double openRetryIn = 0;                     // s: the next retry's base wait (doubles per retry)
   ns3::EventId openRetryEvent;
   uint64_t InFlight() const { return sent > acked + writtenOff ? sent - acked - writtenOff : 0; }
@@ -309,6 +313,13 @@ class DlcpHost : public ns3::Application {
       net.grantsMissed++;
     }
     DestGrant& d = m_dest[dst];
+    if (net.cfg.preemptWait && d.awaitId != UINT32_MAX && net.transfers[o.id].layer < d.awaitLayer &&
+        d.lagSent >= net.cfg.unscheduled) {      // preemptWait: the receiver may pre-empt us at that DONE
+      why = kWaitHold;
+      double until = d.awaitSince + GrantWait();
+      if (now < until) return until;
+      d.awaitId = UINT32_MAX;                    // no DONE for a grant wait: go on
+    }
     if (d.hold) {                                // held (overcommitment): until a GRANT comes
       why = kWaitHold;
       double until = d.holdSince + GrantWait();
@@ -412,6 +423,13 @@ class DlcpHost : public ns3::Application {
         if (d.window > 0) {
           if (d.InFlight() == 0) d.progress = now;   // the write-off timer runs from here
           d.sent++;
+        }
+      }
+      if (net.cfg.preemptWait && net.cfg.grants) {   // preemptWait: count the lag, or start waiting
+        DestGrant& d = m_dest[r.dst];
+        if (d.awaitId != UINT32_MAX && r.layer < d.awaitLayer) d.lagSent++;
+        if (o.queue.empty() && !o.retxRound && d.shed && net.cfg.classAdmission) {
+          d.awaitId = id; d.awaitLayer = r.layer; d.lagSent = 0; d.awaitSince = now;
         }
       }
       if (o.queue.empty()) SendProbe(o); else m_active.push_back(id);
@@ -563,6 +581,11 @@ class DlcpHost : public ns3::Application {
     auto o = it->second;
     m_out.erase(it);
     RoundOver(id, SimNet::Get().transfers[id].dst, *o, received);
+    auto d = m_dest.find(SimNet::Get().transfers[id].dst);
+    if (d != m_dest.end() && d->second.awaitId == id) {   // preemptWait: the lower classes may go on
+      d->second.awaitId = UINT32_MAX;
+      if (!m_active.empty()) Kick();
+    }
   }
 
   // ---------------------------------------------------------------- DLCP receiver

@@ -97,6 +97,15 @@ struct TransportConfig {
   // PROBE cost an RTO (tests/simulation/test_sim_first_contact.py's burst: 257 us against <= 135).
   // The sender still sends the PROBE (a lost LAST falls back to it). Off: only a PROBE (session 17)
   bool lastAsProbe = false;
+  // preemptWait: with classAdmission, a sender whose destination's GRANT carries the shed flag (the
+  // receiver holds others) and whose top-class transfer there has sent its first round sends at most
+  // ``unscheduled`` DATA of a lower-class transfer there until that transfer's DONE (with which the
+  // receiver's HOLD, if it pre-empts us, leaves) or a grant wait. Why: the pre-emption lag, a pre-empted
+  // sender's lower class flowing for one finish -> HOLD trip (9-10 packets per sender per round) into a
+  // queue served only between rounds, overflowed q1 in tests/simulation/test_sim_overcommit.py's class
+  // run with shedDroppable (9 class-0 DATA lost, last class-0 115.4 us; 54 of 64 deep without shed).
+  // Session 18, off by default (measured on that run only): no drops there, last class-0 94.3 us
+  bool preemptWait = false;
   uint32_t unscheduled = 4;                   // UNSCHEDULED_PACKETS before the GRANT answering an OPEN
   double grantIdle = 500e-6;                  // s (host_agent GRANT_IDLE 0.5 s): sender no longer active
   double grantTick = 20e-6;                   // s (GRANT_TICK 20 ms): check for senders gone quiet
